@@ -1,0 +1,29 @@
+# fioprobe: the targets a newcomer needs. `make demo` and `make test` set everything up first.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
+
+.PHONY: setup demo test lint generate bench
+setup:
+	@bash scripts/setup.sh
+
+## The main job on an embedded default: local Pushgateway + Prometheus, etcd-fsync probes on a
+## local directory, live summary. Ctrl-C stops everything.
+demo: setup
+	@$(PY) -m fioprobe demo
+
+## The whole test suite (what .ci/run calls).
+test: setup lint
+	@bash scripts/run-tests.sh
+
+lint: setup
+	@$(VENV)/bin/ruff check exporter tests bench scripts
+	@$(VENV)/bin/ruff format --check exporter tests bench scripts
+
+## Regenerate every committed generated file (rules, dashboards, manifests, README metrics).
+generate: setup
+	@bash scripts/generate.sh
+
+bench: setup
+	@bash scripts/run-bench.sh

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Runs the whole test suite. pytest's exit code 5 ("no tests collected") is a failure here:
+# a suite that silently ran nothing must never look green.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export PATH=$PWD/.tools/bin:$PWD/.venv/bin:$PATH
+.venv/bin/python -m pytest "$@"
+rc=$?
+if [[ $rc -eq 5 ]]; then
+  echo "run-tests: pytest collected no tests; failing on purpose" >&2
+  exit 1
+fi
+exit $rc

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Installs every tool fioprobe's demo, tests and benchmarks need, on a fresh Debian 12 machine.
+# Idempotent and quiet when everything is already there: each step checks before it acts.
+# Called by `make setup` (and so by `make demo` and `make test`); safe to run twice.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+say() { printf 'setup: %s\n' "$*"; }
+
+# --- Debian packages -------------------------------------------------------------------
+# fio: the probe itself; prometheus (+promtool), pushgateway, alertmanager, etcd: the real
+# components the tests run; jsonnet (+jsonnetfmt): mixin, dashboards, manifests; fuse3: the
+# slow test filesystem; util-linux/e2fsprogs: loop devices and small filesystems for fault tests.
+APT_PACKAGES=(
+  fio prometheus prometheus-pushgateway prometheus-alertmanager etcd-server etcd-client
+  jsonnet fuse3 libfuse2 util-linux e2fsprogs python3-venv ca-certificates openssl
+)
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  say "installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# Debian starts services on install where an init system exists; none must keep running
+# here, the tests start their own instances on free ports.
+for svc in prometheus prometheus-pushgateway prometheus-alertmanager etcd; do
+  pkill -x "$svc" 2>/dev/null || true
+done
+
+# --- Python virtualenv ------------------------------------------------------------------
+VENV=$ROOT/.venv
+stamp=$VENV/.fioprobe-installed
+want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+if [[ ! -x $VENV/bin/python ]]; then
+  say "creating virtualenv $VENV"
+  python3 -m venv "$VENV"
+fi
+if [[ ! -f $stamp || $(cat "$stamp") != "$want" ]]; then
+  say "installing Python packages (pinned in pyproject.toml)"
+  "$VENV/bin/pip" install -q --disable-pip-version-check -e ".[dev]"
+  echo "$want" >"$stamp"
+fi
+
+# --- Go tools ---------------------------------------------------------------------------
+TOOLS=$ROOT/.tools/bin
+mkdir -p "$TOOLS"
+JSONNET_LINT_VERSION=v0.21.0
+if [[ ! -x $TOOLS/jsonnet-lint || $(cat "$TOOLS/.jsonnet-lint.version" 2>/dev/null) != "$JSONNET_LINT_VERSION" ]]; then
+  say "building jsonnet-lint $JSONNET_LINT_VERSION"
+  GOBIN=$TOOLS go install "github.com/google/go-jsonnet/cmd/jsonnet-lint@$JSONNET_LINT_VERSION"
+  echo "$JSONNET_LINT_VERSION" >"$TOOLS/.jsonnet-lint.version"
+fi
+
+# --- Extra steps of later components (dashboards schema, kube-apiserver, ...) -------------
+for extra in scripts/setup.d/*.sh; do
+  [[ -e $extra ]] || continue
+  bash "$extra"
+done
