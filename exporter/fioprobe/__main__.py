@@ -1,0 +1,7 @@
+"""`python -m fioprobe`: the same as the `fioprobe` command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

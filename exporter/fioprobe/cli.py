@@ -1,0 +1,326 @@
+"""The `fioprobe` command line.
+
+Exit status (the same for every subcommand):
+  0  success
+  1  the probe ran and failed; the failure was pushed (fioprobe_success 0)
+  2  usage or configuration error; nothing was run or pushed
+  3  the fio output could not be read; nothing was pushed
+  4  the Pushgateway could not be reached or refused the push; the run's counts are kept in
+     the state file and go out with the next successful push
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from . import __version__
+
+EXIT_OK, EXIT_PROBE_FAILED, EXIT_USAGE, EXIT_BAD_INPUT, EXIT_PUSH_FAILED = 0, 1, 2, 3, 4
+
+
+class UsageError(Exception):
+    """A bad argument or configuration: exit 2 with this message."""
+
+
+def _read_input(source: str) -> tuple[str, str]:
+    """(text, name) of a file argument; '-' is standard input."""
+    if source == "-":
+        return sys.stdin.buffer.read().decode("utf-8", errors="replace"), "<stdin>"
+    try:
+        return Path(source).read_bytes().decode("utf-8", errors="replace"), source
+    except OSError as exc:
+        raise UsageError(f"{source}: cannot read: {exc.strerror}") from None
+
+
+def _grouping_key(args: argparse.Namespace) -> dict[str, str]:
+    key = {"storageclass": args.storageclass, "profile": args.profile}
+    if args.node:
+        key["node"] = args.node
+    for name, value in key.items():
+        if not value or "/" in value:
+            raise UsageError(f"--{name} must be a non-empty name without '/': {value!r}")
+    return key
+
+
+# --- subcommands --------------------------------------------------------------------------
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    from prometheus_client import generate_latest
+
+    from .collector import ProbeOutcome, registry_for
+    from .fioparse import parse_text
+    from .state import GroupTotals, merge_run
+
+    text, name = _read_input(args.file)
+    run = parse_text(text, source=name)
+    outcome = ProbeOutcome(run=run, success=not run.failed_jobs, duration_seconds=_elapsed(run))
+    totals = GroupTotals()
+    merge_run(totals, run, success=outcome.success, finished_at=run.timestamp or time.time())
+    labels = {
+        k: v
+        for k, v in (
+            ("storageclass", args.storageclass),
+            ("profile", args.profile),
+            ("node", args.node),
+        )
+        if v
+    }
+    sys.stdout.buffer.write(generate_latest(registry_for(outcome, totals, labels)))
+    return EXIT_OK
+
+
+def cmd_push(args: argparse.Namespace) -> int:
+    from .collector import ProbeOutcome
+    from .fioparse import parse_text
+    from .publish import default_state_path, publish
+
+    key = _grouping_key(args)
+    transport = _transport(args)
+    text, name = _read_input(args.file)
+    run = parse_text(text, source=name)  # raises before anything is merged or pushed
+    outcome = ProbeOutcome(run=run, success=not run.failed_jobs, duration_seconds=_elapsed(run))
+    state_path = Path(args.state) if args.state else default_state_path(key)
+    publish(outcome, key, transport, state_path, finished_at=run.timestamp or time.time())
+    _say(args, f"pushed {name} to {transport.url} for {key}")
+    return EXIT_OK if outcome.success else EXIT_PROBE_FAILED
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    from .publish import default_state_path
+    from .runner import ProbeTarget, run_and_publish
+
+    key = _grouping_key(args)
+    transport = _transport(args)
+    target = ProbeTarget(
+        storageclass=args.storageclass,
+        node=args.node,
+        directory=Path(args.dir),
+        profile=args.profile,
+        timeout_seconds=args.probe_timeout,
+    )
+    state_path = Path(args.state) if args.state else default_state_path(key)
+    outcome = run_and_publish(target, transport, state_path, jobs_dir=_jobs_dir(args))
+    _say(args, _outcome_line(key, outcome))
+    return EXIT_OK if outcome.success else EXIT_PROBE_FAILED
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .config import load_config
+    from .runner import run_config
+
+    config = load_config(Path(args.config))
+    return run_config(config, only_node=args.node, jobs_dir=_jobs_dir(args), quiet=args.quiet)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    return run_demo(interval=args.interval, iterations=args.iterations, workdir=args.workdir)
+
+
+def _elapsed(run: object) -> float:
+    jobs = getattr(run, "jobs", [])
+    return max((job.runtime_s for job in jobs), default=0.0)
+
+
+def _outcome_line(key: dict[str, str], outcome: object) -> str:
+    status = "ok" if outcome.success else f"FAILED ({outcome.failure_reason})"
+    return f"probe {key}: {status} in {outcome.duration_seconds:.1f}s"
+
+
+def _say(args: argparse.Namespace, message: str) -> None:
+    if not getattr(args, "quiet", False):
+        print(f"fioprobe: {message}", file=sys.stderr)
+
+
+def _jobs_dir(args: argparse.Namespace) -> Path | None:
+    return Path(args.jobs_dir) if getattr(args, "jobs_dir", None) else None
+
+
+def _transport(args: argparse.Namespace) -> object:
+    from .pushgateway import Transport
+
+    if not args.gateway:
+        raise UsageError("no Pushgateway: give --gateway URL or set FIOPROBE_PUSHGATEWAY_URL")
+    return Transport.from_sources(
+        args.gateway,
+        username_file=args.username_file,
+        password_file=args.password_file,
+        ca_file=args.ca_file,
+        cert_file=args.cert_file,
+        key_file=args.key_file,
+        timeout_seconds=args.timeout,
+        attempts=args.attempts,
+    )
+
+
+# --- argument parsing ---------------------------------------------------------------------
+
+
+def _add_gateway_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "Pushgateway",
+        "Credentials are never taken from the command line itself: the username and password "
+        "come from files (--username-file/--password-file, e.g. a mounted Secret) or from "
+        "FIOPROBE_PUSHGATEWAY_USERNAME and FIOPROBE_PUSHGATEWAY_PASSWORD.",
+    )
+    group.add_argument(
+        "--gateway",
+        default=os.environ.get("FIOPROBE_PUSHGATEWAY_URL"),
+        metavar="URL",
+        help="Pushgateway base URL, http:// or https:// (env FIOPROBE_PUSHGATEWAY_URL)",
+    )
+    group.add_argument("--username-file", metavar="FILE", help="file holding the basic-auth user")
+    group.add_argument(
+        "--password-file", metavar="FILE", help="file holding the basic-auth password"
+    )
+    group.add_argument("--ca-file", metavar="FILE", help="CA bundle to verify an https Pushgateway")
+    group.add_argument("--cert-file", metavar="FILE", help="client certificate for mutual TLS")
+    group.add_argument("--key-file", metavar="FILE", help="private key of --cert-file")
+    group.add_argument(
+        "--timeout", type=float, default=10.0, metavar="S", help="per-request timeout (default 10)"
+    )
+    group.add_argument(
+        "--attempts",
+        type=int,
+        default=3,
+        metavar="N",
+        help="tries per request, with exponential backoff from 0.5 s, on network errors and "
+        "HTTP 5xx only (default 3)",
+    )
+
+
+def _add_group_options(parser: argparse.ArgumentParser, *, required: bool) -> None:
+    parser.add_argument(
+        "--storageclass", required=required, help="StorageClass name (or a node-local name)"
+    )
+    parser.add_argument("--profile", required=required, help="probe profile name (jobs/<name>.fio)")
+    parser.add_argument("--node", help="node name, for node-local probes only (e.g. etcd disks)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fioprobe",
+        description="fio probes of Kubernetes storage, exported to Prometheus.",
+        epilog=__doc__.split("\n", 2)[2],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"fioprobe {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    convert = sub.add_parser(
+        "convert",
+        help="print the Prometheus text exposition of one fio output (no push)",
+        description="Print the metrics of one fio output on stdout, e.g. for node_exporter's "
+        "textfile collector. Counters cover this one run only.",
+    )
+    convert.add_argument("file", metavar="FILE|-", help="fio output (json or json+), - for stdin")
+    _add_group_options(convert, required=False)
+    convert.set_defaults(func=cmd_convert)
+
+    push = sub.add_parser(
+        "push",
+        help="merge one fio output into its group's totals and push them",
+        description="Merge one fio output into the cumulative totals of its Pushgateway group "
+        "(job=fioprobe, storageclass, profile[, node]) and PUT them.",
+    )
+    push.add_argument("file", metavar="FILE|-", help="fio output (json or json+), - for stdin")
+    _add_group_options(push, required=True)
+    push.add_argument(
+        "--state",
+        metavar="FILE",
+        help="cumulative state file (default: $FIOPROBE_STATE_DIR or ~/.local/state/fioprobe, "
+        "one file per group); without one, totals are read back from the Pushgateway",
+    )
+    push.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    _add_gateway_options(push)
+    push.set_defaults(func=cmd_push)
+
+    probe = sub.add_parser(
+        "probe",
+        help="run one fio profile in a directory and push the result",
+        description="Run jobs/<profile>.fio inside DIR (safely: own subdirectory, lock, "
+        "free-space check, timeout, cleanup) and push the result or the failure.",
+    )
+    _add_group_options(probe, required=True)
+    probe.add_argument("--dir", required=True, help="probe directory (fio writes only inside it)")
+    probe.add_argument("--state", metavar="FILE", help="cumulative state file (as for push)")
+    probe.add_argument(
+        "--probe-timeout",
+        type=float,
+        metavar="S",
+        help="wall-clock limit around fio (default: the profile's budgeted seconds plus a margin)",
+    )
+    probe.add_argument("--jobs-dir", metavar="DIR", help="where profiles live (default: jobs/)")
+    probe.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    _add_gateway_options(probe)
+    probe.set_defaults(func=cmd_probe)
+
+    run = sub.add_parser(
+        "run",
+        help="run every configured probe of this host once (the CronJob entrypoint)",
+        description="Run every target and profile of a YAML configuration once, in order, "
+        "pushing each result.",
+    )
+    run.add_argument("--config", required=True, metavar="FILE", help="YAML configuration")
+    run.add_argument(
+        "--node",
+        default=os.environ.get("NODE_NAME"),
+        help="run only node-local targets of this node (env NODE_NAME); shared targets always",
+    )
+    run.add_argument("--jobs-dir", metavar="DIR", help="where profiles live (default: jobs/)")
+    run.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    run.set_defaults(func=cmd_run)
+
+    demo = sub.add_parser(
+        "demo",
+        help="local Pushgateway + Prometheus, etcd-fsync probes every few seconds, live summary",
+    )
+    demo.add_argument("--interval", type=float, default=5.0, help="seconds between probes")
+    demo.add_argument(
+        "--iterations", type=int, default=0, help="stop after N probes (default: until Ctrl-C)"
+    )
+    demo.add_argument("--workdir", help="keep files here instead of a temporary directory")
+    demo.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from .config import ConfigError
+    from .fioparse import FioOutputError
+    from .pushgateway import PushError
+    from .state import StateError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except UsageError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    except ConfigError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    except FioOutputError as exc:
+        return _fail(str(exc), EXIT_BAD_INPUT)
+    except StateError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    except PushError as exc:
+        return _fail(
+            f"{exc} (the run is kept in the state file and goes with the next push)",
+            EXIT_PUSH_FAILED,
+        )
+    except KeyboardInterrupt:
+        return _fail("interrupted", 130)
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"fioprobe: error: {message}", file=sys.stderr)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

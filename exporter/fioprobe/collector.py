@@ -1,0 +1,228 @@
+"""prometheus_client Collector: one probe outcome plus the group's totals -> metric families.
+
+This is where fio fields become metrics. Every family is created through `_family`, which
+takes its help text and labels from the metric table (`fioprobe.metrics`), so a metric that
+is not in the table cannot be exported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from . import __version__
+from .histogram import cumulative
+from .metrics import (
+    EXPORTED_OPS,
+    LATENCY_BUCKETS_SECONDS,
+    METRICS_BY_NAME,
+    SUMMARY_QUANTILES,
+)
+from .model import Job, OpStats, Run
+from .state import GroupTotals, histogram_source
+
+_LE = [f"{le:g}" for le in LATENCY_BUCKETS_SECONDS] + ["+Inf"]
+
+
+@dataclass(frozen=True, slots=True)
+class VolumeGauges:
+    """Volume model values in base units (see `fioprobe.volumes`); None = not modelled."""
+
+    size_bytes: float | None = None
+    baseline_iops: float | None = None
+    burst_iops: float | None = None
+    baseline_throughput_bytes_per_second: float | None = None
+    burst_throughput_bytes_per_second: float | None = None
+    burst_balance_ratio: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeOutcome:
+    """What one probe run (or one converted file) produced."""
+
+    run: Run | None
+    success: bool
+    duration_seconds: float
+    failure_reason: str | None = None
+    volume_type: str = "unknown"
+    provisioner: str = ""
+    ran_on_node: str = ""
+    volume: VolumeGauges = field(default_factory=VolumeGauges)
+
+
+class ProbeCollector(Collector):
+    """Yields every fioprobe family for one group. Fresh per push: nothing lingers."""
+
+    def __init__(
+        self,
+        outcome: ProbeOutcome,
+        totals: GroupTotals,
+        const_labels: dict[str, str] | None = None,
+    ) -> None:
+        self.outcome = outcome
+        self.totals = totals
+        self.const_labels = dict(const_labels or {})
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self._histograms()
+        if self.outcome.run is not None:
+            yield from self._last_run(self.outcome.run)
+        yield from self._health()
+        yield from self._cost()
+        yield from self._volume()
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _family(self, name: str) -> Metric:
+        definition = METRICS_BY_NAME[name]
+        labels = [*self.const_labels, *definition.labels]
+        if definition.kind == "histogram":
+            return HistogramMetricFamily(name, definition.help, labels=labels)
+        if definition.kind == "counter":
+            return CounterMetricFamily(name, definition.help, labels=labels)
+        if definition.kind == "gauge":
+            return GaugeMetricFamily(name, definition.help, labels=labels)
+        return Metric(name, definition.help, "summary")
+
+    def _values(self, *extra: str) -> list[str]:
+        return [*self.const_labels.values(), *extra]
+
+    # -- families --------------------------------------------------------------------------
+
+    def _histograms(self) -> Iterator[Metric]:
+        for op in EXPORTED_OPS:
+            totals = self.totals.histograms.get(op)
+            if totals is None:
+                continue
+            family = self._family(f"fioprobe_{op}_latency_seconds")
+            buckets = list(zip(_LE, map(float, cumulative(totals.counts)), strict=True))
+            family.add_metric(self._values(), buckets, totals.sum_seconds)
+            yield family
+
+    def _last_run(self, run: Run) -> Iterator[Metric]:
+        families: dict[str, Metric] = {}
+
+        def family(name: str) -> Metric:
+            if name not in families:
+                families[name] = self._family(name)
+            return families[name]
+
+        for job in run.jobs:
+            for op in EXPORTED_OPS:
+                stats = job.ops.get(op)
+                if stats is None or not _active(stats):
+                    continue
+                self._summary(family(f"fioprobe_last_{op}_latency_seconds"), job, stats)
+                family(f"fioprobe_{op}_iops").add_metric(self._values(job.name), _iops(job, stats))
+                if op != "sync":
+                    family(f"fioprobe_{op}_bandwidth_bytes_per_second").add_metric(
+                        self._values(job.name), stats.bandwidth_bytes_per_second
+                    )
+        yield from families.values()
+
+    def _summary(self, family: Metric, job: Job, stats: OpStats) -> None:
+        latency = stats.latency
+        if latency is None or not latency.has_data:
+            return
+        labels = {**self.const_labels, "fio_job": job.name}
+        for quantile in SUMMARY_QUANTILES:
+            value = latency.percentiles.get(round(quantile * 100, 6))
+            if value is not None:
+                family.add_sample(family.name, {**labels, "quantile": f"{quantile:g}"}, value)
+        samples = stats.sample_count
+        family.add_sample(f"{family.name}_sum", labels, latency.mean_s * samples)
+        family.add_sample(f"{family.name}_count", labels, float(samples))
+
+    def _health(self) -> Iterator[Metric]:
+        outcome = self.outcome
+        success = self._family("fioprobe_success")
+        success.add_metric(self._values(), 1.0 if outcome.success else 0.0)
+        yield success
+        duration = self._family("fioprobe_duration_seconds")
+        duration.add_metric(self._values(), outcome.duration_seconds)
+        yield duration
+        if self.totals.last_success_timestamp is not None:
+            last = self._family("fioprobe_last_success_timestamp_seconds")
+            last.add_metric(self._values(), self.totals.last_success_timestamp)
+            yield last
+        if not outcome.success:
+            reason = self._family("fioprobe_failure_reason_info")
+            reason.add_metric(self._values(outcome.failure_reason or "fio_error"), 1.0)
+            yield reason
+        info = self._family("fioprobe_info")
+        run = outcome.run
+        info.add_metric(
+            self._values(
+                run.fio_version if run else "",
+                __version__,
+                outcome.volume_type,
+                outcome.provisioner,
+                outcome.ran_on_node,
+                histogram_source(run) if run else "none",
+            ),
+            1.0,
+        )
+        yield info
+
+    def _cost(self) -> Iterator[Metric]:
+        for name, value in (
+            ("fioprobe_runs_total", self.totals.runs_total),
+            ("fioprobe_failures_total", self.totals.failures_total),
+            ("fioprobe_read_bytes_total", self.totals.read_bytes_total),
+            ("fioprobe_written_bytes_total", self.totals.written_bytes_total),
+        ):
+            family = self._family(name)
+            family.add_metric(self._values(), float(value))
+            yield family
+
+    def _volume(self) -> Iterator[Metric]:
+        volume = self.outcome.volume
+        for name, value in (
+            ("fioprobe_volume_size_bytes", volume.size_bytes),
+            ("fioprobe_volume_baseline_iops", volume.baseline_iops),
+            ("fioprobe_volume_burst_iops", volume.burst_iops),
+            (
+                "fioprobe_volume_baseline_throughput_bytes_per_second",
+                volume.baseline_throughput_bytes_per_second,
+            ),
+            (
+                "fioprobe_volume_burst_throughput_bytes_per_second",
+                volume.burst_throughput_bytes_per_second,
+            ),
+            ("fioprobe_volume_burst_balance_ratio", volume.burst_balance_ratio),
+        ):
+            if value is not None:
+                family = self._family(name)
+                family.add_metric(self._values(), float(value))
+                yield family
+
+
+def _active(stats: OpStats) -> bool:
+    """Whether this direction did any IO: fio writes all-zero sections for idle ones."""
+    return stats.total_ios > 0 or stats.io_bytes > 0 or stats.sample_count > 0
+
+
+def _iops(job: Job, stats: OpStats) -> float:
+    if stats.op != "sync":
+        return stats.iops
+    # fio reports no sync iops; fsyncs over the time spent writing is the comparable rate.
+    write = job.ops.get("write")
+    seconds = write.runtime_s if write is not None and write.runtime_s > 0 else job.runtime_s
+    return stats.sample_count / seconds if seconds > 0 else 0.0
+
+
+def registry_for(
+    outcome: ProbeOutcome, totals: GroupTotals, const_labels: dict[str, str] | None = None
+) -> CollectorRegistry:
+    """A fresh registry holding only this group's families (never the process defaults)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ProbeCollector(outcome, totals, const_labels))
+    return registry

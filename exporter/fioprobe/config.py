@@ -1,0 +1,303 @@
+"""Strict YAML configuration of `fioprobe run`.
+
+Unknown keys, duplicate keys and wrong types are errors that name the file and the key:
+a typo in a monitoring config must not silently turn a probe off. Defaults are applied at
+load, so the rest of the program sees complete values.
+
+    pushgateway:
+      url: http://fioprobe-pushgateway:9091
+      username_file: /etc/fioprobe/auth/username   # optional; or env FIOPROBE_PUSHGATEWAY_*
+      password_file: /etc/fioprobe/auth/password
+      ca_file: /etc/fioprobe/tls/ca.crt            # optional, for https
+      timeout_seconds: 10
+      attempts: 3
+    targets:
+      - name: gp2-standard          # the storageclass label
+        directory: /probe           # the probe volume's mount; fio writes only inside it
+        node_local: false           # true: hostPath on a node, labelled node=<this node>
+        volume: {type: gp2, size: 100Gi, provisioner: ebs.csi.aws.com, dedicated: true}
+        timeout_seconds: 120        # optional: wall-clock limit per profile run
+        profiles:
+          - etcd-fsync
+          - {name: burst-ceiling, runtime: 3}
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .profiles import OVERRIDABLE, ProfileError, load_profile
+from .volumes import VOLUME_TYPES, model
+
+_QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)\s*(Ki|Mi|Gi|Ti|K|M|G|T)?$")
+_QUANTITY_SCALE = {
+    None: 1,
+    "Ki": 1024,
+    "Mi": 1024**2,
+    "Gi": 1024**3,
+    "Ti": 1024**4,
+    "K": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+}
+
+
+class ConfigError(ValueError):
+    """A configuration problem; the message names the file and the key."""
+
+
+@dataclass(frozen=True, slots=True)
+class PushgatewayConfig:
+    url: str
+    username_file: str | None = None
+    password_file: str | None = None
+    ca_file: str | None = None
+    cert_file: str | None = None
+    key_file: str | None = None
+    timeout_seconds: float = 10.0
+    attempts: int = 3
+
+
+@dataclass(frozen=True, slots=True)
+class VolumeConfig:
+    type: str = "unknown"
+    size_bytes: int | None = None
+    iops: float | None = None
+    throughput_bytes_per_second: float | None = None
+    provisioner: str = ""
+    #: The volume carries only the probe's IO, so its burst balance can be modelled.
+    dedicated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileConfig:
+    name: str
+    overrides: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TargetConfig:
+    name: str
+    directory: Path
+    profiles: tuple[ProfileConfig, ...]
+    volume: VolumeConfig
+    node_local: bool = False
+    timeout_seconds: float | None = None
+    state_dir: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    path: Path
+    pushgateway: PushgatewayConfig
+    targets: tuple[TargetConfig, ...]
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate keys (PyYAML keeps the last one silently)."""
+
+
+def _mapping_without_duplicates(loader: _StrictLoader, node: yaml.MappingNode) -> dict:
+    seen: set[object] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node)
+        if key in seen:
+            raise ConfigError(f"line {key_node.start_mark.line + 1}: duplicate key {key!r}")
+        seen.add(key)
+    return loader.construct_mapping(node)
+
+
+_StrictLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_without_duplicates
+)
+
+
+class _Reader:
+    """Walks one mapping, consuming keys; `done()` rejects whatever was not consumed."""
+
+    def __init__(self, data: object, where: str, file: str) -> None:
+        if not isinstance(data, dict):
+            raise ConfigError(f"{file}: {where or 'top level'} must be a mapping")
+        self.data = dict(data)
+        self.where = where
+        self.file = file
+        self.known: list[str] = []
+
+    def key(self, name: str) -> str:
+        return f"{self.where}.{name}" if self.where else name
+
+    def error(self, name: str, problem: str) -> ConfigError:
+        return ConfigError(f"{self.file}: {self.key(name)}: {problem}")
+
+    def take(
+        self, name: str, kind: type | tuple[type, ...], default: Any = None, required: bool = False
+    ) -> Any:
+        self.known.append(name)
+        if name not in self.data:
+            if required:
+                raise self.error(name, "is required")
+            return default
+        value = self.data.pop(name)
+        if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
+            raise self.error(name, f"must be {_kind_name(kind)}, not a boolean")
+        if not isinstance(value, kind):
+            raise self.error(name, f"must be {_kind_name(kind)}, got {value!r:.60}")
+        return value
+
+    def done(self) -> None:
+        for name in self.data:
+            raise self.error(
+                str(name), f"unknown key (expected one of: {', '.join(sorted(self.known))})"
+            )
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    names = {
+        str: "a string",
+        int: "a number",
+        float: "a number",
+        bool: "true or false",
+        list: "a list",
+        dict: "a mapping",
+    }
+    return " or ".join(dict.fromkeys(names.get(k, k.__name__) for k in kinds))
+
+
+def _quantity(reader: _Reader, name: str) -> int | None:
+    value = reader.take(name, (str, int))
+    if value is None:
+        return None
+    match = _QUANTITY.match(str(value).strip())
+    if not match:
+        raise reader.error(name, f"{value!r} is not a size (use e.g. 100Gi, 500Mi, 1Ti)")
+    return int(float(match.group(1)) * _QUANTITY_SCALE[match.group(2)])
+
+
+def load_config(path: Path) -> Config:
+    file = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot read: {exc.strerror}") from None
+    try:
+        data = yaml.load(text, Loader=_StrictLoader)
+    except ConfigError as exc:
+        raise ConfigError(f"{file}: {exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{file}: {where}not valid YAML: {problem}") from None
+    top = _Reader(data, "", file)
+    pushgateway = _pushgateway(top.take("pushgateway", dict, required=True), file)
+    raw_targets = top.take("targets", list, required=True)
+    top.done()
+    if not raw_targets:
+        raise ConfigError(f"{file}: targets: at least one target is required")
+    targets = tuple(_target(raw, f"targets[{i}]", file) for i, raw in enumerate(raw_targets))
+    seen: set[tuple[str, bool]] = set()
+    for target in targets:
+        if (target.name, target.node_local) in seen:
+            raise ConfigError(f"{file}: targets: name {target.name!r} is used twice")
+        seen.add((target.name, target.node_local))
+    return Config(path, pushgateway, targets)
+
+
+def _pushgateway(raw: object, file: str) -> PushgatewayConfig:
+    r = _Reader(raw, "pushgateway", file)
+    url = r.take("url", str, required=True)
+    if not url.startswith(("http://", "https://")):
+        raise r.error("url", f"must start with http:// or https://, got {url!r}")
+    config = PushgatewayConfig(
+        url=url,
+        username_file=r.take("username_file", str),
+        password_file=r.take("password_file", str),
+        ca_file=r.take("ca_file", str),
+        cert_file=r.take("cert_file", str),
+        key_file=r.take("key_file", str),
+        timeout_seconds=float(r.take("timeout_seconds", (int, float), 10.0)),
+        attempts=r.take("attempts", int, 3),
+    )
+    r.done()
+    if config.timeout_seconds <= 0 or config.attempts < 1:
+        raise ConfigError(f"{file}: pushgateway: timeout_seconds and attempts must be positive")
+    return config
+
+
+def _target(raw: object, where: str, file: str) -> TargetConfig:
+    r = _Reader(raw, where, file)
+    name = r.take("name", str, required=True)
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+        raise r.error("name", f"{name!r} must be a StorageClass-like name (letters, digits, .-_)")
+    directory = r.take("directory", str, required=True)
+    if not directory.startswith("/"):
+        raise r.error("directory", f"must be an absolute path, got {directory!r}")
+    node_local = r.take("node_local", bool, False)
+    timeout = r.take("timeout_seconds", (int, float))
+    state_dir = r.take("state_dir", str)
+    volume = _volume(r.take("volume", dict, {}), f"{where}.volume", file)
+    raw_profiles = r.take("profiles", list, required=True)
+    r.done()
+    if not raw_profiles:
+        raise r.error("profiles", "at least one profile is required")
+    profiles = tuple(
+        _profile(p, f"{where}.profiles[{i}]", file) for i, p in enumerate(raw_profiles)
+    )
+    return TargetConfig(
+        name=name,
+        directory=Path(directory),
+        profiles=profiles,
+        volume=volume,
+        node_local=node_local,
+        timeout_seconds=float(timeout) if timeout is not None else None,
+        state_dir=Path(state_dir) if state_dir else None,
+    )
+
+
+def _volume(raw: object, where: str, file: str) -> VolumeConfig:
+    r = _Reader(raw, where, file)
+    volume_type = r.take("type", str, "unknown")
+    if volume_type not in VOLUME_TYPES:
+        raise r.error("type", f"{volume_type!r} is not one of {', '.join(VOLUME_TYPES)}")
+    size = _quantity(r, "size")
+    iops = r.take("iops", (int, float))
+    throughput = _quantity(r, "throughput")
+    config = VolumeConfig(
+        type=volume_type,
+        size_bytes=size,
+        iops=float(iops) if iops is not None else None,
+        throughput_bytes_per_second=throughput,
+        provisioner=r.take("provisioner", str, ""),
+        dedicated=r.take("dedicated", bool, False),
+    )
+    r.done()
+    try:
+        model(volume_type, size, config.iops, throughput)
+    except ValueError as exc:
+        raise ConfigError(f"{file}: {where}: {exc}") from None
+    return config
+
+
+def _profile(raw: object, where: str, file: str) -> ProfileConfig:
+    if isinstance(raw, str):
+        raw = {"name": raw}
+    r = _Reader(raw, where, file)
+    name = r.take("name", str, required=True)
+    overrides = {}
+    for key in OVERRIDABLE:
+        value = r.take(key, (str, int))
+        if value is not None:
+            overrides[key] = str(value)
+    r.done()
+    try:
+        load_profile(name).with_overrides(overrides)
+    except ProfileError as exc:
+        raise ConfigError(f"{file}: {where}: {exc}") from None
+    return ProfileConfig(name, overrides)

@@ -1,0 +1,350 @@
+"""Tolerant reader of fio's JSON output (fio 2.1 to 3.4x, json and json+, client/server).
+
+Real fio output is rarely a clean JSON file: fio prints warnings or "terminating on signal"
+before it, `--output-format=json,normal` appends the text report, `--status-interval` writes
+several documents, pod logs wrap it in markers. The reader finds the fio document in the text
+and maps it into `fioprobe.model`, converting units once. Anything it cannot trust is
+rejected whole with a `FioOutputError` naming the source and the problem on one line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .model import OPERATIONS, Job, LatencyStats, OpStats, Run
+
+__all__ = ["FioOutputError", "parse_file", "parse_text"]
+
+#: fio's JSON document starts with "{" at the start of a line (possibly indented when
+#: copied out of a document). Only those braces are tried, which keeps the search linear.
+_CANDIDATE = re.compile(r"^[ \t]*\{", re.MULTILINE)
+_DECODER = json.JSONDecoder()
+
+#: Time units of fio latency blocks, by key name: fio 3.x writes nanoseconds (`clat_ns`),
+#: fio 2.x microseconds (`clat`). Values are *divided* by these: division by a power of ten
+#: is correctly rounded, so 7584 ns becomes exactly 7.584e-06 s (multiplying by 1e-9 does not).
+_NS_PER_S = 1e9
+_US_PER_S = 1e6
+
+
+class FioOutputError(ValueError):
+    """fio output that cannot be turned into a trustworthy result.
+
+    The message is one line: "<source>: <what is wrong>".
+    """
+
+    def __init__(self, source: str, problem: str) -> None:
+        super().__init__(f"{source}: {problem}")
+        self.source = source
+        self.problem = problem
+
+
+def parse_file(path: str | Path) -> Run:
+    """Read one fio output file."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise FioOutputError(str(path), f"cannot read: {exc.strerror or exc}") from None
+    return parse_text(data.decode("utf-8", errors="replace"), source=str(path))
+
+
+def parse_text(text: str, source: str = "<stdin>") -> Run:
+    """Find the last complete fio document in `text` and build the model from it."""
+    document = _find_fio_document(text, source)
+    return _build_run(document, source)
+
+
+# --- finding the document -----------------------------------------------------------------
+
+
+def _is_fio_document(obj: object) -> bool:
+    return isinstance(obj, dict) and (
+        isinstance(obj.get("jobs"), list) or isinstance(obj.get("client_stats"), list)
+    )
+
+
+def _find_fio_document(text: str, source: str) -> dict[str, Any]:
+    found: dict[str, Any] | None = None
+    first_error: json.JSONDecodeError | None = None
+    saw_json = False
+    resume = 0
+    for match in _CANDIDATE.finditer(text):
+        start = match.end() - 1
+        if start < resume:
+            continue  # inside a document already decoded
+        try:
+            obj, end = _DECODER.raw_decode(text, start)
+        except json.JSONDecodeError as exc:
+            if first_error is None:
+                first_error = exc
+            continue
+        except RecursionError:
+            raise FioOutputError(source, "JSON nested too deeply to be fio output") from None
+        saw_json = True
+        resume = end
+        if _is_fio_document(obj):
+            # With --status-interval fio writes one document per interval; the last
+            # complete one holds the final totals.
+            found = obj
+    if found is not None:
+        return found
+    if first_error is not None:
+        raise FioOutputError(source, _describe_decode_error(text, first_error)) from None
+    if saw_json:
+        raise FioOutputError(source, 'JSON found, but not fio output (no "jobs" list)')
+    raise FioOutputError(source, "no fio JSON output found" + _fio_said(text))
+
+
+def _describe_decode_error(text: str, exc: json.JSONDecodeError) -> str:
+    if not text[exc.pos :].strip():
+        line = text.count("\n", 0, exc.pos) + 1
+        return f"fio JSON is truncated: the output ends at line {line} before the document closes"
+    return f"invalid fio JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+
+
+def _fio_said(text: str) -> str:
+    """Quote fio's own error line, if any: it usually explains why there is no JSON."""
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("fio:") or "error" in line.lower():
+            return f"; fio said: {line[:200]!r}"
+    if text.strip():
+        return " (plain-text output? run fio with --output-format=json+)"
+    return " (empty input)"
+
+
+# --- building the model -------------------------------------------------------------------
+
+
+class _Fields:
+    """Typed access to one JSON object, raising FioOutputError with the field's path."""
+
+    def __init__(self, obj: Mapping[str, Any], path: str, source: str) -> None:
+        self.obj = obj
+        self.path = path
+        self.source = source
+
+    def fail(self, key: str, problem: str) -> FioOutputError:
+        return FioOutputError(self.source, f"{self.path}.{key} {problem}")
+
+    def number(self, key: str, default: float = 0.0) -> float:
+        value = self.obj.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            # fio writes some numbers as strings in options, never in stats.
+            raise self.fail(key, f"is not a number: {value!r:.60}")
+        if value != value or value in (float("inf"), float("-inf")):
+            raise self.fail(key, "is not finite")
+        return float(value)
+
+    def count(self, key: str, default: int = 0) -> int:
+        value = self.number(key, default)
+        if value < 0:
+            raise self.fail(key, f"is negative: {value:g}")
+        return int(value)
+
+    def child(self, key: str) -> _Fields | None:
+        value = self.obj.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            raise self.fail(key, "is not an object")
+        return _Fields(value, f"{self.path}.{key}", self.source)
+
+
+def _build_run(doc: dict[str, Any], source: str) -> Run:
+    version = doc.get("fio version", "unknown")
+    if not isinstance(version, str):
+        raise FioOutputError(source, '"fio version" is not a string')
+    entries = _job_entries(doc, source)
+    if not entries:
+        raise FioOutputError(source, "fio output has no jobs")
+    legacy_kib = _major_version(version) < 3
+    jobs = [_build_job(entry, f"jobs[{index}]", source, legacy_kib) for index, entry in entries]
+    timestamp = doc.get("timestamp")
+    if timestamp is not None and (
+        isinstance(timestamp, bool) or not isinstance(timestamp, int | float)
+    ):
+        raise FioOutputError(source, "timestamp is not a number")
+    options = doc.get("global options")
+    return Run(
+        source=source,
+        fio_version=version,
+        timestamp=float(timestamp) if timestamp else None,
+        jobs=_unique_names(jobs),
+        options=_string_options(options),
+    )
+
+
+def _job_entries(doc: dict[str, Any], source: str) -> list[tuple[int, dict[str, Any]]]:
+    """The job objects to read, with their index in the original list.
+
+    In client/server output, "All clients" entries aggregate every server; when present
+    they are the answer, otherwise each client's entry stands for itself.
+    """
+    entries = doc.get("jobs")
+    if entries is None:
+        entries = doc.get("client_stats")
+    if not isinstance(entries, list):
+        raise FioOutputError(source, '"jobs" is not a list')
+    indexed = []
+    for index, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise FioOutputError(source, f"jobs[{index}] is not an object")
+        indexed.append((index, entry))
+    aggregate = [(i, e) for i, e in indexed if e.get("jobname") == "All clients"]
+    return aggregate or indexed
+
+
+def _build_job(entry: dict[str, Any], path: str, source: str, legacy_kib: bool) -> Job:
+    fields = _Fields(entry, path, source)
+    name = entry.get("jobname", "")
+    if not isinstance(name, str):
+        raise fields.fail("jobname", "is not a string")
+    hostname = entry.get("hostname")
+    ops: dict[str, OpStats] = {}
+    for op in OPERATIONS:
+        section = fields.child(op)
+        if section is not None:
+            ops[op] = _build_op(op, section, legacy_kib)
+    job_runtime_ms = fields.number("job_runtime", 0.0)
+    runtime_s = job_runtime_ms / 1000 if job_runtime_ms else fields.number("elapsed", 0.0)
+    if not runtime_s and ops:
+        runtime_s = max(stats.runtime_s for stats in ops.values())
+    return Job(
+        name=name,
+        fio_name=name,
+        error=int(fields.number("error", 0)),
+        runtime_s=runtime_s,
+        ops=ops,
+        hostname=hostname if isinstance(hostname, str) else None,
+    )
+
+
+def _build_op(op: str, section: _Fields, legacy_kib: bool) -> OpStats:
+    if op == "sync":
+        latency, kind = _latency(section, ("lat_ns", "lat")), "sync"
+        # fio 3.33 writes sync.total_ios = 0 even when it timed N fdatasyncs.
+        total_ios = section.count("total_ios", 0)
+        if latency is not None and latency.samples:
+            total_ios = max(total_ios, latency.samples)
+        return OpStats(op, 0, 0.0, 0.0, 0.0, total_ios, latency, kind)
+
+    if "io_kbytes" in section.obj or not legacy_kib:
+        io_bytes = section.count("io_bytes")
+    else:
+        io_bytes = section.count("io_bytes") * 1024  # fio 2.x wrote KiB under "io_bytes"
+    if "bw_bytes" in section.obj:
+        bandwidth = section.number("bw_bytes")
+    else:
+        bandwidth = section.number("bw") * 1024  # "bw" is KiB/s in every version
+    latency = _latency(section, ("clat_ns", "clat"))
+    kind = "clat"
+    if latency is None or not latency.has_data:
+        fallback = _latency(section, ("lat_ns", "lat"))
+        if fallback is not None and fallback.has_data:
+            latency, kind = fallback, "lat"
+    return OpStats(
+        op=op,
+        io_bytes=io_bytes,
+        bandwidth_bytes_per_second=bandwidth,
+        iops=section.number("iops"),
+        runtime_s=section.number("runtime") / 1000,
+        total_ios=section.count("total_ios", 0),
+        latency=latency,
+        latency_kind=kind,
+    )
+
+
+def _latency(section: _Fields, keys: tuple[str, str]) -> LatencyStats | None:
+    """Read the first present latency block of `keys` (ns key first, then fio 2.x usec)."""
+    for key, per_second in zip(keys, (_NS_PER_S, _US_PER_S), strict=True):
+        block = section.child(key)
+        if block is None:
+            continue
+        samples = block.obj.get("N")
+        if samples is not None:
+            samples = block.count("N")
+        return LatencyStats(
+            min_s=block.number("min") / per_second,
+            max_s=block.number("max") / per_second,
+            mean_s=block.number("mean") / per_second,
+            stddev_s=block.number("stddev", 0.0) / per_second,
+            samples=samples,
+            percentiles=_percentiles(block, per_second),
+            bins_ns=_bins(block, per_second),
+        )
+    return None
+
+
+def _percentiles(block: _Fields, per_second: float) -> dict[float, float]:
+    raw = block.child("percentile")
+    if raw is None:
+        return {}
+    result: dict[float, float] = {}
+    for key in raw.obj:
+        try:
+            percent = float(key)
+        except ValueError:
+            raise raw.fail(key, "is not a percentile") from None
+        if percent <= 0 or percent > 100:
+            continue  # fio 2.1/3.1 print unused slots as "0.00": 0
+        result[percent] = raw.number(key) / per_second
+    return result
+
+
+def _bins(block: _Fields, per_second: float) -> dict[int, int] | None:
+    raw = block.child("bins")
+    if raw is None:
+        return None
+    to_ns = round(_NS_PER_S / per_second)  # 1 for *_ns blocks, 1000 for fio 2.x usec blocks
+    bins: dict[int, int] = {}
+    try:
+        for key, value in raw.obj.items():
+            if type(value) is not int or value < 0:
+                raise raw.fail(key, f"is not a count: {value!r:.40}")
+            bins[int(key) * to_ns] = value
+    except ValueError:
+        raise FioOutputError(block.source, f"{raw.path} has a key that is not a latency") from None
+    return bins
+
+
+def _unique_names(jobs: list[Job]) -> list[Job]:
+    """Give jobs fio reported under one name (numjobs without group_reporting) `.0`, `.1`..."""
+    counts: dict[str, int] = {}
+    for job in jobs:
+        counts[job.fio_name] = counts.get(job.fio_name, 0) + 1
+    seen: dict[str, int] = {}
+    unique = []
+    for job in jobs:
+        if counts[job.fio_name] == 1:
+            unique.append(job)
+            continue
+        index = seen.get(job.fio_name, 0)
+        seen[job.fio_name] = index + 1
+        unique.append(
+            Job(
+                name=f"{job.fio_name}.{index}",
+                fio_name=job.fio_name,
+                error=job.error,
+                runtime_s=job.runtime_s,
+                ops=job.ops,
+                hostname=job.hostname,
+            )
+        )
+    return unique
+
+
+def _major_version(version: str) -> int:
+    match = re.search(r"(\d+)\.\d+", version)
+    return int(match.group(1)) if match else 3
+
+
+def _string_options(options: object) -> dict[str, str]:
+    if isinstance(options, dict):
+        return {str(k): str(v) for k, v in options.items()}
+    return {}  # fio 3.43 client/server writes a list of per-client objects here

@@ -1,0 +1,161 @@
+"""The one table of every metric fioprobe exports.
+
+Adding a metric means adding one row here; the collector refuses names that are not in the
+table, and the README's metric table and the alert/dashboard name checks are derived from it.
+Units are in the names (seconds, bytes); conversions happen in the reader (`fioparse`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Kind = Literal["histogram", "summary", "gauge", "counter"]
+
+#: Histogram buckets (le, seconds). They contain every boundary of etcd's own
+#: etcd_disk_wal_fsync_duration_seconds (0.001 * 2^k) so that probe and etcd line up, plus
+#: 5, 10 and 20 ms so that "p99 above 10 ms" is an exact bucket decision.
+LATENCY_BUCKETS_SECONDS: tuple[float, ...] = (
+    0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.004, 0.005, 0.008, 0.01, 0.016,
+    0.02, 0.032, 0.064, 0.128, 0.256, 0.512, 1.024, 2.048, 4.096, 8.192,
+)  # fmt: skip
+
+#: Quantiles of the last-run summaries, as fio's percentile keys give them.
+SUMMARY_QUANTILES: tuple[float, ...] = (0.5, 0.9, 0.99, 0.999)
+
+#: Operations exported as separate metric names (DESIGN: read, write and sync are names,
+#: not a label). fio's trim and unified "mixed" sections stay in the model only.
+EXPORTED_OPS: tuple[str, ...] = ("sync", "write", "read")
+
+#: Closed set of failure reasons for fioprobe_failure_reason_info.
+FAILURE_REASONS: tuple[str, ...] = (
+    "fio_error",  # fio exited non-zero or a job reported an error
+    "timeout",  # the wall-clock limit around fio expired
+    "parse_error",  # fio's output could not be read
+    "no_space",  # the free-space check refused to start, or fio hit ENOSPC
+    "unsafe_target",  # the probe directory or profile broke a safety rule
+    "push_error",  # reserved: recorded in state when an earlier push failed
+    "interrupted",  # SIGTERM/SIGINT during the run
+    "busy",  # another run holds the probe directory's lock
+    "fio_missing",  # fio is not installed or too old
+)
+
+
+@dataclass(frozen=True, slots=True)
+class MetricDef:
+    name: str
+    kind: Kind
+    help: str
+    #: Labels beyond the grouping key (storageclass, profile, node).
+    labels: tuple[str, ...] = ()
+
+    def series_names(self) -> tuple[str, ...]:
+        """Every series name this metric produces in the text exposition."""
+        if self.kind == "histogram":
+            return (f"{self.name}_bucket", f"{self.name}_sum", f"{self.name}_count")
+        if self.kind == "summary":
+            return (self.name, f"{self.name}_sum", f"{self.name}_count")
+        return (self.name,)
+
+
+def _op_metrics(op: str, fio_field: str) -> tuple[MetricDef, ...]:
+    what = "fsync/fdatasync" if op == "sync" else f"{op} completion"
+    return (
+        MetricDef(
+            f"fioprobe_{op}_latency_seconds",
+            "histogram",
+            f"{what} latency (fio {fio_field}), cumulative over all runs of this probe",
+        ),
+        MetricDef(
+            f"fioprobe_last_{op}_latency_seconds",
+            "summary",
+            f"{what} latency of the last run: fio's exact percentiles, sum and count",
+            ("fio_job",),
+        ),
+        MetricDef(
+            f"fioprobe_{op}_iops",
+            "gauge",
+            f"{op} operations per second in the last run"
+            + (" (fsyncs / job runtime)" if op == "sync" else " (fio iops)"),
+            ("fio_job",),
+        ),
+    )
+
+
+METRICS: tuple[MetricDef, ...] = (
+    *_op_metrics("sync", "sync.lat_ns"),
+    *_op_metrics("write", "write.clat_ns"),
+    *_op_metrics("read", "read.clat_ns"),
+    MetricDef(
+        "fioprobe_read_bandwidth_bytes_per_second",
+        "gauge",
+        "Read bandwidth of the last run (fio bw_bytes)",
+        ("fio_job",),
+    ),
+    MetricDef(
+        "fioprobe_write_bandwidth_bytes_per_second",
+        "gauge",
+        "Write bandwidth of the last run (fio bw_bytes)",
+        ("fio_job",),
+    ),
+    MetricDef("fioprobe_success", "gauge", "1 if the last probe run succeeded, else 0"),
+    MetricDef(
+        "fioprobe_duration_seconds",
+        "gauge",
+        "Wall time of the last probe run (fio elapsed time when converting a file)",
+    ),
+    MetricDef(
+        "fioprobe_last_success_timestamp_seconds",
+        "gauge",
+        "Unix time of the last successful run (carried forward while runs fail)",
+    ),
+    MetricDef(
+        "fioprobe_failure_reason_info",
+        "gauge",
+        "Why the last run failed; present only while it is failing",
+        ("reason",),
+    ),
+    MetricDef(
+        "fioprobe_info",
+        "gauge",
+        "Facts about the last run: fio and fioprobe versions, volume, histogram source",
+        ("fio_version", "version", "volume_type", "provisioner", "ran_on_node", "histogram_source"),
+    ),
+    MetricDef("fioprobe_runs_total", "counter", "Probe runs, successful or not"),
+    MetricDef("fioprobe_failures_total", "counter", "Probe runs that failed"),
+    MetricDef("fioprobe_read_bytes_total", "counter", "Bytes the probe itself read (its cost)"),
+    MetricDef("fioprobe_written_bytes_total", "counter", "Bytes the probe itself wrote (its cost)"),
+    MetricDef("fioprobe_volume_size_bytes", "gauge", "Configured size of the probed volume"),
+    MetricDef(
+        "fioprobe_volume_baseline_iops",
+        "gauge",
+        "IOPS the volume sustains indefinitely, from its volume model",
+    ),
+    MetricDef(
+        "fioprobe_volume_burst_iops",
+        "gauge",
+        "IOPS the volume delivers while burst credits last (equals baseline without burst)",
+    ),
+    MetricDef(
+        "fioprobe_volume_baseline_throughput_bytes_per_second",
+        "gauge",
+        "Throughput the volume sustains indefinitely, from its volume model",
+    ),
+    MetricDef(
+        "fioprobe_volume_burst_throughput_bytes_per_second",
+        "gauge",
+        "Throughput while burst credits last (equals baseline without burst)",
+    ),
+    MetricDef(
+        "fioprobe_volume_burst_balance_ratio",
+        "gauge",
+        "Modelled burst credit balance, 0..1, for a dedicated probe volume with a credit model",
+    ),
+)
+
+METRICS_BY_NAME: dict[str, MetricDef] = {m.name: m for m in METRICS}
+
+
+def exposed_series_names() -> set[str]:
+    """Every series name the exporter can produce (incl. _bucket/_sum/_count)."""
+    return {series for metric in METRICS for series in metric.series_names()}

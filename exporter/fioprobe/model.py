@@ -1,0 +1,102 @@
+"""Typed model of one fio run, independent of fio's version and output quirks.
+
+The reader (`fioparse`) converts every time unit to seconds and every size to bytes at
+the edge, so nothing downstream needs to know that fio 2.x wrote microseconds and KiB.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+#: The operation sections fio writes per job. `mixed` appears with unified_rw_reporting.
+OPERATIONS = ("read", "write", "trim", "sync", "mixed")
+
+
+@dataclass(frozen=True, slots=True)
+class LatencyStats:
+    """One fio latency block (clat, lat or sync lat), in seconds.
+
+    `samples` is fio's `N`; old versions do not report it (None). `percentiles` maps the
+    percent fio printed (99.0, 99.9, ...) to the latency in seconds. `bins_ns` is the json+
+    histogram: each key is a bin's representative latency in nanoseconds, each value a count.
+    """
+
+    min_s: float
+    max_s: float
+    mean_s: float
+    stddev_s: float
+    samples: int | None
+    percentiles: dict[float, float]
+    bins_ns: dict[int, int] | None
+
+    @property
+    def has_data(self) -> bool:
+        """False for the all-zero blocks fio writes with gtod_reduce or an idle direction."""
+        return bool(self.samples) or bool(self.bins_ns) or self.max_s > 0
+
+
+@dataclass(frozen=True, slots=True)
+class OpStats:
+    """One direction of one job (read, write, trim, sync or mixed)."""
+
+    op: str
+    io_bytes: int
+    bandwidth_bytes_per_second: float
+    iops: float
+    runtime_s: float
+    total_ios: int
+    #: Completion latency for read/write/trim (fio `clat`), fsync latency for sync.
+    latency: LatencyStats | None
+    #: Which fio block `latency` came from: "clat", "lat" (fallback) or "sync".
+    latency_kind: str
+
+    @property
+    def sample_count(self) -> int:
+        """Number of latency samples: fio's N when reported, else the IO count.
+
+        fio 2.1 reports neither N nor total_ios; iops x runtime is then the best estimate.
+        """
+        if self.latency is not None and self.latency.samples is not None:
+            return self.latency.samples
+        if self.latency is not None and self.latency.bins_ns:
+            return sum(self.latency.bins_ns.values())
+        if self.total_ios:
+            return self.total_ios
+        return round(self.iops * self.runtime_s)
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One entry of fio's `jobs` (or `client_stats`) list."""
+
+    name: str
+    #: fio's own job name; `name` differs only when fio reported several jobs of this name.
+    fio_name: str
+    error: int
+    runtime_s: float
+    ops: dict[str, OpStats]
+    hostname: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One fio invocation's result."""
+
+    source: str
+    fio_version: str
+    #: Unix time fio wrote with its result (end of the run); None for versions without it.
+    timestamp: float | None
+    jobs: list[Job]
+    options: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def failed_jobs(self) -> list[Job]:
+        return [job for job in self.jobs if job.error != 0]
+
+    @property
+    def has_bins(self) -> bool:
+        return any(
+            stats.latency is not None and stats.latency.bins_ns
+            for job in self.jobs
+            for stats in job.ops.values()
+        )

@@ -1,0 +1,216 @@
+"""Start real Pushgateway, Prometheus, Alertmanager and etcd processes on 127.0.0.1.
+
+Used by `fioprobe demo` and by the tests: every process gets a free port, its own data
+directory, a bounded wait until it answers, and is stopped by PID (SIGTERM, then SIGKILL).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+LOCALHOST = "127.0.0.1"
+
+
+class ServiceError(RuntimeError):
+    """A component did not start or answer in time."""
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((LOCALHOST, 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class Service:
+    name: str
+    command: list[str]
+    port: int
+    workdir: Path
+    ready_path: str = "/-/ready"
+    scheme: str = "http"
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def url(self) -> str:
+        return f"{self.scheme}://{LOCALHOST}:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.workdir / f"{self.name}.log"
+
+    def start(self, timeout: float = 30.0, ready: bool = True) -> Service:
+        binary = shutil.which(self.command[0])
+        if binary is None:
+            raise ServiceError(f"{self.command[0]} is not installed (run `make setup`)")
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                [binary, *self.command[1:]],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=self.workdir,
+                start_new_session=True,
+            )
+        if ready:
+            self.wait_ready(timeout)
+        return self
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                raise ServiceError(f"{self.name} exited {self.process.returncode}: {self.tail()}")
+            try:
+                with urllib.request.urlopen(self.url + self.ready_path, timeout=2) as response:
+                    if response.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise ServiceError(f"{self.name} did not answer on {self.url} within {timeout}s")
+
+    def stop(self, timeout: float = 10.0) -> None:
+        process = self.process
+        if process is None or process.poll() is not None:
+            return
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(process.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                process.wait(timeout=timeout)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+    def tail(self, lines: int = 5) -> str:
+        try:
+            return " | ".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+
+def pushgateway(
+    workdir: Path,
+    *,
+    persistence: Path | None = None,
+    web_config: Path | None = None,
+    port: int | None = None,
+) -> Service:
+    """A Pushgateway; with `persistence`, its metrics survive a restart."""
+    port = port or free_port()
+    command = ["prometheus-pushgateway", f"--web.listen-address={LOCALHOST}:{port}"]
+    if persistence is not None:
+        command += [f"--persistence.file={persistence}", "--persistence.interval=1s"]
+    if web_config is not None:
+        command.append(f"--web.config.file={web_config}")
+    return Service("pushgateway", command, port, workdir)
+
+
+def prometheus(
+    workdir: Path,
+    scrape_targets: dict[str, str],
+    *,
+    scrape_interval: str = "1s",
+    rule_files: list[Path] | None = None,
+    alertmanager_url: str | None = None,
+    external_labels: dict[str, str] | None = None,
+    evaluation_interval: str = "1s",
+) -> Service:
+    """A Prometheus scraping `scrape_targets` ({job: host:port}) with honor_labels."""
+    port = free_port()
+    config: dict[str, object] = {
+        "global": {
+            "scrape_interval": scrape_interval,
+            "evaluation_interval": evaluation_interval,
+            "external_labels": external_labels or {},
+        },
+        "scrape_configs": [
+            {"job_name": job, "honor_labels": True, "static_configs": [{"targets": [target]}]}
+            for job, target in scrape_targets.items()
+        ],
+    }
+    if rule_files:
+        config["rule_files"] = [str(path) for path in rule_files]
+    if alertmanager_url:
+        host = urllib.parse.urlparse(alertmanager_url).netloc
+        config["alerting"] = {"alertmanagers": [{"static_configs": [{"targets": [host]}]}]}
+    workdir.mkdir(parents=True, exist_ok=True)
+    config_path = workdir / "prometheus.yml"
+    config_path.write_text(json.dumps(config, indent=2))  # JSON is valid YAML
+    command = [
+        "prometheus",
+        f"--config.file={config_path}",
+        f"--storage.tsdb.path={workdir / 'data'}",
+        f"--web.listen-address={LOCALHOST}:{port}",
+        "--web.enable-lifecycle",
+    ]
+    return Service("prometheus", command, port, workdir)
+
+
+def alertmanager(workdir: Path, webhook_url: str | None = None) -> Service:
+    port = free_port()
+    receiver: dict[str, object] = {"name": "default"}
+    if webhook_url:
+        receiver["webhook_configs"] = [{"url": webhook_url}]
+    config = {
+        "route": {"receiver": "default", "group_wait": "1s", "group_interval": "1s"},
+        "receivers": [receiver],
+    }
+    workdir.mkdir(parents=True, exist_ok=True)
+    config_path = workdir / "alertmanager.yml"
+    config_path.write_text(json.dumps(config))
+    command = [
+        "prometheus-alertmanager",
+        f"--config.file={config_path}",
+        f"--storage.path={workdir / 'am-data'}",
+        f"--web.listen-address={LOCALHOST}:{port}",
+        "--cluster.listen-address=",  # no gossip: nothing but loopback
+    ]
+    return Service("alertmanager", command, port, workdir)
+
+
+def etcd(workdir: Path, data_dir: Path) -> Service:
+    client, peer = free_port(), free_port()
+    command = [
+        "etcd",
+        f"--data-dir={data_dir}",
+        f"--listen-client-urls=http://{LOCALHOST}:{client}",
+        f"--advertise-client-urls=http://{LOCALHOST}:{client}",
+        f"--listen-peer-urls=http://{LOCALHOST}:{peer}",
+        f"--initial-advertise-peer-urls=http://{LOCALHOST}:{peer}",
+        f"--initial-cluster=default=http://{LOCALHOST}:{peer}",
+        "--name=default",
+    ]
+    return Service("etcd", command, client, workdir, ready_path="/health")
+
+
+def query(prometheus_url: str, promql: str, at: float | None = None) -> list[dict[str, object]]:
+    """Instant query; returns the result vector (raises ServiceError on an API error)."""
+    params = {"query": promql}
+    if at is not None:
+        params["time"] = f"{at:.3f}"
+    url = f"{prometheus_url}/api/v1/query?{urllib.parse.urlencode(params)}"
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            body = json.load(response)
+    except urllib.error.HTTPError as exc:
+        raise ServiceError(f"query {promql!r}: HTTP {exc.code}: {exc.read(300)!r}") from None
+    if body.get("status") != "success":
+        raise ServiceError(f"query {promql!r}: {body}")
+    return body["data"]["result"]
