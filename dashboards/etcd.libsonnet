@@ -1,0 +1,146 @@
+// etcd disks: the node-local probes on control-plane nodes. fsync p99 per node against
+// etcd's 10 ms, etcd's own WAL fsync p99 beside the probe's, and the burst-ceiling probe's
+// measured IOPS against the volume model's baseline and burst, with the modelled credit
+// balance (and CloudWatch's, where it is exported).
+local g = import 'lib/g.libsonnet';
+
+function(c)
+  local k = (import 'common.libsonnet')(c);
+  local d = c.dashboards;
+  local ts = g.panel.timeSeries;
+  local var = g.dashboard.variable;
+
+  local nodeLocal = ['node!=""', 'storageclass=~"$storageclass"', 'node=~"$node"'];
+  local fsyncRaw = k.raw(['quantile="0.99"'] + nodeLocal + ['profile=~"$profile"']);
+  local fsyncRec = k.rec(nodeLocal + ['profile=~"$profile"']);
+  local burstRaw = k.raw(nodeLocal + ['profile="%s"' % c.burstProfile]);
+  local volumeRaw = k.raw(nodeLocal);
+  local etcdSteps = [
+    { color: 'green', value: null },
+    { color: 'yellow', value: d.latencyYellowSeconds },
+    { color: 'red', value: c.etcdFsyncP99WarningSeconds },
+    { color: 'dark-red', value: c.etcdFsyncP99CriticalSeconds },
+  ];
+  local thresholdsText =
+    "Yellow from %s s; red from %s s (etcd's requirement, FioProbeEtcdFsyncLatencyHigh "
+    % [k.num(d.latencyYellowSeconds), k.num(c.etcdFsyncP99WarningSeconds)]
+    + 'warning); dark red from %s s (critical).' % k.num(c.etcdFsyncP99CriticalSeconds);
+
+  k.dashboard(
+    'etcd',
+    'fioprobe / etcd disks',
+    "The disks that hold etcd on control-plane nodes, as fioprobe's node-local probes and "
+    + "etcd itself see them: fsync latency per node and the volume's burst state.",
+    [
+      k.datasourceVar,
+      k.clusterVar,
+      k.storageclassVar(['node!=""']),
+      k.nodeVar(['node!=""', 'storageclass=~"$storageclass"']),
+      k.labelVar(
+        'profile',
+        'profile',
+        'fsync profile',
+        'Profile whose fsync latency the fsync panels show (default %s).' % c.etcdProfile,
+        ['node!=""', 'storageclass=~"$storageclass"', 'node=~"$node"'],
+        'fioprobe_sync_latency_seconds_count',
+      )
+      + var.query.selectionOptions.withIncludeAll(false)
+      + var.query.selectionOptions.withMulti(false)
+      + var.query.generalOptions.withCurrent(c.etcdProfile),
+    ],
+    [
+      k.row('fsync'),
+      k.barGauge(
+        'Latest fsync p99 per node',
+        "fsync p99 of each node's most recent probe run, as fio computed it "
+        + '(fioprobe_last_sync_latency_seconds{quantile="0.99"}). ' + thresholdsText,
+        's',
+        k.instant(
+          'max by (node) (fioprobe_last_sync_latency_seconds%s)' % fsyncRaw,
+          '{{node}}'
+        ),
+        etcdSteps,
+        w=8,
+      ),
+      k.latencyTimeSeries(
+        'fsync p99 per node',
+        'Probe fsync p99 per control-plane node over the last %s of runs ' % c.latencyWindow
+        + '(recording rule probe:fioprobe_sync_latency_seconds:p99, the same series '
+        + 'FioProbeEtcdFsyncLatencyHigh uses). ' + thresholdsText,
+        k.target('max by (node) (probe:fioprobe_sync_latency_seconds:p99%s)' % fsyncRec, '{{node}}'),
+        etcdSteps,
+        w=16,
+      ),
+      k.latencyTimeSeries(
+        'Probe fsync p99 vs etcd WAL fsync p99',
+        "The probe's fsync p99 per node beside etcd's own WAL fsync p99 per member "
+        + '(histogram_quantile over etcd_disk_wal_fsync_duration_seconds_bucket, same '
+        + '%s window). Their buckets share every boundary. ' % c.latencyWindow
+        + "etcd's lines appear only where Prometheus scrapes etcd. " + thresholdsText,
+        [
+          k.target(
+            'max by (node) (probe:fioprobe_sync_latency_seconds:p99%s)' % fsyncRec,
+            'probe {{node}}'
+          ),
+          k.target(
+            'histogram_quantile(0.99, sum by (%s, le) ' % d.etcdMemberLabel
+            + '(rate(etcd_disk_wal_fsync_duration_seconds_bucket%s[%s])))'
+              % [k.ext(d.etcdSelector), c.latencyWindow],
+            'etcd {{%s}}' % d.etcdMemberLabel
+          ),
+        ],
+        etcdSteps,
+        w=24,
+      ),
+      k.row('Burst credits'),
+      k.timeSeries(
+        'IOPS ceiling vs baseline and burst',
+        'Write IOPS the %s probe measured per node (a few seconds of ' % c.burstProfile
+        + '4 KiB random writes at high queue depth: the ceiling the volume delivers now) '
+        + "against the volume model's baseline and burst IOPS "
+        + '(fioprobe_volume_baseline_iops, fioprobe_volume_burst_iops). A ceiling that '
+        + 'drops to the baseline means the burst credits are gone.',
+        'iops',
+        [
+          k.target('max by (node) (fioprobe_write_iops%s)' % burstRaw, 'ceiling {{node}}'),
+          k.target(
+            'max by (node) (fioprobe_volume_baseline_iops%s)' % volumeRaw, 'baseline {{node}}'
+          ),
+          k.target('max by (node) (fioprobe_volume_burst_iops%s)' % volumeRaw, 'burst {{node}}'),
+        ],
+        w=24,
+      )
+      + ts.standardOptions.withOverrides([
+        ts.standardOptions.override.byRegexp.new('^(baseline|burst) .*')
+        + ts.standardOptions.override.byRegexp.withProperty(
+          'custom.lineStyle', { fill: 'dash', dash: [10, 10] }
+        ),
+      ]),
+      k.timeSeries(
+        'Modelled burst credit balance',
+        'Burst credit balance the volume model computes (fioprobe_volume_burst_balance_ratio, '
+        + "0 to 1), only for a dedicated probe volume whose only IO is the probe's own, "
+        + 'of a type with credits (gp2, st1, sc1).',
+        'percentunit',
+        k.target(
+          'max by (node) (fioprobe_volume_burst_balance_ratio%s)' % volumeRaw, '{{node}}'
+        ),
+      )
+      + ts.standardOptions.withMin(0)
+      + ts.standardOptions.withMax(1),
+      k.timeSeries(
+        'CloudWatch BurstBalance (when exported)',
+        "AWS CloudWatch's BurstBalance per EBS volume, as yet-another-cloudwatch-exporter "
+        + 'exports it (aws_ebs_burst_balance_average). Optional: only gp2/st1/sc1 volumes up '
+        + 'to 1 TiB have it, and only where that exporter runs; nothing else depends on it.',
+        'percent',
+        k.target(
+          'max by (%s) (aws_ebs_burst_balance_average%s)'
+          % [d.burstBalanceVolumeLabel, k.ext(d.burstBalanceSelector)],
+          '{{%s}}' % d.burstBalanceVolumeLabel
+        ),
+      )
+      + ts.standardOptions.withMin(0)
+      + ts.standardOptions.withMax(100),
+    ],
+  )

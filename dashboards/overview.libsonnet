@@ -1,0 +1,234 @@
+// Overview: is every probed disk healthy now? Latest fsync p99/p99.9 per StorageClass, latency
+// over time, the sync latency histogram, IOPS and bandwidth per profile, probe health and the
+// probes' own cost.
+local g = import 'lib/g.libsonnet';
+
+function(c)
+  local k = (import 'common.libsonnet')(c);
+  local d = c.dashboards;
+  local by = k.probeBy;
+  local raw = k.raw(k.probeMatchers);
+  local rec = k.rec(k.probeMatchers);
+  local legend = '{{storageclass}} {{node}} {{profile}}';
+  local perOp(op, title) = k.target(
+    'sum by (%s) (fioprobe_%s%s)' % [by, op, raw], '%s %s' % [legend, title]
+  );
+
+  local latest(q, name) = k.barGauge(
+    'Latest fsync %s by StorageClass' % name,
+    "fsync (fdatasync) latency %s of each probe's most recent run, as fio computed it "
+    % name
+    + '(fioprobe_last_sync_latency_seconds{quantile="%s"}). ' % q
+    + 'Yellow from %s s, red from %s s: etcd needs a WAL fsync p99 below 10 ms.'
+      % [k.num(d.latencyYellowSeconds), k.num(d.latencyRedSeconds)],
+    's',
+    k.instant(
+      'max by (%s) (fioprobe_last_sync_latency_seconds%s)'
+      % [by, k.raw(['quantile="%s"' % q] + k.probeMatchers)],
+      legend
+    ),
+    k.latencySteps
+  );
+
+  local heatmap =
+    local hm = g.panel.heatmap;
+    hm.new('fsync latency distribution')
+    + hm.panelOptions.withDescription(
+      'How many fsyncs fell into each latency bucket per interval, all selected probes '
+      + 'together (increase of the cumulative histogram fioprobe_sync_latency_seconds). '
+      + "The bucket boundaries include 5, 10 and 20 ms and all of etcd's own."
+    )
+    + hm.panelOptions.withGridPos(8, 12)
+    + hm.standardOptions.withUnit('short')
+    + hm.queryOptions.withDatasource('prometheus', '${datasource}')
+    + hm.queryOptions.withInterval(d.heatmapMinInterval)
+    + hm.queryOptions.withTargets([
+      k.target(
+        'sum by (le) (increase(fioprobe_sync_latency_seconds_bucket%s[$__interval]))' % raw,
+        '{{le}}'
+      )
+      + g.query.prometheus.withFormat('heatmap'),
+    ])
+    + hm.options.withCalculate(false)
+    + hm.options.withCellGap(1)
+    + hm.options.yAxis.withUnit('s')
+    + hm.options.color.withMode('scheme')
+    + hm.options.color.withScheme('Oranges')
+    + hm.options.color.withScale('exponential')
+    + hm.options.color.withExponent(0.5)
+    + hm.options.color.withFill('dark-orange')
+    + hm.options.color.withSteps(64)
+    + hm.options.color.withReverse(false)
+    + hm.options.cellValues.withUnit('short')
+    + hm.options.filterValues.withLe(1e-9)
+    + hm.options.legend.withShow(true)
+    + hm.options.tooltip.withMode('single')
+    + hm.options.tooltip.withYHistogram(true)
+    + hm.options.rowsFrame.withLayout('le');
+
+  local health = [
+    k.stat(
+      'Failing probes',
+      'Probes whose last run failed (fioprobe_success == 0). The table beside names the reason.',
+      'none',
+      k.instant('count(fioprobe_success%s == 0) or vector(0)' % raw),
+      [{ color: 'green', value: null }, { color: 'red', value: 1 }],
+    ),
+    k.stat(
+      'Oldest last success',
+      'Time since the least recent successful run among the selected probes '
+      + '(fioprobe_last_success_timestamp_seconds). Red from %s s, when FioProbeStale fires.'
+        % c.staleAfterSeconds,
+      's',
+      k.instant('max(time() - fioprobe_last_success_timestamp_seconds%s)' % raw),
+      [
+        { color: 'green', value: null },
+        { color: 'yellow', value: c.staleAfterSeconds / 2 },
+        { color: 'red', value: c.staleAfterSeconds },
+      ],
+    ),
+    k.table(
+      'Failing probes and reasons',
+      'One row per probe whose last run failed, with the reason '
+      + '(fioprobe_failure_reason_info, present only while the last run failed). '
+      + 'Empty while every probe succeeds.',
+      'none',
+      k.tableTarget(
+        'max by (%s, reason) (fioprobe_failure_reason_info%s)' % [by, raw]
+      ),
+      [k.organize()],
+      w=12,
+      h=6,
+    ),
+    k.timeSeries(
+      'Age of last successful run',
+      "Seconds since each probe's last successful run (carried forward on failure); "
+      + 'it saw-tooths with the probe schedule. The dashed line is the staleness threshold.',
+      's',
+      k.target(
+        'time() - max by (%s) (fioprobe_last_success_timestamp_seconds%s)' % [by, raw],
+        legend
+      ),
+    )
+    + g.panel.timeSeries.standardOptions.thresholds.withMode('absolute')
+    + g.panel.timeSeries.standardOptions.thresholds.withSteps([
+      { color: 'green', value: null },
+      { color: 'red', value: c.staleAfterSeconds },
+    ])
+    + g.panel.timeSeries.fieldConfig.defaults.custom.thresholdsStyle.withMode('dashed'),
+    k.timeSeries(
+      'Run duration',
+      "Wall-clock duration of each probe's last run (fioprobe_duration_seconds), fio and "
+      + "the runner's checks together. A run that grows towards its timeout is a slow disk.",
+      's',
+      k.target('max by (%s) (fioprobe_duration_seconds%s)' % [by, raw], legend),
+    ),
+    k.table(
+      'Probe versions and histogram source',
+      'fioprobe_info of each probe: fio and fioprobe versions, volume type, provisioner, the '
+      + 'node it last ran on, and where its histogram comes from (bins: exact fio json+ bins; '
+      + "percentiles: derived from fio's percentiles, coarser).",
+      'none',
+      k.tableTarget('max by (%s, fio_version, version, volume_type, provisioner, ran_on_node, histogram_source) (fioprobe_info%s)' % [by, raw]),
+      [k.organize()],
+      w=24,
+      h=6,
+    ),
+  ];
+
+  local cost = [
+    k.timeSeries(
+      'Probe IO per day',
+      'Bytes each probe wrote and read over the past day (increase of '
+      + 'fioprobe_written_bytes_total and fioprobe_read_bytes_total over %s): ' % d.costWindow
+      + 'the IO budget the probes spend on the disks they watch.',
+      'bytes',
+      [
+        k.target(
+          'sum by (%s) (increase(fioprobe_written_bytes_total%s[%s]))' % [by, raw, d.costWindow],
+          legend + ' written'
+        ),
+        k.target(
+          'sum by (%s) (increase(fioprobe_read_bytes_total%s[%s]))' % [by, raw, d.costWindow],
+          legend + ' read'
+        ),
+      ],
+    ),
+    k.timeSeries(
+      'Runs and failures per hour',
+      'Probe runs and failed runs per hour (increase of fioprobe_runs_total and '
+      + 'fioprobe_failures_total over 1h).',
+      'short',
+      [
+        k.target('sum by (%s) (increase(fioprobe_runs_total%s[1h]))' % [by, raw], legend + ' runs'),
+        k.target(
+          'sum by (%s) (increase(fioprobe_failures_total%s[1h]))' % [by, raw], legend + ' failures'
+        ),
+      ],
+    ),
+  ];
+
+  k.dashboard(
+    'overview',
+    'fioprobe / Overview',
+    "Disk health from fioprobe's scheduled fio probes: latency, IOPS and bandwidth per "
+    + 'StorageClass and profile, probe health and cost.',
+    [
+      k.datasourceVar,
+      k.clusterVar,
+      k.storageclassVar(),
+      k.nodeVar(),
+      k.profileVar(),
+    ],
+    [
+      k.row('Latest run'),
+      latest('0.99', 'p99'),
+      latest('0.999', 'p99.9'),
+      k.row('Latency over time'),
+      k.latencyTimeSeries(
+        'fsync p99 over time',
+        'fsync p99 over the last %s of runs, from the cumulative histogram ' % c.latencyWindow
+        + '(recording rule probe:fioprobe_sync_latency_seconds:p99, shared with the alerts). '
+        + 'Dashed lines at %s s and %s s; etcd needs p99 below 10 ms.'
+          % [k.num(d.latencyYellowSeconds), k.num(d.latencyRedSeconds)],
+        k.target('probe:fioprobe_sync_latency_seconds:p99%s' % rec, legend),
+      ),
+      heatmap,
+      k.latencyTimeSeries(
+        'fsync p99.9 over time',
+        'fsync p99.9 over the last %s of runs ' % c.latencyWindow
+        + '(recording rule probe:fioprobe_sync_latency_seconds:p999): the tail that single '
+        + 'slow runs move first.',
+        k.target('probe:fioprobe_sync_latency_seconds:p999%s' % rec, legend),
+      ),
+      k.latencyTimeSeries(
+        'Write and read completion latency p99',
+        'Completion latency p99 of writes and reads over the last %s of runs ' % c.latencyWindow
+        + '(recording rules probe:fioprobe_write_latency_seconds:p99 and '
+        + 'probe:fioprobe_read_latency_seconds:p99).',
+        [
+          k.target('probe:fioprobe_write_latency_seconds:p99%s' % rec, legend + ' write'),
+          k.target('probe:fioprobe_read_latency_seconds:p99%s' % rec, legend + ' read'),
+        ],
+      ),
+      k.row('Throughput'),
+      k.timeSeries(
+        'IOPS per profile',
+        "Read, write and sync operations per second of each probe's last run "
+        + '(fioprobe_read_iops, fioprobe_write_iops, fioprobe_sync_iops).',
+        'iops',
+        [perOp('read_iops', 'read'), perOp('write_iops', 'write'), perOp('sync_iops', 'sync')],
+      ),
+      k.timeSeries(
+        'Bandwidth per profile',
+        "Read and write bandwidth of each probe's last run "
+        + '(fioprobe_read_bandwidth_bytes_per_second, fioprobe_write_bandwidth_bytes_per_second).',
+        'Bps',
+        [
+          perOp('read_bandwidth_bytes_per_second', 'read'),
+          perOp('write_bandwidth_bytes_per_second', 'write'),
+        ],
+      ),
+      k.row('Probe health'),
+    ] + health + [k.row('Probe cost')] + cost,
+  )
