@@ -9,3 +9,4 @@
 (import 'config.libsonnet')
 + (import 'alerts/alerts.libsonnet')
 + { grafanaDashboards+:: {} }
++ (import 'dashboards/dashboards.libsonnet')
