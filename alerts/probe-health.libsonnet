@@ -10,6 +10,15 @@ local u = import 'util.libsonnet';
 {
   prometheusAlerts+:: {
     local c = $._config,
+    // Go template appending the last failure's reason, looked up at notification time
+    // (fioprobe_failure_reason_info exists only while the last run failed). Absent labels
+    // render as "", which matches series without them (node, or cluster in a single
+    // Prometheus where it is an external label).
+    local reasonText =
+      '{{ with printf `fioprobe_failure_reason_info{'
+      + u.matchers(c, [c.clusterLabel + '="%s"', 'storageclass="%s"', 'profile="%s"', 'node="%s"'])
+      + '}` $labels.' + c.clusterLabel + ' $labels.storageclass $labels.profile $labels.node | query }}'
+      + '{{ range . }} Reason of the last failure: {{ .Labels.reason }}.{{ end }}{{ end }}',
     local lastRunFailed = |||
       min by (%(probeBy)s) (fioprobe_success{%(matchers)s}) == 0
     ||| % { probeBy: u.probeBy(c), matchers: u.matchers(c) },
@@ -25,9 +34,8 @@ local u = import 'util.libsonnet';
             annotations: {
               summary: 'A fioprobe probe keeps failing, so its disk is not being measured.',
               description: (
-                'The runs of fioprobe %(probe)s have failed for %(for)s. '
-                + 'fioprobe_failure_reason_info has the reason of the last failure.'
-              ) % { probe: u.probeText(c), 'for': c.failingFor },
+                'The runs of fioprobe %(probe)s have failed for %(for)s.%(reason)s'
+              ) % { probe: u.probeText(c), 'for': c.failingFor, reason: reasonText },
               runbook_url: u.runbookURL(c, 'FioProbeFailing'),
             },
           },
