@@ -94,7 +94,7 @@ def test_slowfs_fdatasync_latency_is_at_least_the_delay(slow_dir_15ms: SlowFs) -
     assert slow["mean"] >= 15 * MS, slow
     assert slow["percentile"]["50.000000"] >= 15 * MS, slow
     # Not inflated beyond the delay plus FUSE overhead either: the injected delay dominates.
-    assert slow["mean"] < 30 * MS, slow
+    assert slow["mean"] < 45 * MS, slow
     assert plain["mean"] < 5 * MS, plain
     assert slow["mean"] > 5 * plain["mean"], (slow["mean"], plain["mean"])
     # Passthrough: fio's data file went to the backing directory.
