@@ -1,0 +1,520 @@
+"""Static checks of the Grafana dashboards (dashboards/*.libsonnet -> dashboards/out/*.json).
+
+No Grafana server can run here, so what Grafana would reject, or silently render wrong, is
+checked without it: the JSON schema generated from @grafana/schema (scripts/setup.d/
+20-grafana-schema.sh), the layout, units and descriptions, the template variables, and
+that every metric a query names is one the exporter produces or a documented external one.
+The integration test against real pushed data lives elsewhere (issue 5).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import subprocess
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DASHBOARDS = REPO / "dashboards"
+OUT = DASHBOARDS / "out"
+SCHEMA_DIR = REPO / ".tools" / "grafana-schema"
+EXTERNAL = json.loads((DASHBOARDS / "external-metrics.json").read_text())
+GENERATOR = REPO / "scripts" / "generate.d" / "20-dashboards.sh"
+JSONNET_LINT = REPO / ".tools" / "bin" / "jsonnet-lint"
+
+#: The uids are a contract: links, bookmarks and provisioning refer to them.
+EXPECTED_UIDS = {
+    "fioprobe-overview.json": "fioprobe-overview",
+    "fioprobe-comparison.json": "fioprobe-comparison",
+    "fioprobe-etcd-disks.json": "fioprobe-etcd-disks",
+}
+
+#: Variables Grafana defines itself.
+BUILTIN_VARIABLES = {
+    "__interval",
+    "__interval_ms",
+    "__rate_interval",
+    "__range",
+    "__range_s",
+    "__range_ms",
+    "__all",
+    "__name",
+    "__from",
+    "__to",
+    "__dashboard",
+}
+
+#: Deprecated or removed panel plugins (the old graph, singlestat, table and piechart).
+DEPRECATED_PANEL_TYPES = {"graph", "singlestat", "table-old", "grafana-piechart-panel"}
+
+Json = dict[str, Any]
+
+
+def _jsonnet_files() -> list[Path]:
+    """Every jsonnet file of the dashboards (the library included)."""
+    return sorted(
+        p for p in DASHBOARDS.rglob("*") if p.suffix in {".jsonnet", ".libsonnet"} and p.is_file()
+    )
+
+
+@cache
+def _dashboards() -> dict[str, Json]:
+    """The committed rendered dashboards by file name (what users deploy)."""
+    files = sorted(OUT.glob("*.json"))
+    return {p.name: json.loads(p.read_text()) for p in files}
+
+
+def _render(config: str = "{}") -> dict[str, Json]:
+    """The mixin's grafanaDashboards rendered with `config` merged into its _config."""
+    code = f"((import 'mixin.libsonnet') + {{ _config+:: {config} }}).grafanaDashboards"
+    result = subprocess.run(
+        ["jsonnet", "-J", ".", "-e", code],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    rendered: dict[str, Json] = json.loads(result.stdout)
+    return rendered
+
+
+def _panels(dashboard: Json) -> Iterator[Json]:
+    """Every panel, including those nested in collapsed rows."""
+    for panel in dashboard.get("panels", []):
+        yield panel
+        yield from panel.get("panels", [])
+
+
+def _data_panels(dashboard: Json) -> Iterator[Json]:
+    """Panels that show data (rows are only headings: no unit, no description in the schema)."""
+    return (p for p in _panels(dashboard) if p["type"] != "row")
+
+
+def _targets(dashboard: Json) -> Iterator[tuple[Json, Json]]:
+    for panel in _data_panels(dashboard):
+        for target in panel.get("targets", []):
+            yield panel, target
+
+
+def _variables(dashboard: Json) -> list[Json]:
+    variables: list[Json] = dashboard.get("templating", {}).get("list", [])
+    return variables
+
+
+def _variable_query(variable: Json) -> str:
+    query = variable.get("query", "")
+    return query if isinstance(query, str) else str(query.get("query", ""))
+
+
+@cache
+def _schema(name: str) -> Json:
+    path = SCHEMA_DIR / name
+    if not path.exists():
+        pytest.fail(
+            f"{path} is missing: run scripts/setup.sh (scripts/setup.d/20-grafana-schema.sh)"
+        )
+    schema: Json = json.loads(path.read_text())
+    return schema
+
+
+def _without_required(schema: Any) -> Any:
+    """A copy of a JSON schema with every `required` list removed.
+
+    Why: the panel plugins' Options/FieldConfig types are generated from Grafana's CUE panel
+    schemas, where fields with defaults are non-optional (stat's `wideLayout`, bargauge's
+    `sizing`, table's `frameIndex`...). Grafana fills those defaults in when it loads a
+    panel, and dashboards exported by Grafana itself omit many of them, so their absence is
+    not an error. Everything else stays: unknown keys (additionalProperties: false), types
+    and enum values are still checked, which is what catches typos.
+    """
+    if isinstance(schema, dict):
+        return {k: _without_required(v) for k, v in schema.items() if k != "required"}
+    if isinstance(schema, list):
+        return [_without_required(v) for v in schema]
+    return schema
+
+
+def test_every_dashboard_is_rendered() -> None:
+    """The three dashboards of issue 5 are committed, and nothing else is in out/."""
+    assert set(_dashboards()) == set(EXPECTED_UIDS)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_UIDS))
+def test_validates_against_grafana_schema(name: str) -> None:
+    """Each dashboard is a valid Grafana dashboard (@grafana/schema's Dashboard type)."""
+    validator = jsonschema.Draft7Validator(_schema("dashboard.json"))
+    errors = [
+        f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(_dashboards()[name])
+    ]
+    assert errors == []
+
+
+def test_schema_rejects_broken_dashboards() -> None:
+    """The schema really constrains panels: a misspelt key or a wrong type is an error."""
+    validator = jsonschema.Draft7Validator(_schema("dashboard.json"))
+    dashboard = _dashboards()["fioprobe-overview.json"]
+    panel_index = next(i for i, p in enumerate(dashboard["panels"]) if p["type"] != "row")
+    misspelt = copy.deepcopy(dashboard)
+    misspelt["panels"][panel_index]["descripton"] = "typo"
+    wrong_type = copy.deepcopy(dashboard)
+    wrong_type["panels"][panel_index]["gridPos"]["w"] = "12"
+    no_version = copy.deepcopy(dashboard)
+    del no_version["schemaVersion"]
+    for broken in (misspelt, wrong_type, no_version):
+        assert not validator.is_valid(broken)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_UIDS))
+def test_panel_options_match_plugin_schemas(name: str) -> None:
+    """Panel `options` and `fieldConfig.defaults.custom` follow their plugin's types."""
+    errors = []
+    for panel in _data_panels(_dashboards()[name]):
+        parts = [
+            ("options", panel.get("options", {})),
+            ("fieldconfig", panel.get("fieldConfig", {}).get("defaults", {}).get("custom", {})),
+        ]
+        for kind, instance in parts:
+            file = f"panel-{panel['type']}.{kind}.json"
+            if kind == "options" or (SCHEMA_DIR / file).exists():
+                schema = _without_required(_schema(file))
+                for e in jsonschema.Draft7Validator(schema).iter_errors(instance):
+                    errors.append(f"{panel['title']} {kind} {list(e.absolute_path)}: {e.message}")
+    assert errors == []
+
+
+def test_plugin_schema_check_can_fail() -> None:
+    """The relaxed plugin schemas still reject an unknown option and a wrong enum value."""
+    schema = _without_required(_schema("panel-timeseries.options.json"))
+    validator = jsonschema.Draft7Validator(schema)
+    assert validator.is_valid({"legend": {"displayMode": "table"}})
+    assert not validator.is_valid({"legend": {"displayMode": "tabel"}})
+    assert not validator.is_valid({"legendd": {}})
+
+
+def test_uids_are_stable_and_unique() -> None:
+    uids = {name: d.get("uid") for name, d in _dashboards().items()}
+    assert uids == EXPECTED_UIDS
+    assert len(set(uids.values())) == len(uids)
+    for uid in uids.values():
+        # Grafana's limit and charset for uids.
+        assert re.fullmatch(r"[A-Za-z0-9_-]{1,40}", uid), uid
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_UIDS))
+def test_panels_do_not_overlap(name: str) -> None:
+    """Grafana would push overlapping panels around; the layout must be the intended one."""
+    rects = []
+    for panel in _dashboards()[name]["panels"]:
+        pos = panel["gridPos"]
+        x, y, w, h = pos["x"], pos["y"], pos["w"], pos["h"]
+        assert w > 0 and h > 0 and x >= 0 and y >= 0 and x + w <= 24, (panel["title"], pos)
+        rects.append((panel["title"], x, y, w, h))
+    for i, (t1, x1, y1, w1, h1) in enumerate(rects):
+        for t2, x2, y2, w2, h2 in rects[i + 1 :]:
+            overlap = x1 < x2 + w2 and x2 < x1 + w1 and y1 < y2 + h2 and y2 < y1 + h1
+            assert not overlap, f"{t1!r} overlaps {t2!r}"
+
+
+def test_panel_ids_are_unique() -> None:
+    for name, dashboard in _dashboards().items():
+        ids = [p["id"] for p in _panels(dashboard)]
+        assert len(ids) == len(set(ids)), name
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_UIDS))
+def test_every_panel_has_unit_and_description(name: str) -> None:
+    missing = [
+        p["title"]
+        for p in _data_panels(_dashboards()[name])
+        if not p.get("description", "").strip()
+        or not p.get("fieldConfig", {}).get("defaults", {}).get("unit")
+    ]
+    assert missing == []
+
+
+def test_no_deprecated_panel_types() -> None:
+    """Timeseries, not the deprecated graph panel (nor the other removed Angular panels)."""
+    types = {p["type"] for d in _dashboards().values() for p in _panels(d)}
+    assert types & DEPRECATED_PANEL_TYPES == set()
+    assert "timeseries" in types
+
+
+def test_every_panel_and_target_uses_the_datasource_variable() -> None:
+    for dashboard in _dashboards().values():
+        datasource_vars = [v for v in _variables(dashboard) if v["type"] == "datasource"]
+        assert [(v["name"], v["query"]) for v in datasource_vars] == [("datasource", "prometheus")]
+        for panel in _data_panels(dashboard):
+            assert panel["datasource"]["uid"] == "${datasource}", panel["title"]
+            assert panel["targets"], panel["title"]
+        for panel, target in _targets(dashboard):
+            assert target["datasource"]["uid"] == "${datasource}", panel["title"]
+            assert target["expr"].strip(), panel["title"]
+        for variable in _variables(dashboard):
+            if variable["type"] == "query":
+                assert variable["datasource"]["uid"] == "${datasource}", variable["name"]
+
+
+def test_every_dashboard_has_the_probe_variables() -> None:
+    """DESIGN.md: datasource, cluster, storageclass, node and profile variables."""
+    for name, dashboard in _dashboards().items():
+        names = {v["name"] for v in _variables(dashboard)}
+        storageclass = (
+            {"storageclass"} if "comparison" not in name else {"storageclass_a", "storageclass_b"}
+        )
+        assert {"datasource", "cluster", "node", "profile"} | storageclass <= names, name
+
+
+_VARIABLE_REF = re.compile(r"\$\{(\w+)(?::[^}]*)?\}|\[\[(\w+)(?::[^\]]*)?\]\]|\$(\w+)")
+
+
+def variable_references(text: str) -> set[str]:
+    """Names of the Grafana variables `text` refers to ($x, ${x}, ${x:fmt}, [[x]])."""
+    return {next(g for g in m.groups() if g) for m in _VARIABLE_REF.finditer(text)}
+
+
+def test_variable_references_parser() -> None:
+    text = 'x{a=~"$cluster"}[${window}] offset ${shift:raw} [[old]] $__rate_interval {{legend}}'
+    assert variable_references(text) == {"cluster", "window", "shift", "old", "__rate_interval"}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_UIDS))
+def test_template_variables_are_consistent(name: str) -> None:
+    """No text refers to an undefined variable, a variable's query uses only variables
+    defined before it (Grafana resolves them in order), and every variable is used."""
+    dashboard = _dashboards()[name]
+    variables = _variables(dashboard)
+    names = [v["name"] for v in variables]
+    assert len(names) == len(set(names))
+    undefined: list[str] = []
+    used: set[str] = set()
+    for i, variable in enumerate(variables):
+        refs = variable_references(_variable_query(variable))
+        refs |= variable_references(json.dumps(variable.get("datasource", {})))
+        used |= refs
+        undefined += [
+            f"variable {variable['name']}: ${r}" for r in refs - set(names[:i]) - BUILTIN_VARIABLES
+        ]
+    for panel in _data_panels(dashboard):
+        texts = [panel["title"], panel["description"], json.dumps(panel.get("datasource", {}))]
+        texts += [t["expr"] for t in panel["targets"]] + [
+            t.get("legendFormat", "") for t in panel["targets"]
+        ]
+        for text in texts:
+            refs = variable_references(text)
+            used |= refs
+            undefined += [
+                f"panel {panel['title']!r}: ${r}" for r in refs - set(names) - BUILTIN_VARIABLES
+            ]
+    assert undefined == []
+    assert set(names) - used == set(), "variables no panel or variable uses"
+
+
+# --- Metric names -----------------------------------------------------------------------
+
+_PROMQL_KEYWORDS = {
+    "by", "without", "on", "ignoring", "group_left", "group_right", "offset", "bool",
+    "and", "or", "unless", "atan2", "inf", "nan",
+}  # fmt: skip
+
+
+def metric_names(expr: str) -> set[str]:
+    """Metric names a PromQL expression selects (Grafana variables allowed in it).
+
+    A small tokenizer, enough for the dashboards' queries: strings, label matchers, range
+    and offset durations, and label lists of by/without/on/ignoring/group_* are removed;
+    what remains as an identifier not followed by `(` (a function or aggregation) and not a
+    keyword is a metric name.
+    """
+    s = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)
+    s = _VARIABLE_REF.sub("1", s)
+    s = re.sub(r"\{[^}]*\}", " ", s)
+    s = re.sub(r"\[[^\]]*\]", " ", s)
+    s = re.sub(r"\boffset\s+-?[\w.]+", " ", s)
+    s = re.sub(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", " ", s)
+    s = re.sub(r"(?<![\w:])\d[\d.]*(?:[eE][+-]?\d+)?", " ", s)
+    names = set()
+    for match in re.finditer(r"[A-Za-z_:][\w:]*", s):
+        if s[match.end() :].lstrip().startswith("(") or match.group(0) in _PROMQL_KEYWORDS:
+            continue
+        names.add(match.group(0))
+    return names
+
+
+def test_metric_names_parser() -> None:
+    expr = (
+        "histogram_quantile(0.99, sum by (profile, le) (rate(fioprobe_sync_latency_seconds_bucket"
+        '{storageclass="$a", node=~"x|y"}[$window] offset $shift))) / on (profile) '
+        "(probe:fioprobe_sync_latency_seconds:p99 > 1e-3) or vector(0) + time() - up"
+    )
+    assert metric_names(expr) == {
+        "fioprobe_sync_latency_seconds_bucket",
+        "probe:fioprobe_sync_latency_seconds:p99",
+        "up",
+    }
+    assert metric_names('count(fioprobe_success{a="b"} == 0) or vector(0)') == {"fioprobe_success"}
+
+
+def _all_metric_names() -> dict[str, set[str]]:
+    """Metric name -> dashboards that query it (panels and variable queries)."""
+    found: dict[str, set[str]] = {}
+    for name, dashboard in _dashboards().items():
+        exprs = [t["expr"] for _, t in _targets(dashboard)]
+        for variable in _variables(dashboard):
+            match = re.fullmatch(r"label_values\((.*),\s*\w+\)", _variable_query(variable))
+            if variable["type"] == "query":
+                assert match, f"{name}: unexpected variable query {_variable_query(variable)!r}"
+                exprs.append(match.group(1))
+        for expr in exprs:
+            for metric in metric_names(expr):
+                found.setdefault(metric, set()).add(name)
+    return found
+
+
+def test_every_metric_is_exported_or_documented_external() -> None:
+    """DESIGN.md: each metric a dashboard queries is produced by the exporter (its one
+    metric table) or listed in dashboards/external-metrics.json."""
+    from fioprobe.metrics import exposed_series_names
+
+    known = exposed_series_names() | set(EXTERNAL["external"]) | set(EXTERNAL["recording_rules"])
+    unknown = {m: sorted(d) for m, d in _all_metric_names().items() if m not in known}
+    assert unknown == {}
+
+
+def test_external_metrics_list_is_not_stale() -> None:
+    """Every documented external metric is used by a dashboard, and none is an exporter one."""
+    from fioprobe.metrics import exposed_series_names
+
+    used = set(_all_metric_names())
+    documented = set(EXTERNAL["external"]) | set(EXTERNAL["recording_rules"])
+    assert set(EXTERNAL["external"]) <= used
+    assert documented & exposed_series_names() == set()
+    for file, panels in EXTERNAL["needs_external_data"].items():
+        titles = {p["title"] for p in _data_panels(_dashboards()[file])}
+        assert set(panels) <= titles, file
+
+
+def test_recording_rules_used_are_recorded_by_the_mixin() -> None:
+    """The probe:* series the dashboards read are recorded by the mixin's own rules."""
+    code = (
+        "[r.record for g in (import 'mixin.libsonnet').prometheusRules.groups"
+        " for r in g.rules if std.objectHas(r, 'record')]"
+    )
+    result = subprocess.run(
+        ["jsonnet", "-J", ".", "-e", code], cwd=REPO, check=True, capture_output=True, text=True
+    )
+    recorded = set(json.loads(result.stdout))
+    used = {m for m in _all_metric_names() if ":" in m}
+    assert used, "the dashboards should use the shared recording rules"
+    assert used <= recorded
+    assert set(EXTERNAL["recording_rules"]) <= recorded
+
+
+def test_no_fioprobe_query_depends_on_job_or_instance() -> None:
+    """OpenShift user-workload monitoring renames job/instance of pushed series."""
+    external = set(EXTERNAL["external"])
+    for name, dashboard in _dashboards().items():
+        exprs = [t["expr"] for _, t in _targets(dashboard)] + [
+            _variable_query(v) for v in _variables(dashboard)
+        ]
+        for expr in exprs:
+            if metric_names(expr) & external:
+                continue  # other exporters' series keep their job/instance
+            assert not re.search(r"\b(exported_)?(job|instance)\b", expr), (name, expr)
+
+
+# --- Configuration ------------------------------------------------------------------------
+
+
+def test_cluster_label_is_configurable() -> None:
+    """With clusterLabel changed, every query and variable uses the new label name."""
+    rendered = _render("{ clusterLabel: 'k8s_cluster' }")
+    assert set(rendered) == set(EXPECTED_UIDS)
+    for name, dashboard in rendered.items():
+        texts = [t["expr"] for _, t in _targets(dashboard)] + [
+            _variable_query(v) for v in _variables(dashboard)
+        ]
+        assert not any(re.search(r'\bcluster=~"\$cluster"', t) for t in texts), name
+        assert any('k8s_cluster=~"$cluster"' in t for t in texts), name
+        cluster_var = next(v for v in _variables(dashboard) if v["name"] == "cluster")
+        assert _variable_query(cluster_var).endswith(", k8s_cluster)")
+
+
+def test_thresholds_follow_config() -> None:
+    """The etcd thresholds come from config.libsonnet, the yellow line from dashboards config."""
+    rendered = _render(
+        "{ etcdFsyncP99WarningSeconds: 0.02, dashboards+: { latencyYellowSeconds: 0.004 } }"
+    )
+    steps = [
+        s["value"]
+        for p in _data_panels(rendered["fioprobe-overview.json"])
+        if p["title"] == "fsync p99 over time"
+        for s in p["fieldConfig"]["defaults"]["thresholds"]["steps"]
+    ]
+    assert steps == [None, 0.004, 0.02]
+
+
+# --- Sources and generated files --------------------------------------------------------
+
+
+def test_regenerating_changes_nothing(tmp_path: Path) -> None:
+    """dashboards/out is exactly what scripts/generate.d/20-dashboards.sh renders."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "stale.json").write_text("{}")  # the generator removes files nobody renders
+    env = {**os.environ, "FIOPROBE_DASHBOARDS_OUT": str(out)}
+    subprocess.run(["bash", str(GENERATOR)], cwd=tmp_path, env=env, check=True)
+    fresh = {p.name: p.read_text() for p in sorted(out.iterdir())}
+    committed = {p.name: p.read_text() for p in sorted(OUT.iterdir())}
+    assert fresh.keys() == committed.keys()
+    for name, text in fresh.items():
+        assert text == committed[name], f"{name} is stale: run scripts/generate.sh"
+
+
+@pytest.mark.parametrize("path", _jsonnet_files(), ids=lambda p: str(p.relative_to(REPO)))
+def test_jsonnetfmt_clean(path: Path) -> None:
+    result = subprocess.run(["jsonnetfmt", "--test", str(path)], capture_output=True, text=True)
+    assert result.returncode == 0, f"{path} is not jsonnetfmt-formatted: run jsonnetfmt -i"
+
+
+@pytest.mark.parametrize("path", _jsonnet_files(), ids=lambda p: str(p.relative_to(REPO)))
+def test_jsonnet_lint_clean(path: Path) -> None:
+    """One file per run: jsonnet-lint v0.21.0 panics ("placeholder for a dependent node
+    cannot be noType") when given all of them at once."""
+    if not JSONNET_LINT.exists():
+        pytest.fail(f"{JSONNET_LINT} is missing: run scripts/setup.sh")
+    result = subprocess.run(
+        [str(JSONNET_LINT), "-J", str(REPO), str(path)], cwd=REPO, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_grid_layout_wraps_and_starts_rows_on_new_lines() -> None:
+    """util.grid.wrapPanels: panels fill a line of 24, wrap, and a row starts a new line."""
+    code = """
+      local g = import 'dashboards/lib/g.libsonnet';
+      [p.gridPos for p in g.util.grid.wrapPanels([
+        { type: 'stat', gridPos: { w: 16, h: 4 } },
+        { type: 'stat' },
+        { type: 'stat', gridPos: { w: 6, h: 3 } },
+        { type: 'row' },
+        { type: 'stat', gridPos: { w: 24, h: 2 } },
+      ])]
+    """
+    result = subprocess.run(
+        ["jsonnet", "-J", ".", "-e", code], cwd=REPO, check=True, capture_output=True, text=True
+    )
+    assert json.loads(result.stdout) == [
+        {"x": 0, "y": 0, "w": 16, "h": 4},
+        {"x": 16, "y": 0, "w": 8, "h": 8},
+        {"x": 0, "y": 8, "w": 6, "h": 3},
+        {"x": 0, "y": 11, "w": 24, "h": 1},
+        {"x": 0, "y": 12, "w": 24, "h": 2},
+    ]
