@@ -115,8 +115,11 @@ def pushgateway(
     """A Pushgateway; with `persistence`, its metrics survive a restart."""
     port = port or free_port()
     command = ["prometheus-pushgateway", f"--web.listen-address={LOCALHOST}:{port}"]
+    # Debian's build defaults --persistence.file to /var/lib/prometheus/pushgateway.data,
+    # shared by every instance on the machine: always say explicitly which file, or none.
+    command.append(f"--persistence.file={persistence or ''}")
     if persistence is not None:
-        command += [f"--persistence.file={persistence}", "--persistence.interval=1s"]
+        command.append("--persistence.interval=1s")
     if web_config is not None:
         command.append(f"--web.config.file={web_config}")
     return Service("pushgateway", command, port, workdir)

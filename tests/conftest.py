@@ -1,0 +1,90 @@
+"""Shared fixtures: real Pushgateway and Prometheus processes, the fio corpus, the CLI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fioprobe import services
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = REPO.parent / "shared" / "fio-corpus"
+
+
+def corpus_files(negative: bool) -> list[Path]:
+    files = sorted(p for p in CORPUS.iterdir() if p.name != "SOURCES.tsv")
+    return [p for p in files if p.name.startswith("neg-") == negative]
+
+
+@pytest.fixture
+def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Default state files go here, never into the real home directory."""
+    path = tmp_path / "state"
+    monkeypatch.setenv("FIOPROBE_STATE_DIR", str(path))
+    return path
+
+
+@pytest.fixture
+def pushgateway(tmp_path: Path) -> Iterator[services.Service]:
+    service = services.pushgateway(tmp_path / "pushgateway").start()
+    yield service
+    service.stop()
+
+
+@pytest.fixture
+def prometheus_for(tmp_path: Path) -> Iterator[object]:
+    """Factory: a Prometheus scraping the given {job: host:port} targets every second."""
+    started: list[services.Service] = []
+
+    def start(targets: dict[str, str], **options: object) -> services.Service:
+        service = services.prometheus(tmp_path / f"prometheus{len(started)}", targets, **options)
+        started.append(service.start())
+        return service
+
+    yield start
+    for service in started:
+        service.stop()
+
+
+def fioprobe(*args: str, stdin: bytes | None = None, env: dict[str, str] | None = None,
+             timeout: float = 120) -> subprocess.CompletedProcess[bytes]:  # fmt: skip
+    """Run the real CLI in a subprocess, as a user or a CronJob would."""
+    return subprocess.run(
+        [sys.executable, "-m", "fioprobe", *args],
+        input=stdin,
+        capture_output=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+
+
+def wait_for(predicate, timeout: float = 30.0, interval: float = 0.25, what: str = "condition"):
+    """Poll `predicate` until it returns a truthy value, at most `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+def run_fio_json_plus(directory: Path, *options: str, name: str = "job") -> Path:
+    """Run real fio with json+ output in `directory`; returns the output file."""
+    output = directory / f"{name}.json"
+    subprocess.run(
+        ["fio", f"--name={name}", f"--directory={directory}", "--output-format=json+",
+         f"--output={output}", *options],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )  # fmt: skip
+    return output
