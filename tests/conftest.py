@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from fioprobe import services
 
 REPO = Path(__file__).resolve().parents[1]

@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 from conftest import corpus_files, fioprobe
-from prometheus_client.parser import text_string_to_metric_families
-
 from fioprobe.fioparse import FioOutputError, parse_file
+from prometheus_client.parser import text_string_to_metric_families
 
 GOOD = corpus_files(negative=False)
 NEGATIVE = corpus_files(negative=True)

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 from conftest import fioprobe, run_fio_json_plus, wait_for
-
 from fioprobe import services
 from fioprobe.metrics import LATENCY_BUCKETS_SECONDS
 
@@ -94,7 +93,7 @@ def test_push_twice_doubles_and_failed_push_is_carried(
     assert push(output, pushgateway).returncode == 0
     assert gateway_value(pushgateway, series) == 2 * n
     runs = (
-        'fioprobe_runs_total{instance="",job="fioprobe",profile="etcd-fsync",storageclass="local"}'  # noqa: E501
+        'fioprobe_runs_total{instance="",job="fioprobe",profile="etcd-fsync",storageclass="local"}'
     )
     assert gateway_value(pushgateway, runs) == 2
     written_series = runs.replace("fioprobe_runs_total", "fioprobe_written_bytes_total")
