@@ -1,0 +1,30 @@
+"""The README's promises: its metric table matches the exporter's, its two commands exist."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from fioprobe.metrics import METRICS
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_metric_table_is_generated_from_the_metric_table() -> None:
+    result = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "readme_metrics.py"), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    readme = (REPO / "README.md").read_text()
+    for metric in METRICS:
+        assert f"`{metric.name}`" in readme
+
+
+def test_two_commands_and_ci_agree() -> None:
+    readme = (REPO / "README.md").read_text()
+    assert "make demo" in readme and "make test" in readme
+    assert "make test" in (REPO / ".ci" / "run").read_text()
