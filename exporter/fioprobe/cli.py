@@ -204,6 +204,9 @@ def _add_group_options(parser: argparse.ArgumentParser, *, required: bool) -> No
     parser.add_argument("--node", help="node name, for node-local probes only (e.g. etcd disks)")
 
 
+# Adding a subcommand: a cmd_<name> function above and its subparser below, each a small,
+# self-contained edit (see CONTRIBUTING.md); heavy imports go inside the cmd_ function so
+# that `fioprobe push` stays fast.
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fioprobe",
