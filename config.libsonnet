@@ -3,7 +3,7 @@
 // Override any key the usual mixin way:
 //   (import 'mixin.libsonnet') + { _config+:: { clusterLabel: 'k8s_cluster' } }
 // or render the rule file with overrides (used by tests and the end-to-end setup):
-//   jsonnet -S -J . --tla-code config='{ latencyWindow: "1m" }' alerts/rules.jsonnet
+//   jsonnet -J . --tla-code config='{ latencyWindow: "1m" }' alerts/rules.jsonnet > rules.json
 //
 // Durations are Prometheus duration strings. Latency thresholds are in seconds (the metric
 // contract's base unit). Probes run on a CronJob schedule of a few minutes (think 5m), and a

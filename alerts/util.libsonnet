@@ -24,7 +24,8 @@
 
   // A number as PromQL and template text. Plain %s would print jsonnet's 17 significant
   // digits (0.032000000000000001); 10 are exact for any threshold anyone writes down.
-  num(x):: '%.10g' % x,
+  // jsonnet 0.18's %g fails on 0 (it takes the logarithm), hence the special case.
+  num(x):: if x == 0 then '0' else '%.10g' % x,
 
   // Name of the shared latency quantile recording rule (see recording.libsonnet).
   quantileRecord(op, quantile):: 'probe:fioprobe_%s_latency_seconds:%s' % [op, quantile],

@@ -1,0 +1,342 @@
+"""Tests of the monitoring mixin (mixin.libsonnet, config.libsonnet, alerts/).
+
+Everything runs the real tools: jsonnet/jsonnetfmt (Debian), jsonnet-lint (.tools/bin) and
+promtool (Debian's prometheus package). The promtool unit tests under alerts/tests/ run on
+the committed rendered rules; the tests here also prove that those unit tests would catch a
+broken rule (mutation tests), that the committed file is what the generator produces, and
+that every threshold, window, selector and label name comes from config.libsonnet.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+RULES = ROOT / "alerts" / "out" / "rules.yaml"
+UNIT_TESTS = sorted((ROOT / "alerts" / "tests").glob("*.yaml"))
+RUNBOOKS = ROOT / "docs" / "runbooks.md"
+
+#: The alerts and recording rules other parts (dashboards, e2e, docs) rely on by name.
+ALERT_NAMES = {
+    "FioProbeEtcdFsyncLatencyHigh",
+    "FioProbeBurstCreditsDepleted",
+    "FioProbeLatencyRegression",
+    "FioProbeFailing",
+    "FioProbeStale",
+}
+RECORD_NAMES = {
+    f"probe:fioprobe_{op}_latency_seconds:{q}"
+    for op in ("sync", "write", "read")
+    for q in ("p50", "p99", "p999")
+}
+
+#: A value for every _config key, each different from its default and from one another, so
+#: that a default left anywhere in the rendered rules is visible (test_overrides_...).
+OVERRIDES: dict[str, Any] = {
+    "clusterLabel": "k8s_cluster",
+    "fioprobeSelector": 'fioprobe_env="prod"',
+    "etcdProfile": "etcd-wal",
+    "burstProfile": "iops-ceiling",
+    "latencyWindow": "17m",
+    "etcdFsyncP99WarningSeconds": 0.0123,
+    "etcdFsyncP99CriticalSeconds": 0.0456,
+    "etcdFsyncWarningFor": "7m",
+    "etcdFsyncCriticalFor": "3m",
+    "burstMinBurstToBaselineRatio": 1.7,
+    "burstDepletedGapFraction": 0.15,
+    "burstNonBurstingVolumeTypes": ["pd-ssd", "hyperdisk"],
+    "burstDepletedFor": "23m",
+    "regressionOffset": "3d",
+    "regressionRatio": 3.5,
+    "regressionMinIncreaseSeconds": 0.0037,
+    "regressionFor": "41m",
+    "regressionSelector": 'profile!~"noisy-.*"',
+    "failingFor": "13m",
+    "staleAfterSeconds": 4321,
+    "runbookURLBase": "https://wiki.example.com/storage/fioprobe",
+}
+
+#: The only alert whose $value means nothing to a reader (it is always 0: the last run
+#: failed); its description names the failure reason instead.
+NO_VALUE_IN_DESCRIPTION = {"FioProbeFailing"}
+
+
+def tool(name: str) -> str:
+    """Path of a required tool; a missing tool fails (never skips) the test run."""
+    found = shutil.which(name) or shutil.which(name, path=str(ROOT / ".tools" / "bin"))
+    assert found, f"{name} not found: run scripts/setup.sh"
+    return found
+
+
+def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run a tool from the repository root, keeping its output for assertion messages."""
+    proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    if check:
+        assert proc.returncode == 0, f"{args} failed:\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+def render(config: dict[str, Any] | None = None) -> str:
+    """Render the rules with _config overrides as a rule file in JSON (Prometheus and
+    promtool read rule files with a YAML parser, which takes JSON as it is)."""
+    return run(
+        tool("jsonnet"),
+        "-J",
+        ".",
+        "--tla-code",
+        f"config={json.dumps(config or {})}",
+        "alerts/rules.jsonnet",
+    ).stdout
+
+
+def rules_of(text: str) -> list[dict[str, Any]]:
+    """All rules (recording and alerting) of a rendered rule file."""
+    return [rule for group in yaml.safe_load(text)["groups"] for rule in group["rules"]]
+
+
+def alerts_of(text: str) -> list[dict[str, Any]]:
+    """The alerting rules of a rendered rule file."""
+    return [rule for rule in rules_of(text) if "alert" in rule]
+
+
+def default_config() -> dict[str, Any]:
+    """The _config object of config.libsonnet, as jsonnet evaluates it."""
+    out = run(tool("jsonnet"), "-J", ".", "-e", "(import 'config.libsonnet')._config").stdout
+    return json.loads(out)
+
+
+def owned_jsonnet() -> list[Path]:
+    """Every jsonnet file of the mixin (dashboards/ and manifests/ have their own tests)."""
+    files = [ROOT / "mixin.libsonnet", ROOT / "config.libsonnet"]
+    files += sorted((ROOT / "alerts").rglob("*.libsonnet"))
+    files += sorted((ROOT / "alerts").rglob("*.jsonnet"))
+    return files
+
+
+def literal(value: Any) -> str:
+    """A config value as the mixin prints it (util.libsonnet's num(): '%.10g')."""
+    if isinstance(value, bool):
+        raise TypeError("no boolean config keys expected")
+    if isinstance(value, int | float):
+        return f"{value:.10g}"
+    return str(value)
+
+
+def occurs(value: str, text: str) -> bool:
+    """Whether `value` occurs in `text` as a whole token, not inside a longer name/number."""
+    return re.search(rf"(?<![\w.\-]){re.escape(value)}(?![\w\-]|\.\d)", text) is not None
+
+
+# --- promtool -------------------------------------------------------------------------------
+
+
+def test_committed_rules_pass_promtool_check() -> None:
+    """The committed rule file is what Prometheus and the PrometheusRule manifest load."""
+    out = run(tool("promtool"), "check", "rules", str(RULES)).stdout
+    assert f"SUCCESS: {len(rules_of(RULES.read_text()))} rules found" in out
+
+
+def test_every_alert_group_has_a_unit_test_file() -> None:
+    """One promtool test file per alert group, so no group ships untested."""
+    groups = [g["name"] for g in yaml.safe_load(RULES.read_text())["groups"]]
+    alert_groups = {g.removeprefix("fioprobe-") for g in groups if g != "fioprobe.rules"}
+    assert {p.stem for p in UNIT_TESTS} == alert_groups
+
+
+@pytest.mark.parametrize("unit_test", UNIT_TESTS, ids=lambda p: p.stem)
+def test_promtool_unit_tests(unit_test: Path) -> None:
+    """Each alert group's must-fire and must-not-fire cases hold on the committed rules."""
+    out = run(tool("promtool"), "test", "rules", str(unit_test)).stdout
+    assert "SUCCESS" in out
+
+
+def test_every_alert_has_firing_and_silent_cases() -> None:
+    """A unit test file must both expect each alert to fire and expect it to stay silent."""
+    firing: set[str] = set()
+    silent: set[str] = set()
+    for path in UNIT_TESTS:
+        for case in yaml.safe_load(path.read_text())["tests"]:
+            for check in case.get("alert_rule_test", []):
+                (firing if check.get("exp_alerts") else silent).add(check["alertname"])
+    assert firing == ALERT_NAMES
+    assert silent == ALERT_NAMES
+
+
+#: (unit test, _config mutation that must make it fail, what the unit test then misses).
+MUTATIONS = [
+    ("etcd", {"etcdFsyncP99WarningSeconds": 0.011}, "p99 of 10.55 ms no longer fires"),
+    ("etcd", {"clusterLabel": "region"}, "clusters a and b merged into one p99"),
+    ("burst", {"burstNonBurstingVolumeTypes": []}, "gp3 with a wrong volume model fires"),
+    ("burst", {"burstMinBurstToBaselineRatio": 1}, "gp2 near 1 TiB fires on noise"),
+    ("latency-regression", {"regressionMinIncreaseSeconds": 0}, "the quiet disk fires"),
+    ("probe-health", {"failingFor": "5m"}, "a probe failing for 10m fires"),
+    ("probe-health", {"staleAfterSeconds": 3600}, "the stopped probe is not stale at 60m"),
+]
+
+
+@pytest.mark.parametrize(
+    ("unit_test", "mutation", "why"),
+    [("etcd", {}, "unmutated rules pass through the same harness"), *MUTATIONS],
+    ids=lambda x: x if isinstance(x, str) and " " not in x else None,
+)
+def test_unit_tests_catch_broken_rules(
+    tmp_path: Path, unit_test: str, mutation: dict[str, Any], why: str
+) -> None:
+    """The promtool tests are only worth something if a wrong rule makes them fail."""
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(render(mutation))
+    test_file = tmp_path / f"{unit_test}.yaml"
+    source = (ROOT / "alerts" / "tests" / f"{unit_test}.yaml").read_text()
+    assert "\n  - ../out/rules.yaml\n" in source
+    test_file.write_text(source.replace("\n  - ../out/rules.yaml\n", "\n  - rules.yaml\n"))
+    proc = run(tool("promtool"), "test", "rules", str(test_file), check=False)
+    if mutation:
+        assert proc.returncode != 0, f"{unit_test}.yaml did not notice: {why}"
+        assert "FAILED" in proc.stdout + proc.stderr
+    else:
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# --- jsonnet hygiene and reproducibility ----------------------------------------------------
+
+
+@pytest.mark.parametrize("path", owned_jsonnet(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_jsonnetfmt_clean(path: Path) -> None:
+    """Formatting is jsonnetfmt's, so diffs show only real changes."""
+    proc = run(tool("jsonnetfmt"), "--test", str(path), check=False)
+    assert proc.returncode == 0, f"jsonnetfmt -i {path.relative_to(ROOT)}"
+
+
+@pytest.mark.parametrize("path", owned_jsonnet(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_jsonnet_lint_clean(path: Path) -> None:
+    """jsonnet-lint finds unused locals and bad references (one file per call: v0.21 panics
+    on some sets of several files)."""
+    proc = run(tool("jsonnet-lint"), "-J", ".", str(path), check=False)
+    assert proc.returncode == 0 and not proc.stdout.strip(), proc.stdout + proc.stderr
+
+
+def test_committed_rules_are_what_the_generator_renders(tmp_path: Path) -> None:
+    """alerts/out/rules.yaml must be regenerated whenever the mixin changes."""
+    run("bash", "scripts/generate.d/10-mixin.sh", str(tmp_path))
+    fresh = (tmp_path / "rules.yaml").read_text()
+    assert fresh == RULES.read_text(), "run scripts/generate.sh and commit alerts/out/"
+    assert [p.name for p in tmp_path.iterdir()] == ["rules.yaml"], "temporary file left behind"
+
+
+def test_mixin_entry_point_fields() -> None:
+    """The mixin exposes what kube-prometheus' addMixin and the dashboards engineer expect."""
+    out = run(
+        tool("jsonnet"),
+        "-J",
+        ".",
+        "-e",
+        "local m = import 'mixin.libsonnet'; "
+        "{ config: std.objectHasAll(m, '_config'), rules: std.objectHasAll(m, 'prometheusRules'),"
+        " alerts: std.objectHasAll(m, 'prometheusAlerts'),"
+        " dashboards: std.objectHasAll(m, 'grafanaDashboards') }",
+    ).stdout
+    assert json.loads(out) == {"config": True, "rules": True, "alerts": True, "dashboards": True}
+
+
+# --- contract and hygiene of the rendered rules ---------------------------------------------
+
+
+def test_rule_names_are_the_contract() -> None:
+    """Dashboards and the end-to-end test use these exact names."""
+    rules = rules_of(RULES.read_text())
+    assert {r["record"] for r in rules if "record" in r} == RECORD_NAMES
+    assert {r["alert"] for r in rules if "alert" in r} == ALERT_NAMES
+
+
+def test_alert_hygiene() -> None:
+    """Mixin conventions (node-mixin, kubernetes-mixin) that on-call tooling relies on."""
+    anchors = set(re.findall(r"^## (FioProbe\w+)$", RUNBOOKS.read_text(), flags=re.M))
+    for rule in alerts_of(RULES.read_text()):
+        name = rule["alert"]
+        assert re.fullmatch(r"FioProbe(?:[A-Z][a-z0-9]*)+", name), name
+        assert rule["labels"]["severity"] in {"critical", "warning", "info"}, name
+        notes = rule["annotations"]
+        assert set(notes) == {"summary", "description", "runbook_url"}, name
+        assert notes["summary"][0].isupper() and notes["summary"].endswith("."), name
+        assert "{{" not in notes["summary"], f"{name}: summary must be a static sentence"
+        assert "$labels.storageclass" in notes["description"], name
+        assert "$labels.profile" in notes["description"], name
+        if name not in NO_VALUE_IN_DESCRIPTION:
+            assert "$value" in notes["description"], name
+        base = default_config()["runbookURLBase"]
+        assert notes["runbook_url"] == f"{base}#{name.lower()}", name
+        assert name in anchors, f"docs/runbooks.md has no section '## {name}'"
+    assert anchors == ALERT_NAMES, "runbooks for alerts that do not exist"
+
+
+def test_no_dependence_on_job_or_instance() -> None:
+    """OpenShift user-workload monitoring renames job/instance to exported_*."""
+    for rule in rules_of(RULES.read_text()):
+        text = rule["expr"] + json.dumps(rule.get("annotations", {}))
+        assert not re.search(r"(?<![\w.])(job|instance)(?!\w)", text), rule
+
+
+def test_every_aggregation_keeps_the_probe_identity() -> None:
+    """Every `by (...)` keeps cluster, storageclass and node, so that neither clusters nor
+    control-plane nodes with the same StorageClass name are ever merged."""
+    seen = 0
+    for rule in rules_of(RULES.read_text()):
+        for labels in re.findall(r"\bby \(([^)]*)\)", rule["expr"]):
+            names = {label.strip() for label in labels.split(",")}
+            assert {"cluster", "storageclass", "node"} <= names, (rule, labels)
+            seen += 1
+    assert seen >= 9 + 5, "the aggregation pattern above matched too little to mean anything"
+
+
+def test_overrides_cover_every_config_key() -> None:
+    """A new _config key must be added to OVERRIDES, so the test below checks it too."""
+    defaults = default_config()
+    assert set(OVERRIDES) == set(defaults)
+    for key, value in OVERRIDES.items():
+        assert value != defaults[key], key
+
+
+def test_overrides_leave_no_default_literal(tmp_path: Path) -> None:
+    """Rendered with every key overridden, no default may remain in any expression, `for`
+    or description, and every override must show up (each key is actually used)."""
+    defaults = default_config()
+    text = render(OVERRIDES)
+    (tmp_path / "rules.yaml").write_text(text)
+    run(tool("promtool"), "check", "rules", str(tmp_path / "rules.yaml"))
+    rules = rules_of(text)
+    exprs = "\n".join(r["expr"] for r in rules)
+    checked = "\n".join(
+        [exprs]
+        + [r.get("for", "") for r in rules]
+        + [r["annotations"]["description"] for r in rules if "alert" in r]
+        + [r["annotations"]["runbook_url"] for r in rules if "alert" in r]
+    )
+
+    cluster = defaults["clusterLabel"]
+    assert not occurs(cluster, exprs), f"hard-coded {cluster!r} in an expression"
+    assert f"$labels.{cluster} " not in checked, "description names the default cluster label"
+    assert not re.search(rf'(?<![\w.]){cluster}="', checked), "template query with default label"
+    for key, default in defaults.items():
+        values = default if isinstance(default, list) else [default]
+        # The cluster label's name is also an English word in descriptions; checked above.
+        for value in values if key != "clusterLabel" else []:
+            assert not occurs(literal(value), checked), f"default of {key} ({value!r}) left"
+        new = OVERRIDES[key]
+        for value in new if isinstance(new, list) else [new]:
+            assert literal(value) in checked, f"{key} is not used in any rule"
+
+
+def test_empty_selector_renders_valid_promql(tmp_path: Path) -> None:
+    """The selector may be empty (match everything) without producing `{, a="b"}`."""
+    text = render({"fioprobeSelector": ""})
+    assert "{," not in text and ", }" not in text
+    (tmp_path / "rules.yaml").write_text(text)
+    run(tool("promtool"), "check", "rules", str(tmp_path / "rules.yaml"))
