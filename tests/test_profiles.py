@@ -1,0 +1,134 @@
+"""Probe profiles: safe by construction, and within their declared budget when run for real."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from fioprobe.profiles import ProfileError, default_jobs_dir, load_profile, parse_profile
+from support import fixtures as fx
+
+PROFILES = sorted(p.stem for p in default_jobs_dir().glob("*.fio"))
+slow_dir_factory = fx.slow_dir_factory
+throttled_loop_factory = fx.throttled_loop_factory
+
+
+def test_the_six_profiles_exist() -> None:
+    assert sorted(
+        ["etcd-fsync", "randread-iops", "randwrite-iops", "seqread-bw", "seqwrite-bw",
+         "burst-ceiling"]
+    ) == PROFILES  # fmt: skip
+
+
+@pytest.mark.parametrize("name", PROFILES)
+def test_profile_header_states_purpose_budget_and_users(name: str) -> None:
+    text = (default_jobs_dir() / f"{name}.fio").read_text()
+    for heading in ("# Measures:", "# Budget:", "# Used by:", "# Run by hand:"):
+        assert heading in text, heading
+    profile = load_profile(name)
+    assert profile.io_bytes_max <= profile.budget_bytes
+    assert 0 < profile.runtime_seconds <= profile.budget_seconds
+
+
+BAD_PROFILES = [
+    ("filename=/dev/sda", "option 'filename' is not allowed"),
+    ("directory=/etc", "option 'directory' is not allowed"),
+    ("exec_prerun=rm -rf /", "option 'exec_prerun' is not allowed"),
+    ("write_lat_log=/tmp/x", "option 'write_lat_log' is not allowed"),
+    ("ioengine=sg", "ioengine=sg is not allowed"),
+    ("size=${SIZE}", "variables and device paths are not allowed"),
+    ("size=64m", "exceeds the profile's budget"),
+    ("runtime=600", "at most the budget of 10s"),
+]
+
+
+@pytest.mark.parametrize(("line", "message"), BAD_PROFILES, ids=[b[0] for b in BAD_PROFILES])
+def test_unsafe_or_over_budget_profile_is_refused(line: str, message: str) -> None:
+    text = (
+        "# fioprobe-budget-bytes: 33554432\n# fioprobe-budget-seconds: 10\n"
+        f"[p]\nrw=write\nbs=4k\nsize=16m\nruntime=5\n{line}\n"
+    )
+    with pytest.raises(ProfileError, match=message.replace("$", r"\$").replace("{", r"\{")):
+        parse_profile("p", Path("p.fio"), text)
+
+
+def test_profile_without_budget_is_refused() -> None:
+    with pytest.raises(ProfileError, match="fioprobe-budget-bytes"):
+        parse_profile("p", Path("p.fio"), "[p]\nrw=write\nsize=1m\nruntime=1\n")
+
+
+def test_overrides_stay_within_budget() -> None:
+    profile = load_profile("etcd-fsync")
+    assert profile.with_overrides({"size": "2m", "runtime": "10"}).size_bytes == 2 * 1024**2
+    with pytest.raises(ProfileError, match="exceeds the profile's budget"):
+        profile.with_overrides({"size": "5m"})
+    with pytest.raises(ProfileError, match="cannot be overridden"):
+        profile.with_overrides({"filename": "/dev/sda"})
+    rendered = profile.with_overrides({"size": "2m"}).render(Path("/probe/.fioprobe-run"))
+    assert rendered.startswith("[global]\ndirectory=/probe/.fioprobe-run\n")
+    assert "size=2m" in rendered and "size=4m" not in rendered
+
+
+def run_profile(name: str, directory: Path, prefix: list[str] | None = None) -> tuple[dict, float]:
+    """Run the profile exactly as the runner renders it; returns fio's job and wall time."""
+    profile = load_profile(name)
+    directory = directory / "run"
+    directory.mkdir()
+    job_file = directory / "probe.fio"
+    job_file.write_text(profile.render(directory))
+    output = directory / "out.json"
+    started = time.monotonic()
+    subprocess.run(
+        [*(prefix or []), "fio", "--output-format=json+", f"--output={output}", str(job_file)],
+        check=True, capture_output=True, timeout=profile.budget_seconds * 3 + 60,
+    )  # fmt: skip
+    elapsed = time.monotonic() - started
+    job = json.loads(output.read_text())["jobs"][0]
+    shutil.rmtree(directory)
+    return job, elapsed
+
+
+def assert_within_budget(name: str, job: dict) -> None:
+    profile = load_profile(name)
+    io_bytes = sum(job[op]["io_bytes"] for op in ("read", "write", "trim"))
+    assert io_bytes <= profile.budget_bytes, (name, io_bytes, profile.budget_bytes)
+    # fio's job_runtime is in ms; allow fio's own scheduling slack of half a second.
+    assert job["job_runtime"] <= profile.budget_seconds * 1000 + 500, (name, job["job_runtime"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", PROFILES)
+def test_profile_within_budget_on_normal_disk(name: str, tmp_path: Path) -> None:
+    job, _ = run_profile(name, tmp_path)
+    assert_within_budget(name, job)
+    assert job["error"] == 0
+
+
+@pytest.mark.slow
+def test_etcd_fsync_ends_at_runtime_cap_on_slow_disk(slow_dir_factory) -> None:
+    """15 ms per fdatasync: 4 MiB at bs=2300 would take ~27 s; the 15 s runtime cap ends it."""
+    slow = slow_dir_factory(15)
+    job, elapsed = run_profile("etcd-fsync", slow.mountpoint)
+    assert_within_budget("etcd-fsync", job)
+    assert job["write"]["io_bytes"] < load_profile("etcd-fsync").size_bytes  # cut by the cap
+    assert job["sync"]["lat_ns"]["percentile"]["50.000000"] >= 15_000_000
+    assert elapsed < 20 + 10  # the budget, plus fio start-up and file layout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [p for p in PROFILES if p != "etcd-fsync"])
+def test_direct_io_profiles_end_at_runtime_cap_when_throttled(
+    name: str, throttled_loop_factory
+) -> None:
+    """At 50 IOPS no profile can finish its bytes; each must stop at its runtime."""
+    slow = throttled_loop_factory(size_bytes=512 * 1024**2, read_iops=50, write_iops=50)
+    job, _ = run_profile(name, slow.path, prefix=slow.cgroup.prefix)
+    assert_within_budget(name, job)
+    profile = load_profile(name)
+    assert job["job_runtime"] >= profile.runtime_seconds * 1000 * 0.9  # ran to its cap
+    iops = job["read"]["iops"] + job["write"]["iops"]
+    assert iops < 50 * 1.3, iops
