@@ -1,0 +1,643 @@
+"""Every dashboard query against real data: probes -> Pushgateway -> Prometheus (+ etcd).
+
+Why: tests/test_dashboards.py proves the dashboards are well-formed and only name metrics
+that exist, but not that a query returns anything: a wrong label, a missing `by`, a rate
+window that can never hold two samples or a variable that selects nothing all render fine
+and show an empty panel. Here real probes run (fio through `fioprobe run --config`) against
+two targets: a plain directory, and a FUSE filesystem that delays every fsync by 15 ms
+(tests/support/slowfs.py), which also holds the data directory of a real etcd that
+Prometheus scrapes while a bounded loop writes to it. A third target fails on purpose (its
+directory is a symlink: `unsafe_target`), so the "failing probes" panels have data instead
+of being excused. The mixin's recording rules, rendered from jsonnet in the test with a
+short latency window, run in the same Prometheus.
+
+Then every variable query and every panel query of every dashboard in dashboards/out/ is
+run through Prometheus's HTTP API with Grafana's variables substituted the way Grafana
+does ($__interval, $__rate_interval, $__range, "All" -> allValue), and must return at
+least one finite value. The only exception is what dashboards/external-metrics.json
+documents as needing data no environment here can have (CloudWatch's BurstBalance); such
+a panel must then really be empty, so the list cannot go stale unnoticed.
+
+scripts/dashboard_pictures.py reuses `live_stack` and `collect_results` to plot every
+panel's data into docs/dashboards/<uid>.png. With FIOPROBE_LIVE_RESULTS=<file> this test
+also writes its query results there, so the pictures can be drawn from a test run.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fioprobe import services
+from support.fixtures import fuse_unavailable
+from support.slowfs import slow_fs
+
+REPO = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.slow
+
+DASHBOARDS_OUT = REPO / "dashboards" / "out"
+EXTERNAL = REPO / "dashboards" / "external-metrics.json"
+
+#: What a multi-cluster store (Thanos, Mimir) adds to every series; set here as a scrape
+#: target label, because a single Prometheus's external labels are not visible to queries.
+CLUSTER = "live-test"
+NODE = "cp-0"
+PLAIN = "plain-disk"
+SLOW = "slow-fuse"
+BROKEN = "broken-symlink"
+FSYNC_DELAY_MS = 15.0
+#: The recording rules' rate window. The committed 30m spans six 5-minute CronJob runs;
+#: here rounds are seconds apart, and 2m holds every round of the test.
+LATENCY_WINDOW = "2m"
+SCRAPE_INTERVAL_S = 1.0
+#: Grafana's maxDataPoints for a panel about 1,000 px wide.
+MAX_DATA_POINTS = 1000
+#: Bounds on etcd's write load: at most this many puts, for at most this long.
+ETCD_PUTS_MAX = 3000
+ETCD_LOAD_SECONDS = 120.0
+
+#: Short runs, so a round takes seconds; each is well inside the profile's budget. The
+#: read profiles lay their file out first, which through the Python FUSE daemon is slow:
+#: smaller files there.
+PROFILES = [
+    {"name": "etcd-fsync", "runtime": 2},
+    {"name": "randwrite-iops", "runtime": 1, "size": "16m"},
+    {"name": "randread-iops", "runtime": 1, "size": "16m"},
+    {"name": "seqwrite-bw", "runtime": 1, "size": "32m"},
+    {"name": "seqread-bw", "runtime": 1, "size": "32m"},
+    {"name": "burst-ceiling", "runtime": 1, "size": "16m"},
+]
+
+
+# --- the live environment -----------------------------------------------------------------
+
+
+@dataclass
+class LiveStack:
+    prometheus_url: str
+    pushgateway_url: str
+    etcd_url: str
+    start: float
+    end: float
+    etcd_puts: int
+
+
+class EtcdLoad:
+    """Bounded write load on etcd through its gRPC gateway, so its WAL fsync histogram fills.
+
+    Why a thread: etcd fsyncs its WAL once per committed batch, so writes must run while the
+    probe rounds run and Prometheus scrapes, not before. Bounded by count and by time, and
+    stopped explicitly.
+    """
+
+    def __init__(self, url: str, max_puts: int = ETCD_PUTS_MAX, seconds: float = ETCD_LOAD_SECONDS):
+        self.url = url
+        self.max_puts = max_puts
+        self.deadline = time.monotonic() + seconds
+        self.puts = 0
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="etcd-load", daemon=True)
+
+    def _run(self) -> None:
+        while (
+            not self._stop.is_set()
+            and self.puts < self.max_puts
+            and time.monotonic() < self.deadline
+        ):
+            key = base64.b64encode(f"fioprobe/live/{self.puts % 50}".encode()).decode()
+            value = base64.b64encode(os.urandom(64)).decode()
+            body = json.dumps({"key": key, "value": value}).encode()
+            request = urllib.request.Request(
+                self.url + "/v3/kv/put", data=body, headers={"Content-Type": "application/json"}
+            )
+            try:
+                with urllib.request.urlopen(request, timeout=5) as response:
+                    response.read()
+                self.puts += 1
+            except (urllib.error.URLError, OSError) as exc:
+                self.errors.append(str(exc))
+                if len(self.errors) > 20:
+                    return
+                time.sleep(0.1)
+
+    def __enter__(self) -> EtcdLoad:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+
+def render_recording_rules(path: Path, latency_window: str = LATENCY_WINDOW) -> Path:
+    """The mixin's recording rules, rendered now with a short window (JSON is valid YAML).
+
+    Rendered from mixin.libsonnet, not copied from alerts/out/rules.yaml, so the test
+    checks the dashboards against the rules as they are in this tree.
+    """
+    override = json.dumps({"latencyWindow": latency_window})
+    code = (
+        f"local m = (import 'mixin.libsonnet') + {{ _config+:: {override} }};"
+        " { groups: m.prometheusRules.groups }"
+    )
+    result = subprocess.run(
+        ["jsonnet", "-J", str(REPO), "-e", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, f"rendering the recording rules failed: {result.stderr}"
+    path.write_text(result.stdout)
+    return path
+
+
+def label_scrape_targets(prometheus: services.Service, labels: dict[str, str]) -> None:
+    """Add target labels to every scrape job of a not yet started Prometheus."""
+    (config_arg,) = [a for a in prometheus.command if a.startswith("--config.file=")]
+    config_path = Path(config_arg.split("=", 1)[1])
+    config = json.loads(config_path.read_text())
+    for job in config["scrape_configs"]:
+        for static in job["static_configs"]:
+            static["labels"] = {**static.get("labels", {}), **labels}
+    config_path.write_text(json.dumps(config, indent=2))
+
+
+def write_configs(workdir: Path, gateway: str, plain: Path, slow: Path, broken: Path) -> dict:
+    """One `fioprobe run` config per target, as three CronJobs would have."""
+    import yaml
+
+    targets = {
+        PLAIN: {"name": PLAIN, "directory": str(plain), "profiles": PROFILES},
+        SLOW: {
+            "name": SLOW,
+            "directory": str(slow),
+            "node_local": True,
+            # Dedicated, so the exporter models its gp2 credit balance.
+            "volume": {
+                "type": "gp2",
+                "size": "100Gi",
+                "provisioner": "ebs.csi.aws.com",
+                "dedicated": True,
+            },
+            "profiles": PROFILES,
+        },
+        BROKEN: {"name": BROKEN, "directory": str(broken), "profiles": ["etcd-fsync"]},
+    }
+    paths = {}
+    for name, target in targets.items():
+        target["state_dir"] = str(workdir / "state" / name)  # never through the symlink
+        config = {"pushgateway": {"url": gateway, "timeout_seconds": 5}, "targets": [target]}
+        paths[name] = workdir / f"{name}.yaml"
+        paths[name].write_text(yaml.safe_dump(config, sort_keys=False))
+    return paths
+
+
+def run_round(configs: dict[str, Path], timeout: float = 90.0) -> dict[str, tuple[int, str]]:
+    """`fioprobe run --config` for every target at once; returns {target: (status, stderr)}."""
+    processes = {}
+    for name, path in configs.items():
+        command = [sys.executable, "-m", "fioprobe", "run", "--config", str(path)]
+        if name == SLOW:
+            command += ["--node", NODE]
+        processes[name] = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=REPO
+        )
+    results = {}
+    deadline = time.monotonic() + timeout
+    for name, process in processes.items():
+        try:
+            _, stderr = process.communicate(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            for other in processes.values():
+                other.kill()
+                other.wait()
+            raise AssertionError(
+                f"fioprobe run --config {configs[name]} took over {timeout}s"
+            ) from None
+        results[name] = (process.returncode, stderr.decode(errors="replace"))
+    return results
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
+    """Poll at most `timeout` seconds (conftest.wait_for, usable without pytest)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.25)
+
+
+def _values(prometheus: str, promql: str) -> list[float]:
+    return [float(s["value"][1]) for s in services.query(prometheus, promql)]
+
+
+@contextlib.contextmanager
+def live_stack(
+    workdir: Path, rounds: int = 3, log: Callable[[str], None] = print
+) -> Iterator[LiveStack]:
+    """Pushgateway, etcd on slowfs, Prometheus with the rules; `rounds` probe rounds done.
+
+    Everything is stopped by PID and unmounted on exit, also when the body raises.
+    """
+    with contextlib.ExitStack() as stack:
+        backing, mount = workdir / "slowfs-backing", workdir / "slowfs"
+        plain = workdir / "plain"
+        real, broken = workdir / "broken-real", workdir / "broken"
+        for path in (backing, mount, plain, real):
+            path.mkdir(parents=True)
+        broken.symlink_to(real)  # the runner refuses symlinks: unsafe_target
+        slow = stack.enter_context(slow_fs(backing, mount, FSYNC_DELAY_MS))
+        slow_probe = slow.mountpoint / "probe"
+        slow_probe.mkdir()
+        (slow.mountpoint / "etcd").mkdir(mode=0o700)
+
+        gateway = services.pushgateway(workdir / "pushgateway").start()
+        stack.callback(gateway.stop)
+        etcd = services.etcd(workdir / "etcd-run", slow.mountpoint / "etcd").start(timeout=60)
+        stack.callback(etcd.stop)
+        rules = render_recording_rules(workdir / "recording-rules.json")
+        prometheus = services.prometheus(
+            workdir / "prometheus",
+            {"pushgateway": f"127.0.0.1:{gateway.port}", "etcd": f"127.0.0.1:{etcd.port}"},
+            scrape_interval=f"{SCRAPE_INTERVAL_S:g}s",
+            rule_files=[rules],
+        )
+        label_scrape_targets(prometheus, {"cluster": CLUSTER})
+        prometheus.start()
+        stack.callback(prometheus.stop)
+        configs = write_configs(workdir, gateway.url, plain, slow_probe, broken)
+        log(f"prometheus {prometheus.url}, pushgateway {gateway.url}, etcd {etcd.url}")
+
+        start = time.time()
+        load = stack.enter_context(EtcdLoad(etcd.url))
+        groups = 2 * len(PROFILES) + 1
+        for number in range(1, rounds + 1):
+            began = time.monotonic()
+            results = run_round(configs)
+            assert results[PLAIN][0] == 0, results[PLAIN][1]
+            assert results[SLOW][0] == 0, results[SLOW][1]
+            assert results[BROKEN][0] == 1, results[BROKEN][1]
+            assert "unsafe_target" in results[BROKEN][1] or "symlink" in results[BROKEN][1]
+            wait_until(
+                lambda n=number: (
+                    sum(v >= n for v in _values(prometheus.url, "fioprobe_runs_total")) == groups
+                ),
+                timeout=20,
+                what=f"Prometheus to scrape round {number} of {groups} probe groups",
+            )
+            log(f"round {number}/{rounds} in {time.monotonic() - began:.1f}s")
+        wait_until(
+            lambda: (
+                len(_values(prometheus.url, "probe:fioprobe_sync_latency_seconds:p99 >= 0")) >= 2
+            ),
+            timeout=20,
+            what="the recording rules to record fsync p99 of both targets",
+        )
+        wait_until(
+            lambda: _values(
+                prometheus.url, "sum(rate(etcd_disk_wal_fsync_duration_seconds_count[1m])) > 0"
+            ),
+            timeout=20,
+            what="etcd's WAL fsync histogram to grow in Prometheus",
+        )
+        load.__exit__()
+        assert load.puts > 0, f"no etcd put succeeded: {load.errors[:3]}"
+        yield LiveStack(prometheus.url, gateway.url, etcd.url, start, time.time(), load.puts)
+
+
+# --- Grafana's side: variables, intervals, queries ----------------------------------------
+
+
+def dashboards() -> dict[str, dict[str, Any]]:
+    return {p.name: json.loads(p.read_text()) for p in sorted(DASHBOARDS_OUT.glob("*.json"))}
+
+
+def needs_external_data() -> dict[str, dict[str, str]]:
+    return json.loads(EXTERNAL.read_text())["needs_external_data"]
+
+
+def panels(dashboard: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every panel, rows' nested (collapsed) panels included, in layout order."""
+    found = []
+    for panel in dashboard["panels"]:
+        found.append(panel)
+        found.extend(panel.get("panels", []))
+    return found
+
+
+def api(prometheus: str, path: str, params: dict[str, Any] | list[tuple[str, str]]) -> Any:
+    """GET a Prometheus HTTP API endpoint; raises with Prometheus's error text."""
+    url = f"{prometheus}{path}?{urllib.parse.urlencode(params)}"
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            body = json.load(response)
+    except urllib.error.HTTPError as exc:
+        raise AssertionError(f"{path} {params}: HTTP {exc.code}: {exc.read(500)!r}") from None
+    assert body.get("status") == "success", f"{path} {params}: {body}"
+    return body["data"]
+
+
+_LABEL_VALUES = re.compile(r"^\s*label_values\((?:(?P<match>.+),\s*)?(?P<label>\w+)\s*\)\s*$")
+_VARIABLE = re.compile(r"\$\{(\w+)(?::\w+)?\}|\[\[(\w+)\]\]|\$(\w+)")
+
+
+def duration(seconds: float) -> str:
+    """A PromQL duration in whole milliseconds, as Grafana writes its interval variables."""
+    return f"{max(1, round(seconds * 1000))}ms"
+
+
+def parse_duration(text: str) -> float:
+    units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
+    total = 0.0
+    for number, unit in re.findall(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w|y)", text):
+        total += float(number) * units[unit]
+    assert total > 0, f"not a duration: {text!r}"
+    return total
+
+
+def substitute(text: str, values: dict[str, str]) -> str:
+    def replace(match: re.Match[str]) -> str:
+        name = next(g for g in match.groups() if g)
+        assert name in values, f"variable ${name} has no value (in {text!r})"
+        return values[name]
+
+    return _VARIABLE.sub(replace, text)
+
+
+def interval_variables(panel: dict[str, Any], start: float, end: float) -> dict[str, str]:
+    """$__interval etc. as Grafana computes them for this panel and time range."""
+    span = end - start
+    minimum = parse_duration(panel["interval"]) if panel.get("interval") else SCRAPE_INTERVAL_S
+    interval = max(minimum, span / panel.get("maxDataPoints", MAX_DATA_POINTS))
+    rate_interval = max(interval + SCRAPE_INTERVAL_S, 4 * SCRAPE_INTERVAL_S)
+    return {
+        "__interval": duration(interval),
+        "__interval_ms": str(round(interval * 1000)),
+        "__rate_interval": duration(rate_interval),
+        "__range": duration(span),
+        "__range_s": str(round(span)),
+        "__range_ms": str(round(span * 1000)),
+    }
+
+
+def resolve_variables(
+    dashboard: dict[str, Any], prometheus: str, start: float, end: float, prefer: dict[str, str]
+) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """Values for every template variable, in order, as Grafana would set them.
+
+    A query variable's own query must return values; "All" (the default where offered)
+    becomes the variable's allValue, otherwise the preferred value (which must be among
+    the returned ones), the saved current value, or the first returned value.
+    """
+    values: dict[str, str] = {}
+    options: dict[str, list[str]] = {}
+    for variable in dashboard["templating"]["list"]:
+        name, kind = variable["name"], variable["type"]
+        current = (variable.get("current") or {}).get("value")
+        if kind == "datasource":
+            values[name] = "prometheus"
+            continue
+        if kind == "custom":
+            choices = [c.split(" : ")[-1].strip() for c in variable["query"].split(",")]
+            options[name] = choices
+            values[name] = prefer.get(name, current if isinstance(current, str) else choices[0])
+            assert values[name] in choices, f"{name}={values[name]!r} is not one of {choices}"
+            continue
+        if kind in ("interval", "constant", "textbox"):
+            values[name] = prefer.get(name, current or variable["query"].split(",")[0])
+            continue
+        assert kind == "query", f"unhandled variable type {kind} of ${name}"
+        query = variable["query"]
+        query = query.get("query", "") if isinstance(query, dict) else query
+        match = _LABEL_VALUES.match(substitute(query, values))
+        assert match, f"${name}: only label_values(...) queries are handled: {query!r}"
+        params: list[tuple[str, str]] = [("start", f"{start:.3f}"), ("end", f"{end:.3f}")]
+        if match["match"]:
+            params.append(("match[]", match["match"]))
+        found = api(prometheus, f"/api/v1/label/{match['label']}/values", params)
+        options[name] = found
+        assert found, f"{dashboard['uid']}: variable ${name} query {match.group(0)!r} is empty"
+        if name in prefer:
+            assert prefer[name] in found, f"${name}: {prefer[name]!r} not in {found}"
+            values[name] = prefer[name]
+        elif variable.get("includeAll") and current in (["$__all"], "$__all"):
+            values[name] = variable.get("allValue") or "(" + "|".join(map(re.escape, found)) + ")"
+        elif isinstance(current, str) and current in found:
+            values[name] = current
+        else:
+            values[name] = found[0]
+    return values, options
+
+
+def run_target(
+    prometheus: str, expr: str, instant: bool, start: float, end: float, step: float
+) -> list[dict[str, Any]]:
+    """The series a panel target gets: an instant vector at `end` or a range matrix."""
+    if instant:
+        data = api(prometheus, "/api/v1/query", {"query": expr, "time": f"{end:.3f}"})
+        return [{"metric": s["metric"], "values": [s["value"]]} for s in data["result"]]
+    # Grafana aligns the range to the step; aligning on `end` keeps the newest point, which
+    # matters when the step (a panel's min interval) is longer than the whole range.
+    steps = max(1, math.ceil((end - start) / step))
+    data = api(
+        prometheus,
+        "/api/v1/query_range",
+        {"query": expr, "start": f"{end - steps * step:.3f}", "end": f"{end:.3f}", "step": step},
+    )
+    return data["result"]
+
+
+def finite_values(series: list[dict[str, Any]]) -> list[float]:
+    return [
+        float(v)
+        for s in series
+        for _, v in s["values"]
+        if math.isfinite(float(v))  # NaN: a quantile of zero rate; not "data"
+    ]
+
+
+#: Values chosen for the Comparison: the plain directory against the slow FUSE one.
+PREFER = {"storageclass_a": PLAIN, "storageclass_b": SLOW, "shift_b": "1ms"}
+
+
+def collect_results(prometheus: str, start: float, end: float) -> dict[str, Any]:
+    """Every variable and panel query of every dashboard, substituted and run.
+
+    Returns a JSON-serialisable record (also what the pictures are drawn from).
+    """
+    out: dict[str, Any] = {"start": start, "end": end, "dashboards": {}}
+    for file, dashboard in dashboards().items():
+        values, options = resolve_variables(dashboard, prometheus, start, end, PREFER)
+        record: dict[str, Any] = {
+            "uid": dashboard["uid"],
+            "title": dashboard["title"],
+            "variables": values,
+            "options": options,
+            "panels": [],
+        }
+        for panel in panels(dashboard):
+            entry = {
+                key: panel.get(key)
+                for key in ("id", "type", "title", "gridPos", "description", "options")
+            }
+            entry["fieldConfig"] = panel.get("fieldConfig", {}).get("defaults", {})
+            entry["targets"] = []
+            if panel["type"] != "row":
+                intervals = interval_variables(panel, start, end)
+                step = parse_duration(intervals["__interval"])
+                for target in panel.get("targets", []):
+                    expr = substitute(target["expr"], {**values, **intervals})
+                    instant = bool(target.get("instant")) and not target.get("range")
+                    entry["targets"].append(
+                        {
+                            "refId": target.get("refId"),
+                            "expr": expr,
+                            "instant": instant,
+                            "format": target.get("format"),
+                            "legendFormat": target.get("legendFormat", ""),
+                            "result": run_target(prometheus, expr, instant, start, end, step),
+                        }
+                    )
+            record["panels"].append(entry)
+        out["dashboards"][file] = record
+    return out
+
+
+def panel_series(
+    results: dict[str, Any], file: str, title: str, ref_id: str | None = None
+) -> list[dict[str, Any]]:
+    """The series of one panel (of one of its targets, by refId)."""
+    (panel,) = [p for p in results["dashboards"][file]["panels"] if p["title"] == title]
+    return [s for t in panel["targets"] if ref_id in (None, t["refId"]) for s in t["result"]]
+
+
+def last_value(series: dict[str, Any]) -> float:
+    return float(series["values"][-1][1])
+
+
+# --- the test -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveStack, dict[str, Any]]]:
+    reason = fuse_unavailable()
+    if reason:
+        pytest.skip(reason)
+    workdir = tmp_path_factory.mktemp("dashboards-live")
+    with live_stack(workdir, log=lambda line: print(line, file=sys.stderr)) as stack:
+        results = collect_results(stack.prometheus_url, stack.start, stack.end)
+    target = os.environ.get("FIOPROBE_LIVE_RESULTS")
+    if target:
+        Path(target).write_text(json.dumps(results))
+    yield stack, results
+
+
+def test_every_variable_query_returns_values(live: tuple[LiveStack, dict[str, Any]]) -> None:
+    _, results = live
+    assert set(results["dashboards"]) == {p.name for p in DASHBOARDS_OUT.glob("*.json")}
+    for file, record in results["dashboards"].items():
+        for name, found in record["options"].items():
+            assert found, f"{file}: ${name} has no values"
+    overview = results["dashboards"]["fioprobe-overview.json"]["options"]
+    assert overview["cluster"] == [CLUSTER]
+    assert set(overview["storageclass"]) == {PLAIN, SLOW, BROKEN}
+    assert overview["node"] == [NODE]
+    etcd = results["dashboards"]["fioprobe-etcd-disks.json"]["options"]
+    assert etcd["storageclass"] == [SLOW]  # only node-local targets
+    assert "etcd-fsync" in etcd["profile"]
+
+
+def test_every_panel_query_returns_data(live: tuple[LiveStack, dict[str, Any]]) -> None:
+    """Each panel target yields a finite value, unless documented as needing external data."""
+    _, results = live
+    excused = needs_external_data()
+    empty, stale_excuses = [], []
+    checked = 0
+    for file, record in results["dashboards"].items():
+        titles = {p["title"] for p in record["panels"]}
+        for title in excused.get(file, {}):
+            assert title in titles, f"external-metrics.json excuses a panel {file} lacks: {title}"
+        for panel in record["panels"]:
+            if panel["type"] == "row":
+                continue
+            assert panel["targets"], f"{file}: panel {panel['title']!r} has no query"
+            for target in panel["targets"]:
+                has_data = bool(finite_values(target["result"]))
+                if panel["title"] in excused.get(file, {}):
+                    if has_data:
+                        stale_excuses.append(f"{file}: {panel['title']}")
+                    continue
+                checked += 1
+                if not has_data:
+                    empty.append(f"{file}: {panel['title']} [{target['refId']}]: {target['expr']}")
+    assert not empty, "panel queries without data:\n" + "\n".join(empty)
+    assert not stale_excuses, f"excused as impossible here but have data: {stale_excuses}"
+    assert checked >= 50, f"only {checked} queries checked; did the dashboards lose panels?"
+
+
+def test_panels_show_what_the_disks_did(live: tuple[LiveStack, dict[str, Any]]) -> None:
+    """The data says what the setup did: slow fsync is red, plain is green, etc."""
+    stack, results = live
+    overview, etcd = "fioprobe-overview.json", "fioprobe-etcd-disks.json"
+
+    latest = {
+        (s["metric"]["storageclass"], s["metric"]["profile"]): last_value(s)
+        for s in panel_series(results, overview, "Latest fsync p99 by StorageClass")
+    }
+    # Above the red 10 ms line. The plain directory's p99 depends on what else the host
+    # disk does (here: the other probes, etcd's backing files), so only "much lower".
+    assert latest[(SLOW, "etcd-fsync")] >= FSYNC_DELAY_MS / 1000
+    assert latest[(SLOW, "etcd-fsync")] - latest[(PLAIN, "etcd-fsync")] > 0.005
+
+    recorded = {
+        s["metric"]["storageclass"]: last_value(s)
+        for s in panel_series(results, overview, "fsync p99 over time")
+        if s["metric"]["profile"] == "etcd-fsync"
+    }
+    assert recorded[SLOW] > 0.01  # the recording rule (and so the alert) sees it
+    assert recorded[SLOW] > recorded[PLAIN]
+
+    (failing,) = panel_series(results, overview, "Failing probes")
+    assert last_value(failing) == 1
+    (reason,) = panel_series(results, overview, "Failing probes and reasons")
+    assert reason["metric"]["storageclass"] == BROKEN
+    assert reason["metric"]["reason"] == "unsafe_target"
+
+    # etcd on the slow filesystem sees the slowness as well (its buckets are 8 and 16 ms).
+    etcd_lines = [
+        s
+        for s in panel_series(results, etcd, "Probe fsync p99 vs etcd WAL fsync p99")
+        if "instance" in s["metric"]
+    ]
+    assert etcd_lines and max(finite_values(etcd_lines)) > 0.01, stack.etcd_puts
+
+    title = "IOPS ceiling vs baseline and burst"
+    (baseline,) = panel_series(results, etcd, title, "B")
+    (burst,) = panel_series(results, etcd, title, "C")
+    assert (last_value(baseline), last_value(burst)) == (300, 3000)  # gp2 100 GiB
+    (ceiling,) = panel_series(results, etcd, title, "A")
+    assert last_value(ceiling) > 0
+    (balance,) = panel_series(results, etcd, "Modelled burst credit balance")
+    assert 0.9 < last_value(balance) <= 1.0  # a few short probes cost little of 5.4 M
