@@ -87,3 +87,28 @@ def run_fio_json_plus(directory: Path, *options: str, name: str = "job") -> Path
         timeout=120,
     )  # fmt: skip
     return output
+
+
+def gateway_group(gateway: services.Service, **labels: str) -> dict[str, list[dict]] | None:
+    """The metrics of one Pushgateway group (job=fioprobe + labels), from its JSON API.
+
+    Returns {metric name: [metric entries]} or None when the group does not exist.
+    """
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(gateway.url + "/api/v1/metrics", timeout=5) as response:
+        groups = json.load(response)["data"]
+    for group in groups:
+        if group["labels"] == {"job": "fioprobe", **labels}:
+            return {
+                name: family["metrics"]
+                for name, family in group.items()
+                if isinstance(family, dict) and "metrics" in family
+            }
+    return None
+
+
+def gauge(group: dict[str, list[dict]], name: str) -> float:
+    (metric,) = group[name]
+    return float(metric["value"])

@@ -69,7 +69,7 @@ def test_overrides_stay_within_budget() -> None:
     with pytest.raises(ProfileError, match="cannot be overridden"):
         profile.with_overrides({"filename": "/dev/sda"})
     rendered = profile.with_overrides({"size": "2m"}).render(Path("/probe/.fioprobe-run"))
-    assert rendered.startswith("[global]\ndirectory=/probe/.fioprobe-run\n")
+    assert rendered.startswith("[global]\ndirectory=/probe/.fioprobe-run\nthread\n")
     assert "size=2m" in rendered and "size=4m" not in rendered
 
 

@@ -298,6 +298,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .config import ConfigError
     from .fioparse import FioOutputError
     from .pushgateway import PushError
+    from .runner import Interrupted
     from .state import StateError
 
     args = build_parser().parse_args(argv)
@@ -316,6 +317,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{exc} (the run is kept in the state file and goes with the next push)",
             EXIT_PUSH_FAILED,
         )
+    except Interrupted as exc:
+        return _fail(f"interrupted by {exc}; fio stopped, its files removed, failure pushed",
+                     128 + exc.signum)  # fmt: skip
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
 

@@ -135,8 +135,13 @@ class Profile:
             )
 
     def render(self, directory: Path) -> str:
-        """The job file fio runs: [global] directory first, then the profile with overrides."""
-        lines = ["[global]", f"directory={directory}"]
+        """The job file fio runs: [global] directory first, then the profile with overrides.
+
+        `thread`: fio forks each job as a process that calls setsid(), out of reach of a
+        kill of fio's process group; as threads of one process, a timeout or SIGTERM stops
+        all of fio at once.
+        """
+        lines = ["[global]", f"directory={directory}", "thread"]
         for section, options in self.sections:
             lines.append(f"[{section}]")
             for key, value in options:

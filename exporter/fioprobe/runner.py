@@ -14,6 +14,7 @@ Every outcome, success or failure, is published (merged, saved, pushed).
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import re
@@ -122,14 +123,18 @@ def fio_binary() -> str:
         ).stdout.strip()
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ProbeRefused("fio_missing", f"{found} does not run: {exc}") from None
+    check_fio_version(found, version)
+    return found
+
+
+def check_fio_version(binary: str, version: str) -> None:
+    """Refuse fio older than MIN_FIO_VERSION: it lacks the *_ns fields and json+ bins."""
     match = re.search(r"fio-(\d+)\.(\d+)", version)
     if not match or (int(match.group(1)), int(match.group(2))) < MIN_FIO_VERSION:
+        wanted = ".".join(map(str, MIN_FIO_VERSION))
         raise ProbeRefused(
-            "fio_missing",
-            f"{found} reports {version!r}; fioprobe needs fio {'.'.join(map(str, MIN_FIO_VERSION))}"
-            " or newer",
+            "fio_missing", f"{binary} reports {version!r}; fioprobe needs fio {wanted} or newer"
         )
-    return found
 
 
 def check_directory(directory: Path) -> Path:
@@ -247,21 +252,41 @@ def run_fio(fio: str, profile: Profile, run_dir: Path, timeout: float) -> tuple[
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM fio's whole process group, SIGKILL it if it lingers, and reap it."""
-    for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
-        try:
+    """Stop fio's whole process group: SIGTERM, then SIGKILL, until no member is left.
+
+    Waiting for fio's main process is not enough: a job process stuck in a slow fsync
+    outlives it for as long as the syscall takes, and would still hold files open.
+    """
+    deadline = time.monotonic() + 15.0
+    for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 10.0)):
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            process.wait(timeout=grace)
-            # fio's helper threads are threads, but be sure no straggler remains.
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            break
-        except subprocess.TimeoutExpired:
+        until = min(deadline, time.monotonic() + grace)
+        while time.monotonic() < until:
+            process.poll()  # reap the main process so it does not count as alive
+            if not _group_members(process.pid):
+                break
+            time.sleep(0.05)
+        else:
             continue
+        break
     process.wait()
+
+
+def _group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes of a process group, from /proc."""
+    members = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != b"Z":
+            members.append(int(entry.name))
+    return members
 
 
 def _first_line(text: str) -> str:

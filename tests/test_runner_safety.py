@@ -1,0 +1,205 @@
+"""The runner's safety rules, each against real fio and a real Pushgateway.
+
+A probe writes only inside its own directory, never to a device; it refuses what is unsafe
+with a clear reason, stops fio on timeout and signals, and leaves no file behind.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import fioprobe, gateway_group, gauge, wait_for
+from fioprobe import services
+from fioprobe.runner import ProbeRefused, check_fio_version
+from support import fixtures as fx
+
+slow_dir_factory = fx.slow_dir_factory
+loop_mount_factory = fx.loop_mount_factory
+
+
+def probe(gateway: services.Service, directory: Path, profile: str = "etcd-fsync",
+          *extra: str, env: dict[str, str] | None = None):  # fmt: skip
+    return fioprobe("probe", "--profile", profile, "--dir", str(directory), "--gateway",
+                    gateway.url, "--storageclass", "test", "--quiet", *extra, env=env)  # fmt: skip
+
+
+def failure_reason(gateway: services.Service, profile: str = "etcd-fsync") -> str:
+    group = gateway_group(gateway, storageclass="test", profile=profile)
+    assert group is not None, "the failure was not pushed"
+    assert gauge(group, "fioprobe_success") == 0
+    (reason,) = group["fioprobe_failure_reason_info"]
+    return reason["labels"]["reason"]
+
+
+def fio_processes_in(directory: Path) -> list[int]:
+    """PIDs of live fio executables whose command line names `directory`."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            state = (entry / "stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if (
+            Path(argv[0].decode()).name == "fio"
+            and state != b"Z"
+            and any(str(directory).encode() in arg for arg in argv)
+        ):
+            pids.append(int(entry.name))
+    return pids
+
+
+def test_successful_probe_leaves_no_file(tmp_path: Path, state_dir: Path, pushgateway) -> None:
+    target = tmp_path / "probe"
+    target.mkdir()
+    result = probe(pushgateway, target)
+    assert result.returncode == 0, result.stderr.decode()
+    assert list(target.iterdir()) == []
+    group = gateway_group(pushgateway, storageclass="test", profile="etcd-fsync")
+    assert gauge(group, "fioprobe_success") == 1
+    assert "fioprobe_failure_reason_info" not in group
+
+
+def test_symlinked_directory_is_refused(tmp_path: Path, state_dir: Path, pushgateway) -> None:
+    real = tmp_path / "elsewhere"
+    real.mkdir()
+    link = tmp_path / "probe"
+    link.symlink_to(real)
+    result = probe(pushgateway, link)
+    assert result.returncode == 1
+    assert "is a symlink" in result.stderr.decode()
+    assert failure_reason(pushgateway) == "unsafe_target"
+    assert list(real.iterdir()) == []
+
+
+def test_block_device_is_refused(state_dir: Path, pushgateway) -> None:
+    device = Path("/dev/loop7")
+    assert device.is_block_device()
+    before = os.stat(device).st_mtime
+    result = probe(pushgateway, device)
+    assert result.returncode == 1
+    assert "is a device; fioprobe never writes to devices" in result.stderr.decode()
+    assert failure_reason(pushgateway) == "unsafe_target"
+    assert os.stat(device).st_mtime == before
+
+
+def test_profile_naming_a_file_is_refused(tmp_path: Path, state_dir: Path, pushgateway) -> None:
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    victim = tmp_path / "victim"
+    (jobs / "evil.fio").write_text(
+        "# fioprobe-budget-bytes: 1048576\n# fioprobe-budget-seconds: 5\n"
+        f"[evil]\nrw=write\nsize=1m\nruntime=1\nfilename={victim}\n"
+    )
+    target = tmp_path / "probe"
+    target.mkdir()
+    result = probe(pushgateway, target, "evil", "--jobs-dir", str(jobs))
+    assert result.returncode == 1
+    assert "option 'filename' is not allowed" in result.stderr.decode()
+    assert failure_reason(pushgateway, "evil") == "unsafe_target"
+    assert not victim.exists() and list(target.iterdir()) == []
+
+
+def test_no_space_is_refused_before_writing(
+    state_dir: Path, pushgateway, loop_mount_factory
+) -> None:
+    """A 20 MiB filesystem and a profile laying out a 64 MiB file: no_space, nothing written."""
+    small = loop_mount_factory(size_bytes=20 * 1024 * 1024)
+    before = sorted(p.name for p in small.mountpoint.iterdir())
+    usage_before = os.statvfs(small.mountpoint).f_bfree
+    result = probe(pushgateway, small.mountpoint, "seqwrite-bw")
+    assert result.returncode == 1
+    assert "nothing was written" in result.stderr.decode()
+    assert failure_reason(pushgateway, "seqwrite-bw") == "no_space"
+    assert sorted(p.name for p in small.mountpoint.iterdir()) == before
+    assert os.statvfs(small.mountpoint).f_bfree == usage_before
+
+
+def test_second_run_on_a_locked_directory_refuses(
+    tmp_path: Path, state_dir: Path, pushgateway
+) -> None:
+    target = tmp_path / "probe"
+    target.mkdir()
+    fd = os.open(target, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        result = probe(pushgateway, target)
+    finally:
+        os.close(fd)
+    assert result.returncode == 1
+    assert "another probe is running in this directory" in result.stderr.decode()
+    # The running probe pushes its own result: the refused one pushes nothing.
+    assert gateway_group(pushgateway, storageclass="test", profile="etcd-fsync") is None
+
+
+@pytest.mark.slow
+def test_timeout_kills_fio_and_cleans_up(state_dir: Path, pushgateway, slow_dir_factory) -> None:
+    slow = slow_dir_factory(100)  # 100 ms per fdatasync: the profile would take 15 s
+    started = time.monotonic()
+    result = probe(pushgateway, slow.mountpoint, "etcd-fsync", "--probe-timeout", "2")
+    assert time.monotonic() - started < 15
+    assert result.returncode == 1
+    assert "fio did not finish within 2s" in result.stderr.decode()
+    assert failure_reason(pushgateway) == "timeout"
+    assert fio_processes_in(slow.mountpoint) == []
+    assert list(slow.mountpoint.iterdir()) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_signal_mid_run_kills_fio_removes_files_pushes_failure(
+    sig: signal.Signals, state_dir: Path, pushgateway, slow_dir_factory
+) -> None:
+    slow = slow_dir_factory(50)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fioprobe", "probe", "--profile", "etcd-fsync", "--dir",
+         str(slow.mountpoint), "--gateway", pushgateway.url, "--storageclass", "test"],
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        wait_for(lambda: fio_processes_in(slow.mountpoint), timeout=20, what="fio to start")
+        wait_for(lambda: any(slow.mountpoint.rglob("etcd-fsync*")), timeout=20,
+                 what="fio's file")  # fmt: skip
+        process.send_signal(sig)
+        _, stderr = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 128 + sig
+    assert f"interrupted by {sig.name}" in stderr.decode()
+    assert fio_processes_in(slow.mountpoint) == []
+    assert list(slow.mountpoint.iterdir()) == []
+    assert failure_reason(pushgateway) == "interrupted"
+    group = gateway_group(pushgateway, storageclass="test", profile="etcd-fsync")
+    assert gauge(group, "fioprobe_failures_total") == 1
+
+
+def test_missing_fio_is_a_clear_failure(tmp_path: Path, state_dir: Path, pushgateway) -> None:
+    target = tmp_path / "probe"
+    target.mkdir()
+    result = probe(pushgateway, target, env={"PATH": str(tmp_path / "empty-bin")})
+    assert result.returncode == 1
+    assert "fio is not installed" in result.stderr.decode()
+    assert failure_reason(pushgateway) == "fio_missing"
+
+
+@pytest.mark.parametrize(
+    ("version", "ok"),
+    [("fio-3.33", True), ("fio-3.1", True), ("fio-3.42-6-g219f", True), ("fio-2.17", False),
+     ("fio-3.0", False), ("not fio", False)],
+)  # fmt: skip
+def test_fio_version_check(version: str, ok: bool) -> None:
+    if ok:
+        check_fio_version("fio", version)
+    else:
+        with pytest.raises(ProbeRefused, match="needs fio 3.1 or newer"):
+            check_fio_version("fio", version)
