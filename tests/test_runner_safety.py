@@ -201,5 +201,5 @@ def test_fio_version_check(version: str, ok: bool) -> None:
     if ok:
         check_fio_version("fio", version)
     else:
-        with pytest.raises(ProbeRefused, match="needs fio 3.1 or newer"):
+        with pytest.raises(ProbeRefused, match=r"needs fio 3\.1 or newer"):
             check_fio_version("fio", version)
