@@ -24,6 +24,8 @@ load, so the rest of the program sees complete values.
 
 from __future__ import annotations
 
+import math
+import difflib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,7 +109,11 @@ def _mapping_without_duplicates(loader: _StrictLoader, node: yaml.MappingNode) -
     seen: set[object] = set()
     for key_node, _ in node.value:
         key = loader.construct_object(key_node)
-        if key in seen:
+        try:
+            duplicate = key in seen
+        except TypeError:  # a list or mapping as a key: construct_mapping reports it below
+            continue
+        if duplicate:
             raise ConfigError(f"line {key_node.start_mark.line + 1}: duplicate key {key!r}")
         seen.add(key)
     return loader.construct_mapping(node)
@@ -141,7 +147,9 @@ class _Reader:
         self.known.append(name)
         if name not in self.data:
             if required:
-                raise self.error(name, "is required")
+                near = difflib.get_close_matches(name, [str(k) for k in self.data], n=1)
+                hint = f" (found unknown key {near[0]!r}: a typo?)" if near else ""
+                raise self.error(name, "is required" + hint)
             return default
         value = self.data.pop(name)
         if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
@@ -177,7 +185,28 @@ def _quantity(reader: _Reader, name: str) -> int | None:
     match = _QUANTITY.match(str(value).strip())
     if not match:
         raise reader.error(name, f"{value!r} is not a size (use e.g. 100Gi, 500Mi, 1Ti)")
-    return int(float(match.group(1)) * _QUANTITY_SCALE[match.group(2)])
+    size = float(match.group(1)) * _QUANTITY_SCALE[match.group(2)]
+    if not math.isfinite(size):
+        raise reader.error(name, f"{value!r:.60} is too large")
+    return int(size)
+
+
+def _number(reader: _Reader, name: str) -> float | None:
+    """A numeric setting; NaN, infinities and integers beyond a float would be silently wrong."""
+    value = reader.take(name, (int, float))
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # a YAML integer beyond any float
+        number = math.inf
+    if not math.isfinite(number):
+        raise reader.error(name, f"must be a finite number, got {value!r:.60}")
+    return number
+
+
+def _default(value: float | None, default: float) -> float:
+    return default if value is None else value
 
 
 def load_config(path: Path) -> Config:
@@ -186,6 +215,8 @@ def load_config(path: Path) -> Config:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{file}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{file}: not UTF-8 text (bad byte at offset {exc.start})") from None
     try:
         data = yaml.load(text, Loader=_StrictLoader)
     except ConfigError as exc:
@@ -222,7 +253,7 @@ def _pushgateway(raw: object, file: str) -> PushgatewayConfig:
         ca_file=r.take("ca_file", str),
         cert_file=r.take("cert_file", str),
         key_file=r.take("key_file", str),
-        timeout_seconds=float(r.take("timeout_seconds", (int, float), 10.0)),
+        timeout_seconds=_default(_number(r, "timeout_seconds"), 10.0),
         attempts=r.take("attempts", int, 3),
     )
     r.done()
@@ -240,7 +271,7 @@ def _target(raw: object, where: str, file: str) -> TargetConfig:
     if not directory.startswith("/"):
         raise r.error("directory", f"must be an absolute path, got {directory!r}")
     node_local = r.take("node_local", bool, False)
-    timeout = r.take("timeout_seconds", (int, float))
+    timeout = _number(r, "timeout_seconds")
     state_dir = r.take("state_dir", str)
     volume = _volume(r.take("volume", dict, {}), f"{where}.volume", file)
     raw_profiles = r.take("profiles", list, required=True)
@@ -256,7 +287,7 @@ def _target(raw: object, where: str, file: str) -> TargetConfig:
         profiles=profiles,
         volume=volume,
         node_local=node_local,
-        timeout_seconds=float(timeout) if timeout is not None else None,
+        timeout_seconds=timeout,
         state_dir=Path(state_dir) if state_dir else None,
     )
 
@@ -267,12 +298,12 @@ def _volume(raw: object, where: str, file: str) -> VolumeConfig:
     if volume_type not in VOLUME_TYPES:
         raise r.error("type", f"{volume_type!r} is not one of {', '.join(VOLUME_TYPES)}")
     size = _quantity(r, "size")
-    iops = r.take("iops", (int, float))
+    iops = _number(r, "iops")
     throughput = _quantity(r, "throughput")
     config = VolumeConfig(
         type=volume_type,
         size_bytes=size,
-        iops=float(iops) if iops is not None else None,
+        iops=iops,
         throughput_bytes_per_second=throughput,
         provisioner=r.take("provisioner", str, ""),
         dedicated=r.take("dedicated", bool, False),

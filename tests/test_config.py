@@ -1,0 +1,94 @@
+"""Strict configuration: every bad config is rejected with a message naming file and key."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from fioprobe.config import ConfigError, load_config
+
+GOOD = """\
+pushgateway:
+  url: http://127.0.0.1:9091
+targets:
+  - name: gp2-standard
+    directory: /probe
+    volume: {type: gp2, size: 100Gi, dedicated: true}
+    profiles:
+      - etcd-fsync
+      - {name: burst-ceiling, runtime: 3}
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "config.yaml"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_good_config_gets_defaults(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, GOOD))
+    assert config.pushgateway.timeout_seconds == 10.0 and config.pushgateway.attempts == 3
+    (target,) = config.targets
+    assert target.volume.size_bytes == 100 * 1024**3 and target.volume.dedicated
+    assert [p.name for p in target.profiles] == ["etcd-fsync", "burst-ceiling"]
+    assert target.profiles[1].overrides == {"runtime": "3"}
+    assert target.node_local is False and target.timeout_seconds is None
+
+
+BAD = [
+    ("pushgateway: {url: http://x}\n", "targets: is required"),
+    ("pushgateway: {url: ftp://x}\ntargets: []\n",
+     "pushgateway.url: must start with http:// or https://, got 'ftp://x'"),
+    (GOOD + "extra: 1\n",
+     "extra: unknown key (expected one of: pushgateway, targets)"),
+    (GOOD.replace("url:", "ur1:"),
+     "pushgateway.url: is required (found unknown key 'ur1': a typo?)"),
+    (GOOD.replace("url: http://127.0.0.1:9091", "url: http://127.0.0.1:9091\n  timeout: 5"),
+     "pushgateway.timeout: unknown key (expected one of: attempts, ca_file, cert_file, key_file, "
+     "password_file, timeout_seconds, url, username_file)"),
+    (GOOD.replace("size: 100Gi", "size: 100 gigs"),
+     "targets[0].volume.size: '100 gigs' is not a size (use e.g. 100Gi, 500Mi, 1Ti)"),
+    (GOOD.replace("type: gp2", "type: gp4"),
+     "targets[0].volume.type: 'gp4' is not one of gp2, gp3, io1, io2, st1, sc1, ceph-rbd, unknown"),
+    (GOOD.replace("type: gp2, size: 100Gi", "type: gp2"),
+     "targets[0].volume: gp2 needs the volume size: its baseline is 3 IOPS per GiB"),
+    (GOOD.replace("dedicated: true", "dedicated: yes please"),
+     "targets[0].volume.dedicated: must be true or false, got 'yes please'"),
+    (GOOD.replace("directory: /probe", "directory: probe"),
+     "targets[0].directory: must be an absolute path, got 'probe'"),
+    (GOOD.replace("- etcd-fsync", "- etcd-fsinc"),
+     "targets[0].profiles[0]: no profile 'etcd-fsinc'"),
+    (GOOD.replace("runtime: 3", "runtime: 60"),
+     "targets[0].profiles[1]: burst-ceiling: runtime 60s must be set and at most the budget of 6s"),
+    (GOOD.replace("runtime: 3", "filename: /dev/sda"),
+     "targets[0].profiles[1].filename: unknown key "
+     "(expected one of: io_size, name, runtime, size)"),
+    (GOOD.replace("name: gp2-standard", "name: gp2/standard"),
+     "targets[0].name: 'gp2/standard' must be a StorageClass-like name"),
+    (GOOD + "  - name: gp2-standard\n    directory: /probe2\n    profiles: [etcd-fsync]\n",
+     "targets: name 'gp2-standard' is used twice"),
+    (GOOD.replace("  url: http://127.0.0.1:9091", "  url: http://a\n  url: http://b"),
+     "line 3: duplicate key 'url'"),
+    ("pushgateway: [\n", "not valid YAML"),
+    ("- just\n- a list\n", "top level must be a mapping"),
+    (GOOD.replace("attempts", "x").replace("url: http://127.0.0.1:9091",
+                                           "url: http://127.0.0.1:9091\n  attempts: 0"),
+     "pushgateway: timeout_seconds and attempts must be positive"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "message"), BAD, ids=[m for _, m in BAD])
+def test_bad_config_is_rejected_with_exact_message(tmp_path: Path, text: str, message: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert str(caught.value).startswith(f"{path}: ")
+    assert message in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read: No such file or directory"):
+        load_config(tmp_path / "nope.yaml")
