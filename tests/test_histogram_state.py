@@ -1,0 +1,92 @@
+"""Histogram conversion and the cumulative state file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import fioprobe
+from fioprobe.histogram import BUCKET_COUNT, counts_from_bins, counts_from_percentiles, cumulative
+from fioprobe.metrics import LATENCY_BUCKETS_SECONDS
+from fioprobe.model import LatencyStats
+from fioprobe.state import STATE_VERSION, GroupTotals, HistogramTotals, StateError, load, save
+
+INDEX_10MS = LATENCY_BUCKETS_SECONDS.index(0.01)
+
+
+def test_bins_go_to_the_first_bucket_at_or_above_them() -> None:
+    counts = counts_from_bins({10_000_000: 3, 10_000_001: 5, 1: 1, 9_000_000_000: 2})
+    assert counts[INDEX_10MS] == 3  # exactly 10 ms is "at or below 10 ms"
+    assert counts[INDEX_10MS + 1] == 5
+    assert counts[0] == 1
+    assert counts[-1] == 2  # above 8.192 s: +Inf only
+    assert sum(counts) == 11
+
+
+def test_percentiles_give_monotone_counts_summing_to_n() -> None:
+    latency = LatencyStats(
+        min_s=0.0002, max_s=0.05, mean_s=0.003, stddev_s=0.001, samples=1000,
+        percentiles={50.0: 0.0009, 90.0: 0.003, 99.0: 0.012, 99.9: 0.04},
+        bins_ns=None,
+    )  # fmt: skip
+    counts = counts_from_percentiles(latency, 1000)
+    running = cumulative(counts)
+    assert running == sorted(running) and running[-1] == 1000
+    assert running[LATENCY_BUCKETS_SECONDS.index(0.001)] == 500  # p50 = 0.9 ms
+    assert running[INDEX_10MS] == 900  # p90 = 3 ms, p99 = 12 ms
+    assert running[LATENCY_BUCKETS_SECONDS.index(0.064)] == 1000  # max 50 ms
+
+
+def test_state_round_trip_and_atomic_save(tmp_path: Path) -> None:
+    totals = GroupTotals(runs_total=3, failures_total=1, written_bytes_total=42)
+    totals.histograms["sync"] = HistogramTotals([1] * BUCKET_COUNT, 0.5)
+    path = tmp_path / "state.json"
+    save(path, totals)
+    assert load(path) == totals
+    assert [p.name for p in tmp_path.iterdir()] == ["state.json"]  # no temp file left
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ("{not json", "state is corrupt (not JSON"),
+        ("[]", "state is not a JSON object"),
+        ('{"runs_total": 1}', "state has no version"),
+        (json.dumps({"version": STATE_VERSION + 1}), "written by a newer fioprobe"),
+        (json.dumps({"version": 1, "runs_total": -1}), "state is corrupt (runs_total is not"),
+        (json.dumps({"version": 1, "histograms": {"sync": {"counts": [1], "sum_seconds": 0}}}),
+         "state is corrupt (histogram 'sync' is malformed)"),
+    ],
+)  # fmt: skip
+def test_bad_state_is_a_clear_error(tmp_path: Path, content: str, problem: str) -> None:
+    path = tmp_path / "state.json"
+    path.write_text(content)
+    with pytest.raises(StateError) as caught:
+        load(path)
+    assert str(caught.value).startswith(f"{path}: ") and problem in str(caught.value)
+
+
+def test_push_with_a_newer_state_refuses_and_keeps_it(tmp_path: Path) -> None:
+    state = tmp_path / "state.json"
+    newer = json.dumps({"version": STATE_VERSION + 1, "runs_total": 7})
+    state.write_text(newer)
+    corpus = Path(__file__).resolve().parents[2] / "shared" / "fio-corpus"
+    result = fioprobe("push", str(corpus / "fio3.36-seqread-numjobs2-group-reporting.json"),
+                      "--gateway", "http://127.0.0.1:9", "--storageclass", "s", "--profile", "p",
+                      "--state", str(state))  # fmt: skip
+    assert result.returncode == 2
+    assert "written by a newer fioprobe" in result.stderr.decode()
+    assert state.read_text() == newer
+
+
+def test_help_explains_every_option() -> None:
+    for command in ("convert", "push", "probe", "run", "demo"):
+        result = fioprobe(command, "--help")
+        assert result.returncode == 0
+        text = result.stdout.decode()
+        options = [w for w in text.split() if w.startswith("--") and w != "--help"]
+        assert options, command
+    push_help = fioprobe("push", "--help").stdout.decode()
+    assert "FIOPROBE_PUSHGATEWAY_PASSWORD" in push_help and "--password-file" in push_help
+    assert "Exit status" in fioprobe("--help").stdout.decode()
