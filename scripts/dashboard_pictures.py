@@ -256,7 +256,7 @@ def draw_table(ax: Axes, panel: dict[str, Any]) -> None:
         cellLoc="left",
     )
     table.auto_set_font_size(False)
-    table.set_fontsize(min(7.5, 72 * height_in / (len(cells) + 1) * 0.6))
+    table.set_fontsize(min(7.5, 72 * height_in / (len(cells) + 1) * 0.75))
 
 
 def draw_heatmap(ax: Axes, panel: dict[str, Any]) -> None:
