@@ -1,0 +1,687 @@
+"""The mixin's alerts end to end: a slow disk and a gp2 volume out of credits reach Alertmanager.
+
+Why: promtool unit tests (alerts/tests/) prove the rule logic on synthetic series. They
+cannot show that the chain works on a real disk: fio's histograms through the exporter,
+the Pushgateway, Prometheus's scrape, the recording rule and the alert rule, out to
+Alertmanager with the labels a receiver routes on. Nor can they say how long it takes.
+Here everything is real and nothing is mocked:
+
+- a FUSE passthrough filesystem (tests/support/slowfs.py) first healthy, then delaying every
+  fsync by 15 ms: `FioProbeEtcdFsyncLatencyHigh` must reach Alertmanager for it;
+- a plain directory, probed all along: no alert of any kind, pending included, ever;
+- ext4 on a loop device modelled as a small gp2 volume (baseline 100, burst 3000 IOPS),
+  first unthrottled, then throttled by cgroup v1 blkio to 100 write IOPS on the loop
+  device: `FioProbeBurstCreditsDepleted` must fire after the throttle and not before;
+- a real etcd whose data directory is on the same slow filesystem, under a bounded write
+  load and scraped by the same Prometheus, to compare with etcd-mixin's
+  `etcdHighFsyncDurations` (p99 > 0.5 s over 5m): etcd itself sees the 15 ms fsyncs, its
+  p99 lies between 10 ms and 0.5 s, so the etcd-mixin alert stays silent while fioprobe's
+  fires.
+
+Probes are `fioprobe run --config` processes started every few seconds by bounded loops,
+as CronJobs would start them; the gp2 target's probes run inside the blkio cgroup (fio's
+direct IO is charged to it). The rules are rendered from the mixin in the test through
+alerts/rules.jsonnet's `config` argument with short windows (never a committed copy).
+The fault is injected at one instant (slowfs delay and blkio limit set together), and the
+time from it to each alert in Alertmanager is measured and written to the results
+(docs/ALERTS-E2E.md records a run). With FIOPROBE_E2E_RESULTS=<file> the results are also
+written there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from fioprobe import services
+from support import fixtures as fx
+from support.slowfs import SlowFs
+from support.throttle import ThrottledMount
+
+REPO = Path(__file__).resolve().parents[1]
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(330)]
+
+slow_dir_factory = fx.slow_dir_factory
+throttled_loop_factory = fx.throttled_loop_factory
+
+#: Everything from the first service start to the last assertion, teardown excluded.
+TEST_BUDGET_S = 240.0
+
+CLUSTER = "e2e"  # Prometheus external label: added to alerts on their way to Alertmanager
+NODE = "cp-0"
+SLOW = "slow-fsync"  # node-local, like a control-plane node's etcd disk
+PLAIN = "plain-dir"
+GP2 = "gp2-small"
+
+FSYNC_DELAY_MS = 15.0
+#: gp2 baseline is 3 IOPS/GiB with a floor of 100: 10 GiB -> 100 baseline, 3000 burst.
+GP2_SIZE = "10Gi"
+GP2_BASELINE_IOPS = 100.0
+GP2_BURST_IOPS = 3000.0
+THROTTLE_WRITE_IOPS = 100
+
+#: A new probe round starts this often per target (a CronJob's schedule, scaled down).
+PROBE_INTERVAL_S = 5.0
+#: Rounds per target at most: a bound, far above what the test needs.
+MAX_ROUNDS = 60
+#: Healthy rounds, scraped, before the fault: enough for every rate window to hold data.
+WARMUP_ROUNDS = 3
+#: After the fault, keep probing at least this long: the plain target and the etcd-mixin
+#: rule are watched over more than a whole latency window of degraded operation.
+MIN_DEGRADED_S = 70.0
+
+SCRAPE_INTERVAL = "1s"
+EVALUATION_INTERVAL = "1s"
+#: Short windows through alerts/rules.jsonnet's `config` argument (docs/MIXIN.md). Each
+#: window spans many probe intervals; `for` is kept (scaled from 10m/15m to 10s) so the
+#: pending -> firing path is exercised.
+RULE_CONFIG: dict[str, object] = {
+    "latencyWindow": "1m",
+    "etcdFsyncWarningFor": "10s",
+    "etcdFsyncCriticalFor": "10s",
+    "burstDepletedFor": "10s",
+    "failingFor": "30s",
+    "staleAfterSeconds": 60,
+    "regressionOffset": "10m",
+    "regressionFor": "1m",
+}
+
+#: Short probe runs, inside each profile's budget.
+ETCD_PROFILE = {"name": "etcd-fsync", "runtime": 2}
+BURST_PROFILE = {"name": "burst-ceiling", "runtime": 2, "size": "16m"}
+
+#: etcd-mixin's etcdHighFsyncDurations (warning) as etcd-mixin defines it, with its default
+#: selector job=~".*etcd.*" (the scrape job here is called "etcd").
+ETCD_MIXIN_P99 = (
+    "histogram_quantile(0.99, rate("
+    'etcd_disk_wal_fsync_duration_seconds_bucket{job=~".*etcd.*"}[5m]))'
+)
+ETCD_MIXIN_THRESHOLD_S = 0.5
+#: Bounds on etcd's write load: at most this many puts, this fast, for this long.
+ETCD_PUTS_MAX = 4000
+ETCD_PUTS_PER_SECOND = 25.0
+ETCD_LOAD_SECONDS = 200.0
+
+
+# --- rules --------------------------------------------------------------------------------
+
+
+def render_rules(path: Path) -> Path:
+    """The mixin's rule file rendered now with RULE_CONFIG (JSON, which Prometheus reads)."""
+    result = subprocess.run(
+        ["jsonnet", "-J", str(REPO), "--tla-code", f"config={json.dumps(RULE_CONFIG)}",
+         str(REPO / "alerts" / "rules.jsonnet")],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, f"rendering alerts/rules.jsonnet failed: {result.stderr}"
+    rules = json.loads(result.stdout)
+    names = {r.get("alert") for g in rules["groups"] for r in g["rules"]}
+    assert {"FioProbeEtcdFsyncLatencyHigh", "FioProbeBurstCreditsDepleted"} <= names
+    path.write_text(result.stdout)
+    return path
+
+
+def write_etcd_mixin_rule(path: Path) -> Path:
+    """etcd-mixin's warning alert as it would run in a cluster: 5m rate window, for 10m.
+
+    With `for: 10m` it can never fire within this test; but ALERTS also holds *pending*
+    alerts, so an expression that ever crossed 0.5 s would show up there.
+    """
+    rule = {
+        "alert": "etcdHighFsyncDurations",
+        "expr": f"{ETCD_MIXIN_P99} > {ETCD_MIXIN_THRESHOLD_S}",
+        "for": "10m",
+        "labels": {"severity": "warning"},
+        "annotations": {"summary": "etcd cluster 99th percentile fsync durations are too high."},
+    }
+    path.write_text(json.dumps({"groups": [{"name": "etcd-mixin", "rules": [rule]}]}))
+    return path
+
+
+# --- probes, load, receiver ---------------------------------------------------------------
+
+
+@dataclass
+class Round:
+    started: float
+    ended: float
+    returncode: int
+    stderr: str
+
+
+@dataclass
+class ProbeLoop:
+    """`fioprobe run --config` every PROBE_INTERVAL_S in a thread, like a CronJob.
+
+    Why a process and not runner.run_and_publish in a thread: the runner turns SIGTERM into
+    a published failure with signal handlers, which only the main thread may install. A
+    process is also what a CronJob runs, and `wrap` can put it (and so fio) into a cgroup.
+    Bounded by MAX_ROUNDS and a deadline; `stop` lets the current round finish (at most
+    `round_timeout`), then SIGTERMs it.
+    """
+
+    name: str
+    command: list[str]
+    deadline: float
+    round_timeout: float = 60.0
+    rounds: list[Round] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> ProbeLoop:
+        self._thread = threading.Thread(target=self._run, name=f"probe-{self.name}", daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        next_start = time.monotonic()
+        while (
+            not self._stop.is_set()
+            and len(self.rounds) < MAX_ROUNDS
+            and time.monotonic() < self.deadline
+        ):
+            started = time.time()
+            process = subprocess.Popen(
+                self.command, cwd=REPO, stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            )  # fmt: skip
+            try:
+                _, stderr = process.communicate(timeout=self.round_timeout)
+            except subprocess.TimeoutExpired:
+                process.send_signal(signal.SIGTERM)  # the runner publishes and kills fio
+                try:
+                    _, stderr = process.communicate(timeout=20)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    _, stderr = process.communicate()
+            self.rounds.append(
+                Round(started, time.time(), process.returncode, stderr.decode(errors="replace"))
+            )
+            next_start += PROBE_INTERVAL_S
+            self._stop.wait(max(0.0, next_start - time.monotonic()))
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.round_timeout + 30)
+
+    def finished_after(self, moment: float) -> list[Round]:
+        """Rounds that started at or after `moment` and have finished."""
+        return [r for r in list(self.rounds) if r.started >= moment]
+
+    def failures(self) -> list[Round]:
+        return [r for r in list(self.rounds) if r.returncode != 0]
+
+
+class EtcdLoad:
+    """Bounded, paced writes to etcd through its gRPC gateway, so its WAL fsyncs happen.
+
+    etcd fsyncs its WAL once per committed batch: without writes there is no histogram.
+    At most ETCD_PUTS_MAX puts, ETCD_PUTS_PER_SECOND, ETCD_LOAD_SECONDS; stopped explicitly.
+    """
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.puts = 0
+        self.errors: list[str] = []
+        self._deadline = time.monotonic() + ETCD_LOAD_SECONDS
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="etcd-load", daemon=True)
+
+    def _run(self) -> None:
+        import base64
+
+        pause = 1.0 / ETCD_PUTS_PER_SECOND
+        while (
+            not self._stop.is_set()
+            and self.puts < ETCD_PUTS_MAX
+            and time.monotonic() < self._deadline
+        ):
+            key = base64.b64encode(f"fioprobe/e2e/{self.puts % 64}".encode()).decode()
+            value = base64.b64encode(os.urandom(64)).decode()
+            request = urllib.request.Request(
+                self.url + "/v3/kv/put",
+                data=json.dumps({"key": key, "value": value}).encode(),
+                headers={"Content-Type": "application/json"},
+            )
+            try:
+                with urllib.request.urlopen(request, timeout=5) as response:
+                    response.read()
+                self.puts += 1
+            except (urllib.error.URLError, OSError) as exc:
+                self.errors.append(str(exc))
+                if len(self.errors) > 20:
+                    return
+            self._stop.wait(pause)
+
+    def __enter__(self) -> EtcdLoad:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+
+class Webhook:
+    """Alertmanager's webhook receiver: a tiny HTTP server on 127.0.0.1 keeping every POST.
+
+    Why: /api/v2/alerts shows what Alertmanager holds; the webhook shows what it actually
+    sends to a receiver after group_wait, which is where a pager would be called.
+    """
+
+    def __init__(self) -> None:
+        received: list[tuple[float, dict[str, Any]]] = []
+        self.received = received
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # http.server's name
+                length = int(self.headers.get("Content-Length", "0"))
+                received.append((time.time(), json.loads(self.rfile.read(length) or b"{}")))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *_: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer((services.LOCALHOST, 0), Handler)
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://{services.LOCALHOST}:{self.server.server_address[1]}/alerts"
+
+    def __enter__(self) -> Webhook:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self._thread.join(timeout=10)
+
+    def first_firing(self, alertname: str, storageclass: str) -> float | None:
+        for at, body in list(self.received):
+            for alert in body.get("alerts", []):
+                labels = alert.get("labels", {})
+                if (
+                    alert.get("status") == "firing"
+                    and labels.get("alertname") == alertname
+                    and labels.get("storageclass") == storageclass
+                ):
+                    return at
+        return None
+
+
+# --- observing Prometheus and Alertmanager ------------------------------------------------
+
+
+def get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return json.load(response)
+
+
+def values(prometheus: str, promql: str, at: float | None = None) -> list[float]:
+    """The finite values of an instant query (NaN is a quantile of no observations)."""
+    found = [float(s["value"][1]) for s in services.query(prometheus, promql, at)]
+    return [v for v in found if math.isfinite(v)]
+
+
+class AlertWatch:
+    """Polls Prometheus's /api/v1/alerts and Alertmanager's /api/v2/alerts, and remembers
+    when each (alertname, storageclass, severity) was first seen where, with its labels."""
+
+    def __init__(self, prometheus: str, alertmanager: str) -> None:
+        self.prometheus = prometheus
+        self.alertmanager = alertmanager
+        self.first: dict[tuple[str, ...], float] = {}
+        self.prom_alerts: dict[tuple[str, ...], dict[str, Any]] = {}
+        self.am_alerts: dict[tuple[str, ...], dict[str, Any]] = {}
+
+    @staticmethod
+    def key(labels: dict[str, str]) -> tuple[str, str, str]:
+        return (labels.get("alertname", ""), labels.get("storageclass", ""), labels["severity"])
+
+    def poll(self) -> None:
+        now = time.time()
+        for alert in get_json(self.prometheus + "/api/v1/alerts")["data"]["alerts"]:
+            key = self.key(alert["labels"])
+            self.prom_alerts.setdefault(key, alert)
+            self.first.setdefault(("prometheus", alert["state"], *key), now)
+        for alert in get_json(self.alertmanager + "/api/v2/alerts?active=true"):
+            if alert["status"]["state"] != "active":
+                continue
+            key = self.key(alert["labels"])
+            self.am_alerts.setdefault(key, alert)
+            self.first.setdefault(("alertmanager", *key), now)
+
+    def seen(self, where: str, *key: str) -> float | None:
+        return self.first.get((where, *key))
+
+    def wait(self, where: str, key: tuple[str, ...], deadline: float, what: str) -> float:
+        """Poll until `key` was seen in `where` (at most until `deadline`); when it was."""
+        while True:
+            self.poll()
+            at = self.seen(where, *key)
+            if at is not None:
+                return at
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what}; seen so far: {self.first}")
+            time.sleep(0.25)
+
+
+def wait_until(predicate: Callable[[], Any], deadline: float, what: str) -> Any:
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.25)
+
+
+# --- setup --------------------------------------------------------------------------------
+
+
+def write_config(path: Path, gateway: str, name: str, directory: Path, state: Path,
+                 profile: dict[str, object], **extra: object) -> Path:  # fmt: skip
+    """A `fioprobe run` config with one target, as one CronJob would mount it."""
+    target = {"name": name, "directory": str(directory), "state_dir": str(state), **extra,
+              "profiles": [profile]}  # fmt: skip
+    config = {"pushgateway": {"url": gateway, "timeout_seconds": 5}, "targets": [target]}
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+@contextlib.contextmanager
+def running(service: services.Service, timeout: float = 60.0) -> Iterator[services.Service]:
+    service.start(timeout=timeout)
+    try:
+        yield service
+    finally:
+        service.stop()
+
+
+# --- the test -----------------------------------------------------------------------------
+
+
+def test_slow_fsync_and_depleted_burst_reach_alertmanager(
+    tmp_path: Path,
+    slow_dir_factory: Callable[..., SlowFs],
+    throttled_loop_factory: Callable[..., ThrottledMount],
+) -> None:
+    began = time.monotonic()
+    deadline = began + TEST_BUDGET_S
+    slowfs = slow_dir_factory(0.0)  # healthy until the fault
+    loop = throttled_loop_factory()  # no limits until the fault
+    assert loop.cgroup.limits()["write_iops"] == {}
+    slow_probe_dir = slowfs.mountpoint / "probe"
+    etcd_dir = slowfs.mountpoint / "etcd"
+    plain_dir = tmp_path / "plain"
+    for path in (slow_probe_dir, plain_dir):
+        path.mkdir()
+    etcd_dir.mkdir(mode=0o700)
+    results: dict[str, Any] = {"rule_config": RULE_CONFIG, "probe_interval_s": PROBE_INTERVAL_S}
+
+    with contextlib.ExitStack() as stack:
+        webhook = stack.enter_context(Webhook())
+        alertmanager = stack.enter_context(
+            running(services.alertmanager(tmp_path / "alertmanager", webhook_url=webhook.url))
+        )
+        gateway = stack.enter_context(running(services.pushgateway(tmp_path / "pushgateway")))
+        etcd = stack.enter_context(running(services.etcd(tmp_path / "etcd-run", etcd_dir)))
+        prometheus = stack.enter_context(
+            running(
+                services.prometheus(
+                    tmp_path / "prometheus",
+                    {"pushgateway": f"127.0.0.1:{gateway.port}", "etcd": f"127.0.0.1:{etcd.port}"},
+                    scrape_interval=SCRAPE_INTERVAL,
+                    evaluation_interval=EVALUATION_INTERVAL,
+                    rule_files=[
+                        render_rules(tmp_path / "fioprobe-rules.json"),
+                        write_etcd_mixin_rule(tmp_path / "etcd-mixin-rule.json"),
+                    ],
+                    alertmanager_url=alertmanager.url,
+                    external_labels={"cluster": CLUSTER},
+                )
+            )
+        )
+        prom = prometheus.url
+        watch = AlertWatch(prom, alertmanager.url)
+
+        fioprobe = [sys.executable, "-m", "fioprobe", "run", "--quiet", "--config"]
+        configs = tmp_path / "configs"
+        configs.mkdir()
+        state = tmp_path / "state"
+        slow_cfg = write_config(configs / "slow.yaml", gateway.url, SLOW, slow_probe_dir,
+                                state / SLOW, ETCD_PROFILE, node_local=True)  # fmt: skip
+        plain_cfg = write_config(configs / "plain.yaml", gateway.url, PLAIN, plain_dir,
+                                 state / PLAIN, ETCD_PROFILE)  # fmt: skip
+        gp2_cfg = write_config(configs / "gp2.yaml", gateway.url, GP2, loop.path, state / GP2,
+                               BURST_PROFILE, volume={"type": "gp2", "size": GP2_SIZE})  # fmt: skip
+        loop_deadline = deadline - 30  # rounds end in time for the final checks
+        loops = {
+            SLOW: ProbeLoop(SLOW, [*fioprobe, str(slow_cfg), "--node", NODE], loop_deadline),
+            PLAIN: ProbeLoop(PLAIN, [*fioprobe, str(plain_cfg)], loop_deadline),
+            # Inside the blkio cgroup, so fio's direct IO on the loop device is throttled.
+            GP2: ProbeLoop(GP2, loop.cgroup.wrap([*fioprobe, str(gp2_cfg)]), loop_deadline),
+        }
+        probing_since = time.time()
+        load = stack.enter_context(EtcdLoad(etcd.url))
+        for probe_loop in loops.values():
+            probe_loop.start()
+            stack.callback(probe_loop.stop)
+        results["setup_s"] = round(time.monotonic() - began, 1)
+
+        # --- healthy phase: every target probed, scraped, evaluated; nothing may alert ---
+        def warmed_up() -> bool:
+            runs = {
+                s["metric"]["storageclass"]: float(s["value"][1])
+                for s in services.query(prom, "fioprobe_runs_total")
+            }
+            return all(runs.get(name, 0) >= WARMUP_ROUNDS for name in loops)
+
+        wait_until(warmed_up, deadline, f"{WARMUP_ROUNDS} scraped rounds of every target")
+        slow_p99_query = f'probe:fioprobe_sync_latency_seconds:p99{{storageclass="{SLOW}"}}'
+        healthy_p99 = wait_until(
+            lambda: values(prom, slow_p99_query),
+            deadline,
+            "a healthy fsync p99 of the slow filesystem",
+        )  # fmt: skip
+        assert healthy_p99[0] < 0.01, f"slowfs at 0 ms already has p99 {healthy_p99}"
+        (healthy_iops,) = values(prom, f'fioprobe_write_iops{{storageclass="{GP2}"}}')
+        threshold = GP2_BASELINE_IOPS + 0.25 * (GP2_BURST_IOPS - GP2_BASELINE_IOPS)
+        assert healthy_iops > threshold * 2, f"unthrottled loop device: only {healthy_iops} IOPS"
+        assert values(prom, f'fioprobe_volume_baseline_iops{{storageclass="{GP2}"}}') == [
+            GP2_BASELINE_IOPS
+        ]
+        assert values(prom, f'fioprobe_volume_burst_iops{{storageclass="{GP2}"}}') == [
+            GP2_BURST_IOPS
+        ]
+        time.sleep(3)  # a few evaluations of the alert rules over the last scrape
+        watch.poll()
+        assert not watch.first, f"alerts while every target was healthy: {watch.first}"
+
+        # --- the fault: 15 ms fsync on the slow filesystem, 100 write IOPS on the gp2 volume ---
+        fault = time.time()
+        slowfs.set_delays(FSYNC_DELAY_MS, settle_s=0.0)
+        loop.set_limits(write_iops=THROTTLE_WRITE_IOPS)
+        results["healthy"] = {
+            "seconds": round(fault - probing_since, 1),
+            "slow_fsync_p99_s": healthy_p99[0],
+            "gp2_write_iops": healthy_iops,
+        }
+        healthy_window = f"{int(fault - probing_since) + 5}s"
+        for name in (SLOW, GP2):
+            assert not values(
+                prom, f'count_over_time(ALERTS{{storageclass="{name}"}}[{healthy_window}])', fault
+            ), f"{name} alerted (or was pending) before the fault"
+
+        fsync_key = ("FioProbeEtcdFsyncLatencyHigh", SLOW, "warning")
+        burst_key = ("FioProbeBurstCreditsDepleted", GP2, "warning")
+        watch.wait("alertmanager", fsync_key, deadline, "the fsync alert in Alertmanager")
+        watch.wait("alertmanager", burst_key, deadline, "the burst alert in Alertmanager")
+        wait_until(
+            lambda: webhook.first_firing(*fsync_key[:2]) and webhook.first_firing(*burst_key[:2]),
+            deadline,
+            "both alerts at the webhook receiver",
+        )
+
+        # Keep going for a whole latency window of degraded operation, still watching.
+        wait_until(
+            lambda: watch.poll() or time.time() - fault >= MIN_DEGRADED_S,
+            deadline,
+            f"{MIN_DEGRADED_S}s of degraded operation",
+        )
+        end = time.time()
+        watch.poll()
+
+        # --- what reached Alertmanager, with which labels ---
+        for key, profile in ((fsync_key, "etcd-fsync"), (burst_key, "burst-ceiling")):
+            alert = watch.am_alerts[key]
+            labels = alert["labels"]
+            assert labels["alertname"] == key[0]
+            assert labels["storageclass"] == key[1]
+            assert labels["profile"] == profile
+            assert labels["severity"] == "warning"
+            assert labels["cluster"] == CLUSTER, labels  # the external label, added on sending
+            assert "job" not in labels and "instance" not in labels, labels
+            annotations = alert["annotations"]
+            assert annotations["summary"].endswith("."), annotations
+            assert key[1] in annotations["description"], annotations
+            assert annotations["runbook_url"].endswith("#" + key[0].lower()), annotations
+        assert watch.am_alerts[fsync_key]["labels"]["node"] == NODE
+        assert "node" not in watch.am_alerts[burst_key]["labels"]
+
+        # --- what must not have fired: nothing for the plain directory, pending included,
+        #     and no burst alert anywhere but on the throttled volume ---
+        whole = f"{int(end - probing_since) + 5}s"
+        assert not values(prom, f'count_over_time(ALERTS{{storageclass="{PLAIN}"}}[{whole}])', end)
+        assert not [k for k in watch.first if PLAIN in k], watch.first
+        burst_elsewhere = (
+            f'ALERTS{{alertname="FioProbeBurstCreditsDepleted",storageclass!="{GP2}"}}'
+        )
+        assert not values(prom, f"count_over_time({burst_elsewhere}[{whole}])", end)
+        plain_p99 = values(
+            prom,
+            f'max_over_time(probe:fioprobe_sync_latency_seconds:p99{{storageclass="{PLAIN}"}}[{whole}])',
+            end,
+        )  # fmt: skip
+        assert plain_p99 and plain_p99[0] < 0.01, f"plain directory p99 {plain_p99}"
+        slow_p99 = values(prom, slow_p99_query, end)
+        assert slow_p99 and slow_p99[0] > 0.01, slow_p99
+        throttled_iops = values(prom, f'fioprobe_write_iops{{storageclass="{GP2}"}}', end)
+        assert throttled_iops and throttled_iops[0] <= threshold, throttled_iops
+        for name, probe_loop in loops.items():
+            assert not probe_loop.failures(), f"{name}: {probe_loop.failures()[:2]}"
+
+        # --- etcd on the same 15 ms disk, and etcd-mixin's etcdHighFsyncDurations ---
+        degraded = f"{int(end - fault)}s"
+        etcd_p99_degraded = values(
+            prom,
+            "histogram_quantile(0.99, sum by (le) ("
+            f"increase(etcd_disk_wal_fsync_duration_seconds_bucket[{degraded}])))",
+            end,
+        )
+        etcd_p99_mixin = values(prom, ETCD_MIXIN_P99, end)
+        etcd_p99_max = values(prom, f"max_over_time(({ETCD_MIXIN_P99})[{whole}:1s])", end)
+        etcd_fsyncs = values(
+            prom, f"sum(increase(etcd_disk_wal_fsync_duration_seconds_count[{degraded}]))", end
+        )
+        load.__exit__()
+        assert load.puts > 0, f"no etcd put succeeded: {load.errors[:3]}"
+        assert etcd_fsyncs and etcd_fsyncs[0] >= 100, f"etcd fsyncs while degraded: {etcd_fsyncs}"
+        assert etcd_p99_degraded and 0.01 < etcd_p99_degraded[0] < ETCD_MIXIN_THRESHOLD_S
+        assert etcd_p99_mixin and 0.01 < etcd_p99_mixin[0] < ETCD_MIXIN_THRESHOLD_S
+        assert etcd_p99_max and etcd_p99_max[0] < ETCD_MIXIN_THRESHOLD_S, etcd_p99_max
+        etcd_alerts = f'ALERTS{{alertname="etcdHighFsyncDurations"}}[{whole}]'
+        assert not values(prom, f"count_over_time({etcd_alerts})", end), "etcd-mixin pending"
+
+        # --- timings ---
+        def timeline(key: tuple[str, str, str], loop_name: str) -> dict[str, Any]:
+            prom_alert = watch.prom_alerts[key]
+            rounds = loops[loop_name].finished_after(fault)
+            return {
+                "first_round_after_fault_started_s": round(rounds[0].started - fault, 1),
+                "first_round_after_fault_pushed_s": round(rounds[0].ended - fault, 1),
+                "pending_since_s": round(
+                    _rfc3339(prom_alert["activeAt"]) - fault, 1
+                ),  # Prometheus's activeAt
+                "firing_seen_s": _since(watch.seen("prometheus", "firing", *key), fault),
+                "alertmanager_s": _since(watch.seen("alertmanager", *key), fault),
+                "webhook_s": _since(webhook.first_firing(*key[:2]), fault),
+                "alertmanager_startsAt_s": round(
+                    _rfc3339(watch.am_alerts[key]["startsAt"]) - fault, 1
+                ),
+                "probe_round_s": _median([r.ended - r.started for r in rounds]),
+            }
+
+        results.update(
+            {
+                "fsync_alert": timeline(fsync_key, SLOW),
+                "burst_alert": timeline(burst_key, GP2),
+                "critical_fsync_alert_fired": watch.seen(
+                    "prometheus", "firing", "FioProbeEtcdFsyncLatencyHigh", SLOW, "critical"
+                )
+                is not None,
+                "slow_fsync_p99_s": slow_p99[0],
+                "plain_fsync_p99_max_s": plain_p99[0],
+                "throttled_write_iops": throttled_iops[0],
+                "burst_threshold_iops": threshold,
+                "etcd": {
+                    "puts": load.puts,
+                    "wal_fsyncs_while_degraded": etcd_fsyncs[0],
+                    "p99_while_degraded_s": etcd_p99_degraded[0],
+                    "p99_mixin_expr_at_end_s": etcd_p99_mixin[0],
+                    "p99_mixin_expr_max_s": etcd_p99_max[0],
+                },
+                "rounds": {name: len(probe_loop.rounds) for name, probe_loop in loops.items()},
+                "degraded_s": round(end - fault, 1),
+                "test_s": round(time.monotonic() - began, 1),
+            }
+        )
+        assert results["fsync_alert"]["alertmanager_s"] > 0
+        assert results["burst_alert"]["alertmanager_s"] > 0
+        text = json.dumps(results, indent=2)
+        print(text)
+        (tmp_path / "results.json").write_text(text)
+        if os.environ.get("FIOPROBE_E2E_RESULTS"):
+            Path(os.environ["FIOPROBE_E2E_RESULTS"]).write_text(text)
+
+
+def _since(at: float | None, fault: float) -> float | None:
+    return None if at is None else round(at - fault, 1)
+
+
+def _median(numbers: list[float]) -> float | None:
+    ordered = sorted(numbers)
+    return round(ordered[len(ordered) // 2], 1) if ordered else None
+
+
+def _rfc3339(text: str) -> float:
+    """Seconds since the epoch of an RFC 3339 timestamp as Prometheus and Alertmanager write
+    them (nanosecond fractions, which datetime.fromisoformat does not take)."""
+    match = re.fullmatch(r"(.{19})(?:\.(\d+))?(Z|[+-]\d\d:\d\d)", text)
+    assert match, f"not an RFC 3339 timestamp: {text!r}"
+    zone = "+00:00" if match[3] == "Z" else match[3]
+    return datetime.fromisoformat(match[1] + zone).timestamp() + float("0." + (match[2] or "0"))
