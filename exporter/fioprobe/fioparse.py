@@ -29,6 +29,9 @@ _DECODER = json.JSONDecoder()
 #: is correctly rounded, so 7584 ns becomes exactly 7.584e-06 s (multiplying by 1e-9 does not).
 _NS_PER_S = 1e9
 _US_PER_S = 1e6
+#: fio's counters are uint64: a larger count is not fio output (and would overflow floats
+#: once summed over runs).
+_COUNT_LIMIT = 2**64
 
 
 class FioOutputError(ValueError):
@@ -130,7 +133,9 @@ class _Fields:
         self.source = source
 
     def fail(self, key: str, problem: str) -> FioOutputError:
-        return FioOutputError(self.source, f"{self.path}.{key} {problem}")
+        # Keys come from the input: a newline or lone surrogate would break the one-line message.
+        name = key if key.isprintable() else repr(key)
+        return FioOutputError(self.source, f"{self.path}.{name} {problem}")
 
     def number(self, key: str, default: float = 0.0) -> float:
         value = self.obj.get(key, default)
@@ -139,12 +144,17 @@ class _Fields:
             raise self.fail(key, f"is not a number: {value!r:.60}")
         if value != value or value in (float("inf"), float("-inf")):
             raise self.fail(key, "is not finite")
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # a JSON integer beyond any float
+            raise self.fail(key, "is out of range") from None
 
     def count(self, key: str, default: int = 0) -> int:
         value = self.number(key, default)
         if value < 0:
             raise self.fail(key, f"is negative: {value:g}")
+        if value >= _COUNT_LIMIT:
+            raise self.fail(key, f"is beyond fio's 64-bit counters: {value:g}")
         return int(value)
 
     def child(self, key: str) -> _Fields | None:
@@ -158,7 +168,7 @@ class _Fields:
 
 def _build_run(doc: dict[str, Any], source: str) -> Run:
     version = doc.get("fio version", "unknown")
-    if not isinstance(version, str):
+    if not _is_text(version):
         raise FioOutputError(source, '"fio version" is not a string')
     entries = _job_entries(doc, source)
     if not entries:
@@ -167,9 +177,11 @@ def _build_run(doc: dict[str, Any], source: str) -> Run:
     jobs = [_build_job(entry, f"jobs[{index}]", source, legacy_kib) for index, entry in entries]
     timestamp = doc.get("timestamp")
     if timestamp is not None and (
-        isinstance(timestamp, bool) or not isinstance(timestamp, int | float)
+        isinstance(timestamp, bool)
+        or not isinstance(timestamp, int | float)
+        or not 0 <= timestamp < 2**53  # also NaN, infinities and integers beyond a float
     ):
-        raise FioOutputError(source, "timestamp is not a number")
+        raise FioOutputError(source, f"timestamp is not a Unix time: {timestamp!r:.60}")
     options = doc.get("global options")
     return Run(
         source=source,
@@ -203,7 +215,7 @@ def _job_entries(doc: dict[str, Any], source: str) -> list[tuple[int, dict[str, 
 def _build_job(entry: dict[str, Any], path: str, source: str, legacy_kib: bool) -> Job:
     fields = _Fields(entry, path, source)
     name = entry.get("jobname", "")
-    if not isinstance(name, str):
+    if not _is_text(name):
         raise fields.fail("jobname", "is not a string")
     hostname = entry.get("hostname")
     ops: dict[str, OpStats] = {}
@@ -291,7 +303,7 @@ def _percentiles(block: _Fields, per_second: float) -> dict[float, float]:
             percent = float(key)
         except ValueError:
             raise raw.fail(key, "is not a percentile") from None
-        if percent <= 0 or percent > 100:
+        if not 0 < percent <= 100:  # also NaN ("nan" is a float to Python)
             continue  # fio 2.1/3.1 print unused slots as "0.00": 0
         result[percent] = raw.number(key) / per_second
     return result
@@ -305,7 +317,7 @@ def _bins(block: _Fields, per_second: float) -> dict[int, int] | None:
     bins: dict[int, int] = {}
     try:
         for key, value in raw.obj.items():
-            if type(value) is not int or value < 0:
+            if type(value) is not int or not 0 <= value < _COUNT_LIMIT:
                 raise raw.fail(key, f"is not a count: {value!r:.40}")
             bins[int(key) * to_ns] = value
     except ValueError:
@@ -337,6 +349,18 @@ def _unique_names(jobs: list[Job]) -> list[Job]:
             )
         )
     return unique
+
+
+def _is_text(value: object) -> bool:
+    """A str that UTF-8 can carry: JSON's "\\ud800" escapes decode to lone surrogates, which
+    no label of a push (UTF-8 text) can hold."""
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _major_version(version: str) -> int:

@@ -73,9 +73,18 @@ class Transport:
     def _ssl_context(self) -> ssl.SSLContext | None:
         if not self.url.startswith("https://"):
             return None
-        context = ssl.create_default_context(cafile=self.ca_file)
+        # Unreadable TLS files are a setup error, not a network one: fail at once, say which.
+        try:
+            context = ssl.create_default_context(cafile=self.ca_file)
+        except (OSError, ssl.SSLError) as exc:
+            raise PushError(f"cannot read CA file {self.ca_file}: {_os_problem(exc)}") from None
         if self.cert_file:
-            context.load_cert_chain(self.cert_file, self.key_file)
+            try:
+                context.load_cert_chain(self.cert_file, self.key_file)
+            except (OSError, ssl.SSLError) as exc:
+                raise PushError(
+                    f"cannot load client certificate {self.cert_file}: {_os_problem(exc)}"
+                ) from None
         return context
 
     def _headers(self) -> dict[str, str]:
@@ -121,6 +130,13 @@ class Transport:
                 if exc.code < 500 or attempt == self.attempts:
                     raise PushError(f"{what}: {self.url} answered {_http_problem(exc)}") from None
             except (urllib.error.URLError, OSError, ssl.SSLError) as exc:
+                cause = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+                if isinstance(cause, ssl.SSLCertVerificationError):  # final, like a 4xx
+                    raise PushError(
+                        f"{what}: TLS certificate of {self.url} is not trusted (certificate "
+                        f"verify failed: {cause.verify_message}); give the CA that signed it "
+                        "with --ca-file (pushgateway.ca_file in the configuration)"
+                    ) from None
                 if attempt == self.attempts:
                     reason = getattr(exc, "reason", exc)
                     raise PushError(
@@ -136,6 +152,10 @@ def _read_secret(path: str) -> str:
         return Path(path).read_text(encoding="utf-8").strip()
     except OSError as exc:
         raise PushError(f"cannot read credential file {path}: {exc.strerror}") from None
+
+
+def _os_problem(exc: BaseException) -> str:
+    return str(getattr(exc, "strerror", None) or exc)
 
 
 def _http_problem(exc: urllib.error.HTTPError) -> str:

@@ -11,6 +11,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import time
 import urllib.error
@@ -40,6 +41,10 @@ class Service:
     workdir: Path
     ready_path: str = "/-/ready"
     scheme: str = "http"
+    #: For a component behind TLS and basic auth (a web config file): how the readiness
+    #: probe trusts its certificate and which headers (Authorization) it sends.
+    ready_context: ssl.SSLContext | None = field(default=None, repr=False)
+    ready_headers: dict[str, str] = field(default_factory=dict, repr=False)
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     @property
@@ -74,7 +79,12 @@ class Service:
             if self.process is not None and self.process.poll() is not None:
                 raise ServiceError(f"{self.name} exited {self.process.returncode}: {self.tail()}")
             try:
-                with urllib.request.urlopen(self.url + self.ready_path, timeout=2) as response:
+                request = urllib.request.Request(
+                    self.url + self.ready_path, headers=self.ready_headers
+                )
+                with urllib.request.urlopen(
+                    request, timeout=2, context=self.ready_context
+                ) as response:
                     if response.status == 200:
                         return
             except (urllib.error.URLError, OSError):
