@@ -154,26 +154,32 @@ def _optional_float(data: dict[str, object], key: str) -> float | None:
 
 def op_histogram(stats: OpStats) -> tuple[list[int], float, str]:
     """One operation's bucket counts, sum of latencies, and the source used."""
+    source = _source(stats)
     latency = stats.latency
-    samples = stats.sample_count
-    if latency is None or samples == 0:
+    if source == "none" or latency is None:
         return [0] * BUCKET_COUNT, 0.0, "none"
+    samples = stats.sample_count
     # fio's mean is exact; mean x N is the exact sum of all observed latencies.
     total_seconds = latency.mean_s * samples
+    if source == "bins":
+        return counts_from_bins(latency.bins_ns), total_seconds, source
+    return counts_from_percentiles(latency, samples), total_seconds, source
+
+
+def _source(stats: OpStats) -> str:
+    """Which source `op_histogram` would use, without computing the counts."""
+    latency = stats.latency
+    if latency is None or stats.sample_count == 0:
+        return "none"
     if latency.bins_ns:
-        return counts_from_bins(latency.bins_ns), total_seconds, "bins"
-    if latency.percentiles or latency.max_s:
-        return counts_from_percentiles(latency, samples), total_seconds, "percentiles"
-    return [0] * BUCKET_COUNT, 0.0, "none"
+        return "bins"
+    return "percentiles" if latency.percentiles or latency.max_s else "none"
 
 
 def histogram_source(run: Run) -> str:
     """The weakest source any exported histogram of this run came from."""
     sources = {
-        op_histogram(stats)[2]
-        for job in run.jobs
-        for op, stats in job.ops.items()
-        if op in EXPORTED_OPS
+        _source(stats) for job in run.jobs for op, stats in job.ops.items() if op in EXPORTED_OPS
     }
     for source in ("percentiles", "bins"):
         if source in sources:

@@ -1,0 +1,142 @@
+"""Benchmarks of the exporter core (issue 2); results go to docs/BENCHMARKS.md.
+
+1. `fioprobe convert` work (read + model + merge + text exposition) on a large json+ file made
+   by real fio (64 jobs, bins) against a bare `json.loads` of the same bytes, as a ratio of
+   best-of-N times measured in the same run. Goal: within 2x.
+2. Wall time and peak RSS of one `fioprobe push` (a new process, as a CronJob runs it) of a
+   typical etcd-fsync result into a real Pushgateway. Goal: under 0.5 s and 60 MiB.
+
+Run: .venv/bin/python bench/exporter_bench.py   (prints a Markdown section)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from fioprobe import services
+from fioprobe.collector import ProbeOutcome, registry_for
+from fioprobe.fioparse import parse_text
+from fioprobe.profiles import load_profile
+from fioprobe.state import GroupTotals, merge_run
+from prometheus_client import generate_latest
+
+REPEATS = 15
+
+
+def best_of(function, repeats: int = REPEATS) -> float:
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+def big_json_plus(work: Path, size: str) -> str:
+    """64 jobs (numjobs, no group_reporting) of random read/write, json+ with bins.
+
+    The bigger `size`, the more IOs per job and the more distinct latency bins.
+    """
+    output = work / f"big-{size}.json"
+    subprocess.run(
+        ["fio", "--name=big", f"--directory={work}", "--numjobs=64", "--rw=randrw",
+         "--bs=4k", f"--size={size}", "--ioengine=psync", "--output-format=json+",
+         f"--output={output}", "--unlink=1"],
+        check=True, capture_output=True, timeout=900,
+    )  # fmt: skip
+    return output.read_text()
+
+
+def convert_row(text: str) -> tuple[str, float, float, float, float]:
+    """(description, json.loads, read + model, whole convert, ratio) for one file."""
+    doc = json.loads(text)
+    bins = sum(
+        len(job[op]["clat_ns"].get("bins", {}))
+        for job in doc["jobs"] for op in ("read", "write")
+    )  # fmt: skip
+    raw = text.encode()
+    t_json = best_of(lambda: json.loads(raw))
+    t_read = best_of(lambda: parse_text(text))
+    t_convert = best_of(lambda: convert(text))
+    what = f"{len(doc['jobs'])} jobs, {bins} bins, {len(raw) / 1e6:.1f} MB"
+    return what, t_json, t_read, t_convert, t_convert / t_json
+
+
+def convert(text: str) -> bytes:
+    """Exactly what `fioprobe convert` does, in-process."""
+    run = parse_text(text, source="big.json")
+    totals = GroupTotals()
+    merge_run(totals, run, success=True, finished_at=0.0)
+    outcome = ProbeOutcome(run=run, success=True, duration_seconds=1.0)
+    return generate_latest(registry_for(outcome, totals))
+
+
+def etcd_fsync_result(work: Path) -> Path:
+    profile = load_profile("etcd-fsync")
+    job = work / "probe.fio"
+    run_dir = work / "run"
+    run_dir.mkdir()
+    job.write_text(profile.render(run_dir))
+    output = work / "etcd-fsync.json"
+    subprocess.run(["fio", "--output-format=json+", f"--output={output}", str(job)],
+                   check=True, capture_output=True, timeout=120)  # fmt: skip
+    return output
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        rows = [convert_row(big_json_plus(work, size)) for size in ("4m", "32m")]
+
+        result = etcd_fsync_result(work)
+        gateway = services.pushgateway(work / "pgw").start()
+        walls, rss = [], []
+        try:
+            for index in range(REPEATS):
+                before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+                started = time.perf_counter()
+                subprocess.run(
+                    [sys.executable, "-m", "fioprobe", "push", str(result), "--gateway",
+                     gateway.url, "--storageclass", "bench", "--profile", "etcd-fsync",
+                     "--quiet", "--state", str(work / "state.json")],
+                    check=True, timeout=60,
+                    env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+                )  # fmt: skip
+                walls.append(time.perf_counter() - started)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+                if index == 0 or after > before:
+                    rss.append(after)
+        finally:
+            gateway.stop()
+        peak_mib = max(rss) / 1024  # ru_maxrss is in KiB on Linux
+        print("## Exporter core (issue 2)\n")
+        print(f"Machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the "
+              "end of the run (other work was running: numbers are upper bounds).\n")  # fmt: skip
+        print(f"Convert, best of {REPEATS} (seconds); goal: `fioprobe convert` within 2x of a "
+              "bare `json.loads` of the same bytes.\n")  # fmt: skip
+        print(
+            "| file (real fio json+) | json.loads | read into the model | whole convert | ratio |"
+        )
+        print("|---|---|---|---|---|")
+        for what, t_json, t_read, t_convert, ratio in rows:
+            print(f"| {what} | {t_json:.4f} | {t_read:.4f} | {t_convert:.4f} | "
+                  f"**{ratio:.2f}x** |")  # fmt: skip
+        print()
+        print(f"Push: one `fioprobe push` process of an etcd-fsync result into a real "
+              f"Pushgateway, {REPEATS} runs.\n")  # fmt: skip
+        print("| measure | value | goal |\n|---|---|---|")
+        print(f"| wall time, median | {statistics.median(walls):.3f} s | |")
+        print(f"| wall time, max | {max(walls):.3f} s | < 0.5 s |")
+        print(f"| peak RSS (max over runs) | {peak_mib:.1f} MiB | < 60 MiB |")
+
+
+if __name__ == "__main__":
+    main()
