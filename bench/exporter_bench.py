@@ -122,9 +122,7 @@ def main() -> None:
               "end of the run (other work was running: numbers are upper bounds).\n")  # fmt: skip
         print(f"Convert, best of {REPEATS} (seconds); goal: `fioprobe convert` within 2x of a "
               "bare `json.loads` of the same bytes.\n")  # fmt: skip
-        print(
-            "| file (real fio json+) | json.loads | read into the model | whole convert | ratio |"
-        )
+        print("| file (real fio json+) | json.loads | read into model | whole convert | ratio |")
         print("|---|---|---|---|---|")
         for what, t_json, t_read, t_convert, ratio in rows:
             print(f"| {what} | {t_json:.4f} | {t_read:.4f} | {t_convert:.4f} | "

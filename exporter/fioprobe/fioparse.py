@@ -10,6 +10,7 @@ rejected whole with a `FioOutputError` naming the source and the problem on one 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -75,11 +76,10 @@ def _find_fio_document(text: str, source: str) -> dict[str, Any]:
     found: dict[str, Any] | None = None
     first_error: json.JSONDecodeError | None = None
     saw_json = False
-    resume = 0
-    for match in _CANDIDATE.finditer(text):
+    position = 0
+    while (match := _CANDIDATE.search(text, position)) is not None:
         start = match.end() - 1
-        if start < resume:
-            continue  # inside a document already decoded
+        position = start + 1
         try:
             obj, end = _DECODER.raw_decode(text, start)
         except json.JSONDecodeError as exc:
@@ -89,7 +89,7 @@ def _find_fio_document(text: str, source: str) -> dict[str, Any]:
         except RecursionError:
             raise FioOutputError(source, "JSON nested too deeply to be fio output") from None
         saw_json = True
-        resume = end
+        position = end  # skip everything inside the decoded document
         if _is_fio_document(obj):
             # With --status-interval fio writes one document per interval; the last
             # complete one holds the final totals.
@@ -139,6 +139,12 @@ class _Fields:
 
     def number(self, key: str, default: float = 0.0) -> float:
         value = self.obj.get(key, default)
+        # Fast path for the common case (a few thousand calls per large file).
+        kind = type(value)
+        if kind is float and value - value == 0.0:  # finite: inf - inf and nan - nan are nan
+            return value
+        if kind is int and -_COUNT_LIMIT < value < _COUNT_LIMIT:
+            return float(value)
         if isinstance(value, bool) or not isinstance(value, int | float):
             # fio writes some numbers as strings in options, never in stats.
             raise self.fail(key, f"is not a number: {value!r:.60}")
@@ -254,6 +260,10 @@ def _build_op(op: str, section: _Fields, legacy_kib: bool) -> OpStats:
         bandwidth = section.number("bw_bytes")
     else:
         bandwidth = section.number("bw") * 1024  # "bw" is KiB/s in every version
+    total_ios = section.count("total_ios", 0)
+    if not (total_ios or io_bytes or section.number("iops")):
+        # An idle direction: fio still writes all-zero latency blocks; nothing to read.
+        return OpStats(op, 0, bandwidth, 0.0, section.number("runtime") / 1000, 0, None, "clat")
     latency = _latency(section, ("clat_ns", "clat"))
     kind = "clat"
     if latency is None or not latency.has_data:
@@ -266,7 +276,7 @@ def _build_op(op: str, section: _Fields, legacy_kib: bool) -> OpStats:
         bandwidth_bytes_per_second=bandwidth,
         iops=section.number("iops"),
         runtime_s=section.number("runtime") / 1000,
-        total_ios=section.count("total_ios", 0),
+        total_ios=total_ios,
         latency=latency,
         latency_kind=kind,
     )
@@ -297,16 +307,21 @@ def _percentiles(block: _Fields, per_second: float) -> dict[float, float]:
     raw = block.child("percentile")
     if raw is None:
         return {}
-    result: dict[float, float] = {}
-    for key in raw.obj:
-        try:
-            percent = float(key)
-        except ValueError:
-            raise raw.fail(key, "is not a percentile") from None
-        if not 0 < percent <= 100:  # also NaN ("nan" is a float to Python)
-            continue  # fio 2.1/3.1 print unused slots as "0.00": 0
-        result[percent] = raw.number(key) / per_second
-    return result
+    values = list(raw.obj.values())
+    try:
+        percents = list(map(float, raw.obj))
+        valid = set(map(type, values)) <= {int, float} and all(map(math.isfinite, values))
+    except (ValueError, OverflowError):
+        valid = False
+    if not valid:  # slow path, only to name the offending entry
+        for key in raw.obj:
+            try:
+                float(key)
+            except ValueError:
+                raise raw.fail(key, "is not a percentile") from None
+            raw.number(key)
+    # "0.00": 0 entries are unused slots (fio 2.1/3.1); "not 0 < p <= 100" also drops NaN.
+    return {p: v / per_second for p, v in zip(percents, values, strict=True) if 0 < p <= 100}
 
 
 def _bins(block: _Fields, per_second: float) -> dict[int, int] | None:
@@ -314,15 +329,23 @@ def _bins(block: _Fields, per_second: float) -> dict[int, int] | None:
     if raw is None:
         return None
     to_ns = round(_NS_PER_S / per_second)  # 1 for *_ns blocks, 1000 for fio 2.x usec blocks
-    bins: dict[int, int] = {}
-    try:
+    # A json+ block has up to ~1,800 bins per direction and job: convert them with C-level
+    # map/zip and validate the counts in bulk; fall back to a per-bin loop only to name the
+    # offending bin in the error.
+    counts = list(raw.obj.values())
+    if counts and (
+        not set(map(type, counts)) <= {int} or min(counts) < 0 or max(counts) >= _COUNT_LIMIT
+    ):
         for key, value in raw.obj.items():
             if type(value) is not int or not 0 <= value < _COUNT_LIMIT:
                 raise raw.fail(key, f"is not a count: {value!r:.40}")
-            bins[int(key) * to_ns] = value
+    try:
+        keys = list(map(int, raw.obj))
     except ValueError:
         raise FioOutputError(block.source, f"{raw.path} has a key that is not a latency") from None
-    return bins
+    if to_ns != 1:
+        keys = [key * to_ns for key in keys]
+    return dict(zip(keys, counts, strict=True))
 
 
 def _unique_names(jobs: list[Job]) -> list[Job]:
