@@ -38,6 +38,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
@@ -54,14 +55,13 @@ import pytest
 import yaml
 from fioprobe import services
 from support import fixtures as fx
-from support.slowfs import SlowFs
+from support.slowfs import slow_fs
 from support.throttle import ThrottledMount
 
 REPO = Path(__file__).resolve().parents[1]
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(330)]
 
-slow_dir_factory = fx.slow_dir_factory
 throttled_loop_factory = fx.throttled_loop_factory
 
 #: Everything from the first service start to the last assertion, teardown excluded.
@@ -89,6 +89,9 @@ WARMUP_ROUNDS = 3
 #: After the fault, keep probing at least this long: the plain target and the etcd-mixin
 #: rule are watched over more than a whole latency window of degraded operation.
 MIN_DEGRADED_S = 70.0
+
+#: Upper bound asserted on the time from fault to alert in Alertmanager (see the test).
+MAX_FAULT_TO_ALERT_S = 60.0
 
 SCRAPE_INTERVAL = "1s"
 EVALUATION_INTERVAL = "1s"
@@ -422,28 +425,52 @@ def running(service: services.Service, timeout: float = 60.0) -> Iterator[servic
         service.stop()
 
 
+@pytest.fixture
+def ram_dir() -> Iterator[Path]:
+    """A fresh directory on /dev/shm (tmpfs), removed afterwards.
+
+    Why RAM and not tmp_path: the build machine's disk is shared with other engineers'
+    test runs, and under their load its own fdatasync p99 exceeds 10 ms (measured: 10-12
+    ms at load 13). A healthy target on it would rightly alert. On tmpfs fsync costs
+    nothing, so the plain target is reliably healthy and the slow filesystem (backed by
+    tmpfs too) is slow by exactly its injected delay plus FUSE's overhead.
+    """
+    reason = fx.fuse_unavailable()
+    if reason:
+        pytest.skip(reason)
+    shm = Path("/dev/shm")
+    if not any(
+        line.split()[1:3] == [str(shm), "tmpfs"]
+        for line in Path("/proc/self/mounts").read_text().splitlines()
+    ):
+        pytest.skip("/dev/shm is not a tmpfs here")
+    with tempfile.TemporaryDirectory(prefix="fioprobe-e2e-", dir=shm) as name:
+        yield Path(name)
+
+
 # --- the test -----------------------------------------------------------------------------
 
 
 def test_slow_fsync_and_depleted_burst_reach_alertmanager(
     tmp_path: Path,
-    slow_dir_factory: Callable[..., SlowFs],
+    ram_dir: Path,
     throttled_loop_factory: Callable[..., ThrottledMount],
 ) -> None:
     began = time.monotonic()
     deadline = began + TEST_BUDGET_S
-    slowfs = slow_dir_factory(0.0)  # healthy until the fault
     loop = throttled_loop_factory()  # no limits until the fault
     assert loop.cgroup.limits()["write_iops"] == {}
-    slow_probe_dir = slowfs.mountpoint / "probe"
-    etcd_dir = slowfs.mountpoint / "etcd"
-    plain_dir = tmp_path / "plain"
-    for path in (slow_probe_dir, plain_dir):
+    plain_dir, backing, mountpoint = ram_dir / "plain", ram_dir / "backing", ram_dir / "mnt"
+    for path in (plain_dir, backing, mountpoint):
         path.mkdir()
-    etcd_dir.mkdir(mode=0o700)
     results: dict[str, Any] = {"rule_config": RULE_CONFIG, "probe_interval_s": PROBE_INTERVAL_S}
 
     with contextlib.ExitStack() as stack:
+        slowfs = stack.enter_context(slow_fs(backing, mountpoint, 0.0))  # healthy until the fault
+        slow_probe_dir = slowfs.mountpoint / "probe"
+        etcd_dir = slowfs.mountpoint / "etcd"
+        slow_probe_dir.mkdir()
+        etcd_dir.mkdir(mode=0o700)
         webhook = stack.enter_context(Webhook())
         alertmanager = stack.enter_context(
             running(services.alertmanager(tmp_path / "alertmanager", webhook_url=webhook.url))
@@ -660,8 +687,15 @@ def test_slow_fsync_and_depleted_burst_reach_alertmanager(
                 "test_s": round(time.monotonic() - began, 1),
             }
         )
-        assert results["fsync_alert"]["alertmanager_s"] > 0
-        assert results["burst_alert"]["alertmanager_s"] > 0
+        for name in ("fsync_alert", "burst_alert"):
+            timing = results[name]
+            # `for` holds: firing no sooner than 10s after pending began (activeAt is exact,
+            # the firing time is when the watcher saw it, so never earlier than the truth).
+            assert timing["firing_seen_s"] - timing["pending_since_s"] >= 9.9, timing
+            # The parts add up to at most: rest of the round in flight + a round (<= 2
+            # intervals) + scrape + 2 evaluations + for + Alertmanager; 60 s leaves room for
+            # a loaded machine, and a chain that stalls somewhere fails here.
+            assert 0 < timing["alertmanager_s"] <= MAX_FAULT_TO_ALERT_S, timing
         text = json.dumps(results, indent=2)
         print(text)
         (tmp_path / "results.json").write_text(text)
