@@ -124,6 +124,21 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(interval=args.interval, iterations=args.iterations, workdir=args.workdir)
 
 
+def cmd_gc(args: argparse.Namespace) -> int:
+    from .config import load_config
+    from .gc import collect, transport_for
+
+    config = load_config(Path(args.config))
+    result = collect(transport_for(config), config, nodes=args.node, dry_run=args.dry_run)
+    verb = "would delete" if args.dry_run else "deleted"
+    for key in result.deleted:
+        print(f"{verb} {key}")
+    for labels in result.foreign:
+        _say(args, f"left alone (not a fioprobe grouping key): {labels}")
+    _say(args, f"{verb} {len(result.deleted)} groups, kept {len(result.kept)}")
+    return EXIT_OK
+
+
 def _elapsed(run: object) -> float:
     jobs = getattr(run, "jobs", [])
     return max((job.runtime_s for job in jobs), default=0.0)
@@ -291,6 +306,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--workdir", help="keep files here instead of a temporary directory")
     demo.set_defaults(func=cmd_demo)
+
+    gc = sub.add_parser(
+        "gc",
+        help="delete Pushgateway groups of probes no longer in the configuration",
+        description="The Pushgateway never forgets a group. Delete every job=fioprobe group "
+        "whose (storageclass, profile) is not a probe of the configuration. Node-local groups "
+        "match on any node unless --node lists the nodes that still exist. Groups with other "
+        "labels are never touched.",
+    )
+    gc.add_argument("--config", required=True, metavar="FILE", help="YAML configuration")
+    gc.add_argument(
+        "--node",
+        action="append",
+        metavar="NAME",
+        help="a node that still exists (repeat); node-local groups of other nodes are deleted",
+    )
+    gc.add_argument("--dry-run", action="store_true", help="only print what would be deleted")
+    gc.add_argument("--quiet", action="store_true", help="no summary on stderr")
+    gc.set_defaults(func=cmd_gc)
     return parser
 
 
