@@ -30,6 +30,10 @@ function(c) {
 
   // Labels that identify one probe within the chosen cluster (never job/instance).
   probeBy:: 'storageclass, node, profile',
+  // Labels that identify one probed volume, for joins: the volume gauges are pushed with
+  // every profile's group of a target, so profile is left out (and the cluster kept, so a
+  // join never pairs two clusters' volumes).
+  volumeBy:: '%s, storageclass, node' % cl,
 
   // --- Thresholds --------------------------------------------------------------------------
   // The benchmark tables' colours: green, yellow from 5 ms, red from 10 ms.
@@ -171,6 +175,60 @@ function(c) {
     }),
 
   row(title):: g.panel.row.new(title),
+
+  // --- Burst credits (Overview per StorageClass, etcd disks per node) -----------------------
+  // matchers: which volumes (storageclass/node; never profile: see volumeBy). The volume
+  // model's lines are drawn only for volumes whose burst-ceiling probe has a measurement,
+  // joined on cluster, storageclass and node.
+  burstCeiling(matchers, legend, what, w=12)::
+    local ts = g.panel.timeSeries;
+    local by = self.volumeBy;
+    local ceiling = 'max by (%s) (fioprobe_write_iops%s)'
+                    % [by, self.raw(matchers + ['profile="%s"' % c.burstProfile])];
+    local model(metric) =
+      'max by (%s) (%s%s) and on (%s) %s' % [by, metric, self.raw(matchers), by, ceiling];
+    self.timeSeries(
+      'IOPS ceiling vs baseline and burst',
+      'Write IOPS the %s probe measured %s (a few seconds of ' % [c.burstProfile, what]
+      + '4 KiB random writes at high queue depth: the ceiling the volume delivers now) '
+      + "against the volume model's baseline and burst IOPS "
+      + '(fioprobe_volume_baseline_iops, fioprobe_volume_burst_iops; dashed, shown where '
+      + 'the probe measured a ceiling). A ceiling that drops to the baseline means the '
+      + 'burst credits are gone. The profile variable does not apply.',
+      'iops',
+      [
+        self.target(ceiling, 'ceiling ' + legend),
+        self.target(model('fioprobe_volume_baseline_iops'), 'baseline ' + legend),
+        self.target(model('fioprobe_volume_burst_iops'), 'burst ' + legend),
+      ],
+      w=w,
+    )
+    + ts.standardOptions.withOverrides([
+      ts.standardOptions.override.byRegexp.new('^(baseline|burst) .*')
+      + ts.standardOptions.override.byRegexp.withProperty(
+        'custom.lineStyle', { fill: 'dash', dash: [10, 10] }
+      ),
+    ]),
+
+  // min: each profile's group carries the balance as of its own push; the lowest is the
+  // one that has seen the most spending.
+  burstBalance(matchers, legend, what, w=12)::
+    local ts = g.panel.timeSeries;
+    self.timeSeries(
+      'Modelled burst credit balance',
+      'Burst credit balance the volume model computes %s ' % what
+      + '(fioprobe_volume_burst_balance_ratio, 0 to 1; the lowest of the probe groups of a '
+      + "volume), only for a dedicated probe volume whose only IO is the probe's own, of a "
+      + 'type with credits (gp2). Empty where no volume has such a model.',
+      'percentunit',
+      self.target(
+        'min by (%s) (fioprobe_volume_burst_balance_ratio%s)' % [self.volumeBy, self.raw(matchers)],
+        legend
+      ),
+      w=w,
+    )
+    + ts.standardOptions.withMin(0)
+    + ts.standardOptions.withMax(1),
 
   // The dashboard frame: uid, tags, variables, panels laid out on the grid.
   dashboard(key, title, description, variables, panels)::

@@ -13,8 +13,6 @@ function(c)
   local nodeLocal = ['node!=""', 'storageclass=~"$storageclass"', 'node=~"$node"'];
   local fsyncRaw = k.raw(['quantile="0.99"'] + nodeLocal + ['profile=~"$profile"']);
   local fsyncRec = k.rec(nodeLocal + ['profile=~"$profile"']);
-  local burstRaw = k.raw(nodeLocal + ['profile="%s"' % c.burstProfile]);
-  local volumeRaw = k.raw(nodeLocal);
   local etcdSteps = [
     { color: 'green', value: null },
     { color: 'yellow', value: d.latencyYellowSeconds },
@@ -93,41 +91,10 @@ function(c)
         w=24,
       ),
       k.row('Burst credits'),
-      k.timeSeries(
-        'IOPS ceiling vs baseline and burst',
-        'Write IOPS the %s probe measured per node (a few seconds of ' % c.burstProfile
-        + '4 KiB random writes at high queue depth: the ceiling the volume delivers now) '
-        + "against the volume model's baseline and burst IOPS "
-        + '(fioprobe_volume_baseline_iops, fioprobe_volume_burst_iops). A ceiling that '
-        + 'drops to the baseline means the burst credits are gone.',
-        'iops',
-        [
-          k.target('max by (node) (fioprobe_write_iops%s)' % burstRaw, 'ceiling {{node}}'),
-          k.target(
-            'max by (node) (fioprobe_volume_baseline_iops%s)' % volumeRaw, 'baseline {{node}}'
-          ),
-          k.target('max by (node) (fioprobe_volume_burst_iops%s)' % volumeRaw, 'burst {{node}}'),
-        ],
-        w=24,
-      )
-      + ts.standardOptions.withOverrides([
-        ts.standardOptions.override.byRegexp.new('^(baseline|burst) .*')
-        + ts.standardOptions.override.byRegexp.withProperty(
-          'custom.lineStyle', { fill: 'dash', dash: [10, 10] }
-        ),
-      ]),
-      k.timeSeries(
-        'Modelled burst credit balance',
-        'Burst credit balance the volume model computes (fioprobe_volume_burst_balance_ratio, '
-        + "0 to 1), only for a dedicated probe volume whose only IO is the probe's own, "
-        + 'of a type with credits (gp2, st1, sc1).',
-        'percentunit',
-        k.target(
-          'max by (node) (fioprobe_volume_burst_balance_ratio%s)' % volumeRaw, '{{node}}'
-        ),
-      )
-      + ts.standardOptions.withMin(0)
-      + ts.standardOptions.withMax(1),
+      // Node-local volumes only, like the rest of this dashboard: dedicated probe volumes
+      // of a StorageClass (PVCs, no node) have these panels on the Overview.
+      k.burstCeiling(nodeLocal, '{{node}} {{storageclass}}', 'per node', w=24),
+      k.burstBalance(nodeLocal, '{{node}} {{storageclass}}', 'per node-local volume'),
       k.timeSeries(
         'CloudWatch BurstBalance (when exported)',
         "AWS CloudWatch's BurstBalance per EBS volume, as yet-another-cloudwatch-exporter "

@@ -10,6 +10,9 @@ function(c)
   local raw = k.raw(k.probeMatchers);
   local rec = k.rec(k.probeMatchers);
   local legend = '{{storageclass}} {{node}} {{profile}}';
+  // The volume gauges' filter: the volume variables, never profile (see k.volumeBy).
+  local volumes = ['storageclass=~"$storageclass"', 'node=~"$node"'];
+  local volumeLegend = '{{storageclass}} {{node}}';
   local perOp(op, title) = k.target(
     'sum by (%s) (fioprobe_%s%s)' % [by, op, raw], '%s %s' % [legend, title]
   );
@@ -32,13 +35,18 @@ function(c)
 
   local heatmap =
     local hm = g.panel.heatmap;
-    hm.new('fsync latency distribution')
+    hm.new('fsync latency distribution: $storageclass')
     + hm.panelOptions.withDescription(
-      'How many fsyncs fell into each latency bucket per interval, all selected probes '
-      + 'together (increase of the cumulative histogram fioprobe_sync_latency_seconds). '
-      + "The bucket boundaries include 5, 10 and 20 ms and all of etcd's own."
+      'How many fsyncs fell into each latency bucket per interval, one heatmap per selected '
+      + "StorageClass (so a fast class's buckets are not drowned by a slow one's), that "
+      + "class's selected nodes and profiles together (increase of the cumulative histogram "
+      + 'fioprobe_sync_latency_seconds). The bucket boundaries include 5, 10 and 20 ms and all '
+      + "of etcd's own. Empty for a class whose probes never succeeded."
     )
     + hm.panelOptions.withGridPos(8, 12)
+    + hm.panelOptions.withRepeat('storageclass')
+    + hm.panelOptions.withRepeatDirection('h')
+    + hm.panelOptions.withMaxPerRow(2)
     + hm.standardOptions.withUnit('short')
     + hm.queryOptions.withDatasource('prometheus', '${datasource}')
     + hm.queryOptions.withInterval(d.heatmapMinInterval)
@@ -66,6 +74,13 @@ function(c)
     + hm.options.tooltip.withYHistogram(true)
     + hm.options.rowsFrame.withLayout('le');
 
+  // Probes that ran but have no last-success series: they never succeeded, so the age
+  // panels (which read that series) cannot show them.
+  local neverSucceeded =
+    'max by (%s, %s) (fioprobe_runs_total%s > 0) unless on (%s, %s) '
+    % [c.clusterLabel, by, raw, c.clusterLabel, by]
+    + 'fioprobe_last_success_timestamp_seconds%s' % raw;
+
   local health = [
     k.stat(
       'Failing probes',
@@ -73,12 +88,24 @@ function(c)
       'none',
       k.instant('count(fioprobe_success%s == 0) or vector(0)' % raw),
       [{ color: 'green', value: null }, { color: 'red', value: 1 }],
+      w=4,
+    ),
+    k.stat(
+      'Never succeeded',
+      'Probes that have run (fioprobe_runs_total > 0) but never once succeeded: they have no '
+      + 'fioprobe_last_success_timestamp_seconds, so "Oldest last success" and "Age of last '
+      + 'successful run" cannot show them. Usually a misconfigured target; the table beside '
+      + 'names the reason.',
+      'none',
+      k.instant('count(%s) or vector(0)' % neverSucceeded),
+      [{ color: 'green', value: null }, { color: 'red', value: 1 }],
+      w=4,
     ),
     k.stat(
       'Oldest last success',
-      'Time since the least recent successful run among the selected probes '
-      + '(fioprobe_last_success_timestamp_seconds). Red from %s s, when FioProbeStale fires.'
-        % c.staleAfterSeconds,
+      'Time since the least recent successful run among the selected probes that have ever '
+      + 'succeeded (fioprobe_last_success_timestamp_seconds; "Never succeeded" counts the '
+      + 'others). Red from %s s, when FioProbeStale fires.' % c.staleAfterSeconds,
       's',
       k.instant('max(time() - fioprobe_last_success_timestamp_seconds%s)' % raw),
       [
@@ -86,6 +113,7 @@ function(c)
         { color: 'yellow', value: c.staleAfterSeconds / 2 },
         { color: 'red', value: c.staleAfterSeconds },
       ],
+      w=4,
     ),
     k.table(
       'Failing probes and reasons',
@@ -103,7 +131,8 @@ function(c)
     k.timeSeries(
       'Age of last successful run',
       "Seconds since each probe's last successful run (carried forward on failure); "
-      + 'it saw-tooths with the probe schedule. The dashed line is the staleness threshold.',
+      + 'it saw-tooths with the probe schedule. The dashed line is the staleness threshold. '
+      + 'A probe that never succeeded has no line: see "Never succeeded".',
       's',
       k.target(
         'time() - max by (%s) (fioprobe_last_success_timestamp_seconds%s)' % [by, raw],
@@ -193,7 +222,6 @@ function(c)
           % [k.num(d.latencyYellowSeconds), k.num(d.latencyRedSeconds)],
         k.target('probe:fioprobe_sync_latency_seconds:p99%s' % rec, legend),
       ),
-      heatmap,
       k.latencyTimeSeries(
         'fsync p99.9 over time',
         'fsync p99.9 over the last %s of runs ' % c.latencyWindow
@@ -210,7 +238,11 @@ function(c)
           k.target('probe:fioprobe_write_latency_seconds:p99%s' % rec, legend + ' write'),
           k.target('probe:fioprobe_read_latency_seconds:p99%s' % rec, legend + ' read'),
         ],
+        w=24,
       ),
+      // A repeated panel sits alone in its row: Grafana lays its copies out over whole lines.
+      k.row('fsync latency distribution per StorageClass'),
+      heatmap,
       k.row('Throughput'),
       k.timeSeries(
         'IOPS per profile',
@@ -229,6 +261,11 @@ function(c)
           perOp('write_bandwidth_bytes_per_second', 'write'),
         ],
       ),
+      // Every probed volume with a model, dedicated StorageClass volumes (PVCs, no node)
+      // included; the etcd disks dashboard has the same panels for node-local volumes.
+      k.row('Burst credits'),
+      k.burstCeiling(volumes, volumeLegend, 'per StorageClass (and node, for node-local probes)'),
+      k.burstBalance(volumes, volumeLegend, 'per StorageClass'),
       k.row('Probe health'),
     ] + health + [k.row('Probe cost')] + cost,
   )

@@ -33,6 +33,11 @@ local generic(type) = {
     withDescription(value):: { description: value },
     withTransparent(value=true):: { transparent: value },
     withGridPos(h=8, w=12, x=0, y=0):: { gridPos: { h: h, w: w, x: x, y: y } },
+    // One copy of the panel per selected value of a (multi-value) variable; 'h' places the
+    // copies side by side, at most maxPerRow to a line, 'v' stacks them.
+    withRepeat(value):: { repeat: value },
+    withRepeatDirection(value='h'):: { repeatDirection: value },
+    withMaxPerRow(value):: { maxPerRow: value },
   },
 
   queryOptions: {
