@@ -139,6 +139,59 @@ def cmd_gc(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    try:
+        from .report.build import BaselineError, ReportOptions, build_report
+    except ImportError as exc:
+        raise UsageError(
+            f"fioprobe report needs matplotlib ({exc}): pip install 'fioprobe[report]'"
+        ) from None
+    from .report.load import Grouping, GroupingError
+
+    options = ReportOptions(
+        grouping=Grouping(args.group_by, args.folder_pattern),
+        baseline=args.baseline,
+        warn_ms=args.warn_ms,
+        crit_ms=args.crit_ms,
+        title=args.title,
+    )
+    if not 0 < args.warn_ms <= args.crit_ms:
+        raise UsageError("--warn-ms and --crit-ms must be positive, warn at or below crit")
+    try:
+        result = build_report(args.paths, args.output, options)
+    except (GroupingError, BaselineError) as exc:
+        raise UsageError(str(exc)) from None
+    _say(
+        args,
+        f"report of {result.files_parsed} of {result.files_read} files "
+        f"({len(result.unreadable)} unreadable) in {result.html}",
+    )
+    return EXIT_OK if result.files_parsed else EXIT_BAD_INPUT
+
+
+def cmd_backfill(args: argparse.Namespace) -> int:
+    from .backfill import BackfillError, backfill, parse_labels
+    from .report.load import Grouping, GroupingError
+
+    try:
+        grouping = Grouping(args.group_by, args.folder_pattern)
+        grouping.validate()
+        labels = parse_labels(args.label or [])
+        result = backfill(args.paths, args.output, grouping, labels, promtool=args.promtool)
+    except (GroupingError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    except BackfillError as exc:
+        return _fail(str(exc), EXIT_PROBE_FAILED)
+    for item in result.unreadable:
+        _say(args, f"skipped {item.name}: {item.reason}")
+    _say(
+        args,
+        f"{result.pushes} pushes of {result.series_keys} series keys from "
+        f"{result.files_parsed} files, {len(result.blocks)} blocks in {args.output}",
+    )
+    return EXIT_OK if result.files_parsed else EXIT_BAD_INPUT
+
+
 def _elapsed(run: object) -> float:
     jobs = getattr(run, "jobs", [])
     return max((job.runtime_s for job in jobs), default=0.0)
@@ -325,37 +378,106 @@ def build_parser() -> argparse.ArgumentParser:
     gc.add_argument("--dry-run", action="store_true", help="only print what would be deleted")
     gc.add_argument("--quiet", action="store_true", help="no summary on stderr")
     gc.set_defaults(func=cmd_gc)
+
+    report = sub.add_parser(
+        "report",
+        help="comparison report (Markdown, HTML, PNG charts) over folders/archives of fio results",
+        description="Read fio results (files, nested folders such as "
+        "<battery>_<cluster>-fio-<host>/.../*.json, .tar.gz archives read in place), group "
+        "them and write report.md, report.html (self-contained), report.json and charts/ "
+        "into OUTDIR. Unreadable files are listed in the report and do not stop it.",
+    )
+    report.add_argument("paths", nargs="+", metavar="PATH", help="fio results, folders, archives")
+    report.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="output folder")
+    _add_grouping_options(report)
+    report.add_argument("--baseline", metavar="GROUP", help="compare every group to this one")
+    report.add_argument("--warn-ms", type=float, default=5.0, help="yellow from (default 5)")
+    report.add_argument("--crit-ms", type=float, default=10.0, help="red from (default 10)")
+    report.add_argument("--title", default="fio results", help="report title")
+    report.add_argument("--quiet", action="store_true", help="no summary line on stderr")
+    report.set_defaults(func=cmd_report)
+
+    backfill = sub.add_parser(
+        "backfill",
+        help="fio results -> OpenMetrics with each run's time -> TSDB blocks (promtool)",
+        description="Turn fio results into the series the live exporter would have pushed "
+        "(cumulative histograms per group, storageclass=GROUP, profile=JOB), each run at its "
+        "own timestamp, and run `promtool tsdb create-blocks-from openmetrics` into DIR. Copy "
+        "the blocks into a Prometheus data directory whose --storage.tsdb.retention.time "
+        "reaches back to the oldest run.",
+    )
+    backfill.add_argument("paths", nargs="+", metavar="PATH", help="fio results, folders, archives")
+    backfill.add_argument("-o", "--output", required=True, metavar="DIR", help="block folder")
+    _add_grouping_options(backfill)
+    backfill.add_argument(
+        "--label", action="append", metavar="NAME=VALUE", help="extra label on every series"
+    )
+    backfill.add_argument("--promtool", default="promtool", help="promtool binary")
+    backfill.add_argument("--quiet", action="store_true", help="no summary lines on stderr")
+    backfill.set_defaults(func=cmd_backfill)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    from .config import ConfigError
-    from .fioparse import FioOutputError
-    from .pushgateway import PushError
-    from .runner import Interrupted
-    from .state import StateError
+def _add_grouping_options(parser: argparse.ArgumentParser) -> None:
+    from .report.load import DEFAULT_FOLDER_PATTERN
 
+    parser.add_argument(
+        "--group-by",
+        default="folder",
+        metavar="folder|job|option:NAME",
+        help="columns: the folder naming pattern's group (default), the fio job name, or the "
+        "value of a fio option (e.g. option:iodepth)",
+    )
+    parser.add_argument(
+        "--folder-pattern",
+        default=DEFAULT_FOLDER_PATTERN,
+        metavar="REGEX",
+        help="matched against each folder name; named groups group (or cluster), node (or "
+        "host), battery (default: <battery>_<group>-fio-<node>)",
+    )
+
+
+#: Known errors: (module, class name, exit status). Checked only against modules already
+#: imported (an error cannot come from a module that was never loaded), so that `main`
+#: itself imports nothing heavy: `fioprobe push` must not pay for yaml or the runner.
+_KNOWN_ERRORS = (
+    ("fioprobe.config", "ConfigError", EXIT_USAGE),
+    ("fioprobe.fioparse", "FioOutputError", EXIT_BAD_INPUT),
+    ("fioprobe.state", "StateError", EXIT_USAGE),
+    ("fioprobe.pushgateway", "PushError", EXIT_PUSH_FAILED),
+)
+
+
+def _known_error(exc: Exception) -> int | None:
+    for module_name, class_name, code in _KNOWN_ERRORS:
+        module = sys.modules.get(module_name)
+        if module is not None and isinstance(exc, getattr(module, class_name)):
+            return code
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
     except UsageError as exc:
         return _fail(str(exc), EXIT_USAGE)
-    except ConfigError as exc:
-        return _fail(str(exc), EXIT_USAGE)
-    except FioOutputError as exc:
-        return _fail(str(exc), EXIT_BAD_INPUT)
-    except StateError as exc:
-        return _fail(str(exc), EXIT_USAGE)
-    except PushError as exc:
-        return _fail(
-            f"{exc} (the run is kept in the state file and goes with the next push)",
-            EXIT_PUSH_FAILED,
-        )
-    except Interrupted as exc:
-        return _fail(f"interrupted by {exc}; fio stopped, its files removed, failure pushed",
-                     128 + exc.signum)  # fmt: skip
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
+    except Exception as exc:
+        runner = sys.modules.get("fioprobe.runner")
+        if runner is not None and isinstance(exc, runner.Interrupted):
+            return _fail(
+                f"interrupted by {exc}; fio stopped, its files removed, failure pushed",
+                128 + exc.signum,
+            )
+        code = _known_error(exc)
+        if code is None:
+            raise
+        if code == EXIT_PUSH_FAILED:
+            return _fail(f"{exc} (the run is kept in the state file and goes with the next push)",
+                         code)  # fmt: skip
+        return _fail(str(exc), code)
 
 
 def _fail(message: str, code: int) -> int:

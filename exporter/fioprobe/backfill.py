@@ -1,0 +1,226 @@
+"""`fioprobe backfill`: archives of fio results into Prometheus TSDB blocks.
+
+The results become what the live exporter would have pushed, one push per run, each at the
+run's own time: per series key (storageclass = the report's group, profile = the report's job
+row, node when known) the runs are merged in time order into the same cumulative totals
+(`fioprobe.state.merge_run`) and rendered by the same collector (`fioprobe.collector`), so
+histograms are cumulative across runs with the contract's buckets, and last-run summaries
+carry fio's exact percentiles. The samples are written as OpenMetrics with timestamps, and
+`promtool tsdb create-blocks-from openmetrics` turns them into blocks ready to be copied into
+a Prometheus data directory (whose retention must reach back to the oldest run).
+
+Runs of one series at the same millisecond are one push (the totals hold both; the last-run
+series show the later one), since a series cannot hold two values at one time.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from prometheus_client.metrics_core import Metric
+from prometheus_client.openmetrics.exposition import generate_latest
+from prometheus_client.samples import Sample
+
+from .collector import ProbeOutcome, registry_for
+from .model import Run
+from .report.discover import Unreadable
+from .report.load import Entry, Grouping, load_with_progress
+from .state import GroupTotals, merge_run
+
+#: Labels the exporter sets itself; --label may not override them.
+RESERVED_LABELS = frozenset(
+    {"job", "storageclass", "profile", "node", "le", "quantile", "fio_job", "reason",
+     "fio_version", "version", "volume_type", "provisioner", "ran_on_node", "histogram_source",
+     "__name__", "instance"}
+)  # fmt: skip
+_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+OPENMETRICS_NAME = "fioprobe-backfill.om"
+
+
+class BackfillError(RuntimeError):
+    """promtool missing or failing, or an output folder that cannot be used."""
+
+
+@dataclass(frozen=True, slots=True)
+class Push:
+    """One push the live exporter would have made: a series key at one time."""
+
+    labels: dict[str, str]
+    timestamp: float
+    entries: list[Entry]
+    totals: GroupTotals
+
+
+@dataclass(slots=True)
+class BackfillResult:
+    openmetrics: Path
+    blocks: list[Path]
+    pushes: int
+    series_keys: int
+    samples: int
+    files_read: int
+    files_parsed: int
+    unreadable: list[Unreadable] = field(default_factory=list)
+    first_timestamp: float | None = None
+    last_timestamp: float | None = None
+
+
+def parse_labels(pairs: Iterable[str]) -> dict[str, str]:
+    """`NAME=VALUE` strings (from --label) into a dict, refusing reserved or invalid names."""
+    labels: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not _LABEL_NAME.match(name) or name.startswith("__"):
+            raise ValueError(f"--label wants NAME=VALUE with a Prometheus label name: {pair!r}")
+        if name in RESERVED_LABELS:
+            raise ValueError(f"--label {name} is set by fioprobe itself")
+        labels[name] = value
+    return labels
+
+
+def series_labels(entry: Entry, extra: dict[str, str]) -> dict[str, str]:
+    """The Pushgateway grouping key the live exporter would have used, plus extra labels."""
+    labels = {"job": "fioprobe", "storageclass": entry.group, "profile": entry.row}
+    if entry.node:
+        labels["node"] = entry.node
+    return {**labels, **extra}
+
+
+def plan(entries: Sequence[Entry], extra: dict[str, str] | None = None) -> list[Push]:
+    """Every push, per series key in time order, with the totals after it."""
+    extra = extra or {}
+    by_key: dict[tuple[tuple[str, str], ...], list[Entry]] = defaultdict(list)
+    for entry in entries:
+        by_key[tuple(sorted(series_labels(entry, extra).items()))].append(entry)
+    pushes: list[Push] = []
+    for key in sorted(by_key):
+        members = sorted(by_key[key], key=lambda e: (e.timestamp, e.seq))
+        totals = GroupTotals()
+        index = 0
+        while index < len(members):
+            millis = round(members[index].timestamp * 1000)
+            same = [m for m in members[index:] if round(m.timestamp * 1000) == millis]
+            index += len(same)
+            for entry in same:
+                merge_run(
+                    totals,
+                    _single_job_run(entry),
+                    success=entry.job.error == 0,
+                    finished_at=millis / 1000,
+                )
+            pushes.append(Push(dict(key), millis / 1000, same, _copy(totals)))
+    return pushes
+
+
+def _single_job_run(entry: Entry) -> Run:
+    """The run as the live exporter would have seen it for this series: only this job."""
+    run = entry.run
+    return Run(run.source, run.fio_version, run.timestamp, [entry.job], run.options)
+
+
+def _copy(totals: GroupTotals) -> GroupTotals:
+    return GroupTotals.from_json(totals.to_json(), "backfill")
+
+
+def openmetrics_text(pushes: Sequence[Push]) -> tuple[bytes, int]:
+    """All pushes as one OpenMetrics document (families contiguous, each series in time
+    order), and its number of samples."""
+    families: dict[str, Metric] = {}
+    count = 0
+    for push in pushes:
+        last = push.entries[-1]
+        success = last.job.error == 0
+        outcome = ProbeOutcome(
+            run=_single_job_run(last),
+            success=success,
+            duration_seconds=last.job.runtime_s,
+            failure_reason=None if success else "fio_error",
+        )
+        registry = registry_for(outcome, push.totals, push.labels)
+        for family in registry.collect():
+            merged = families.get(family.name)
+            if merged is None:
+                merged = families[family.name] = Metric(
+                    family.name, family.documentation, family.type, family.unit
+                )
+            for sample in family.samples:
+                merged.samples.append(
+                    Sample(sample.name, sample.labels, sample.value, push.timestamp)
+                )
+                count += 1
+
+    class _All:
+        def collect(self) -> Iterable[Metric]:
+            return families.values()
+
+    return (generate_latest(_All()) if count else b"# EOF\n"), count
+
+
+def create_blocks(openmetrics: Path, outdir: Path, promtool: str = "promtool") -> list[Path]:
+    """Run promtool; returns the block folders it made in `outdir`."""
+    binary = shutil.which(promtool)
+    if binary is None:
+        raise BackfillError(
+            f"{promtool} is not installed (Debian package prometheus; run make setup)"
+        )
+    before = {p.name for p in outdir.iterdir()}
+    proc = subprocess.run(
+        [binary, "tsdb", "create-blocks-from", "openmetrics", "--quiet", str(openmetrics),
+         str(outdir)],
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        check=False,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        message = (proc.stderr or proc.stdout).strip().splitlines()
+        raise BackfillError(
+            f"promtool tsdb create-blocks-from openmetrics failed ({proc.returncode}): "
+            + (" | ".join(message[-3:]) or "no output")
+        )
+    return sorted(
+        p
+        for p in outdir.iterdir()
+        if p.is_dir() and p.name not in before and (p / "meta.json").exists()
+    )
+
+
+def backfill(
+    paths: Sequence[str],
+    outdir: str | os.PathLike[str],
+    grouping: Grouping | None = None,
+    extra_labels: dict[str, str] | None = None,
+    *,
+    promtool: str = "promtool",
+    progress_stream: TextIO | None = None,
+) -> BackfillResult:
+    """Read `paths`, write OUTDIR/fioprobe-backfill.om and the TSDB blocks into OUTDIR."""
+    out = Path(outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    loaded = load_with_progress(paths, grouping, progress_stream, "backfill")
+    pushes = plan(loaded.entries, extra_labels)
+    text, samples = openmetrics_text(pushes)
+    om_path = out / OPENMETRICS_NAME
+    om_path.write_bytes(text)
+    blocks = create_blocks(om_path, out, promtool) if samples else []
+    stamps = [p.timestamp for p in pushes]
+    return BackfillResult(
+        openmetrics=om_path,
+        blocks=blocks,
+        pushes=len(pushes),
+        series_keys=len({tuple(sorted(p.labels.items())) for p in pushes}),
+        samples=samples,
+        files_read=loaded.files_read,
+        files_parsed=loaded.files_parsed,
+        unreadable=loaded.unreadable,
+        first_timestamp=min(stamps, default=None),
+        last_timestamp=max(stamps, default=None),
+    )

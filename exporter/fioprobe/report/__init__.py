@@ -1,0 +1,17 @@
+"""`fioprobe report`: comparison reports over folders and archives of fio results.
+
+Pipeline: `discover` (files, nested folders, tar archives read in place) -> `load` (the
+exporter's own reader, `fioprobe.fioparse`, plus grouping) -> `analysis` (fio's numbers into
+tables, baseline ratios, sweeps, steps; the contract's buckets via `fioprobe.state`) ->
+`document` (one model, rendered as Markdown and as self-contained HTML) with `charts` (PNG).
+`build` writes report.md, report.html, report.json and charts/*.png into one folder.
+
+Importing this package does not import matplotlib (`fioprobe backfill` shares `load`
+without it); `fioprobe.report.build` does.
+"""
+
+from __future__ import annotations
+
+from .load import DEFAULT_FOLDER_PATTERN, Grouping, GroupingError
+
+__all__ = ["DEFAULT_FOLDER_PATTERN", "Grouping", "GroupingError"]
