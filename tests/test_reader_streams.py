@@ -66,7 +66,8 @@ def test_text_before_and_after_and_a_foreign_object(status_stream: str) -> None:
         ('{"jobs": [{"jobname": "j", "read": {"iops": "fast"}}]}',
          "jobs[0].read.iops is not a number: 'fast'"),
         ('{"jobs": [{"jobname": "j", "write": {"total_ios": 1, "clat_ns": {"min": 1, "max": 2,'
-         ' "mean": 1, "bins": {"x": 1}}}}]}', "jobs[0].write.clat_ns.bins has a key that is not a latency"),
+         ' "mean": 1, "bins": {"x": 1}}}}]}',
+         "jobs[0].write.clat_ns.bins has a key that is not a latency"),
         ('{"jobs": [{"jobname": "j", "write": {"total_ios": -3}}]}',
          "jobs[0].write.total_ios is negative: -3"),
     ],

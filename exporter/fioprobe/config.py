@@ -24,8 +24,8 @@ load, so the rest of the program sees complete values.
 
 from __future__ import annotations
 
-import math
 import difflib
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
