@@ -81,6 +81,22 @@ def test_symlinked_directory_is_refused(tmp_path: Path, state_dir: Path, pushgat
     assert list(real.iterdir()) == []
 
 
+def test_planted_symlink_inside_the_directory_is_refused(
+    tmp_path: Path, state_dir: Path, pushgateway
+) -> None:
+    """A symlink where fio's private run directory goes must not lead fio out of it."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    target = tmp_path / "probe"
+    target.mkdir()
+    (target / ".fioprobe-run").symlink_to(outside)
+    result = probe(pushgateway, target)
+    assert result.returncode == 1
+    assert "exists and is not our directory" in result.stderr.decode()
+    assert failure_reason(pushgateway) == "unsafe_target"
+    assert list(outside.iterdir()) == []
+
+
 def test_block_device_is_refused(state_dir: Path, pushgateway) -> None:
     device = Path("/dev/loop7")
     assert device.is_block_device()
