@@ -4,19 +4,23 @@ Why: tests/test_dashboards.py proves the dashboards are well-formed and only nam
 that exist, but not that a query returns anything: a wrong label, a missing `by`, a rate
 window that can never hold two samples or a variable that selects nothing all render fine
 and show an empty panel. Here real probes run (fio through `fioprobe run --config`) against
-two targets: a plain directory, and a FUSE filesystem that delays every fsync by 15 ms
-(tests/support/slowfs.py), which also holds the data directory of a real etcd that
-Prometheus scrapes while a bounded loop writes to it. A third target fails on purpose (its
+two targets: a plain directory (modelled as a dedicated gp2 volume of its StorageClass, a
+PVC without a node), and a FUSE filesystem that delays every fsync by 15 ms
+(tests/support/slowfs.py), a node-local probe with a dedicated gp2 volume model, which also
+holds the data directory of a real etcd that Prometheus scrapes while a bounded loop
+writes to it. A third target fails on purpose (its
 directory is a symlink: `unsafe_target`), so the "failing probes" panels have data instead
 of being excused. The mixin's recording rules, rendered from jsonnet in the test with a
 short latency window, run in the same Prometheus.
 
 Then every variable query and every panel query of every dashboard in dashboards/out/ is
 run through Prometheus's HTTP API with Grafana's variables substituted the way Grafana
-does ($__interval, $__rate_interval, $__range, "All" -> allValue), and must return at
-least one finite value. The only exception is what dashboards/external-metrics.json
-documents as needing data no environment here can have (CloudWatch's BurstBalance); such
-a panel must then really be empty, so the list cannot go stale unnoticed.
+does ($__interval, $__rate_interval, $__range, "All" -> allValue, one copy of a repeated
+panel per selected value), and must return at least one finite value. The exceptions are
+what dashboards/external-metrics.json documents as needing data no environment here can
+have (CloudWatch's BurstBalance), and the heatmap copy of the never-succeeding target's
+StorageClass (EMPTY_BY_DESIGN); such a panel must then really be empty, so the list cannot
+go stale unnoticed.
 
 scripts/dashboard_pictures.py reuses `live_stack` and `collect_results` to plot every
 panel's data into docs/dashboards/<uid>.png. With FIOPROBE_LIVE_RESULTS=<file> this test
@@ -63,6 +67,9 @@ PLAIN = "plain-disk"
 SLOW = "slow-fuse"
 BROKEN = "broken-symlink"
 FSYNC_DELAY_MS = 15.0
+#: gp2 volume models: baseline 3 IOPS per GiB, burst 3,000 (DESIGN.md, Volume models).
+PLAIN_GP2_GIB, SLOW_GP2_GIB = 200, 100
+GP2_BURST_IOPS = 3000
 #: The recording rules' rate window. The committed 30m spans six 5-minute CronJob runs;
 #: here rounds are seconds apart, and 2m holds every round of the test.
 LATENCY_WINDOW = "2m"
@@ -186,7 +193,19 @@ def write_configs(workdir: Path, gateway: str, plain: Path, slow: Path, broken: 
     import yaml
 
     targets = {
-        PLAIN: {"name": PLAIN, "directory": str(plain), "profiles": PROFILES},
+        PLAIN: {
+            "name": PLAIN,
+            "directory": str(plain),
+            # A dedicated gp2 probe volume of a StorageClass (a PVC: no node), the case only
+            # the Overview's burst panels show.
+            "volume": {
+                "type": "gp2",
+                "size": f"{PLAIN_GP2_GIB}Gi",
+                "provisioner": "ebs.csi.aws.com",
+                "dedicated": True,
+            },
+            "profiles": PROFILES,
+        },
         SLOW: {
             "name": SLOW,
             "directory": str(slow),
@@ -194,7 +213,7 @@ def write_configs(workdir: Path, gateway: str, plain: Path, slow: Path, broken: 
             # Dedicated, so the exporter models its gp2 credit balance.
             "volume": {
                 "type": "gp2",
-                "size": "100Gi",
+                "size": f"{SLOW_GP2_GIB}Gi",
                 "provisioner": "ebs.csi.aws.com",
                 "dedicated": True,
             },
@@ -481,6 +500,71 @@ def finite_values(series: list[dict[str, Any]]) -> list[float]:
 #: Values chosen for the Comparison: the plain directory against the slow FUSE one.
 PREFER = {"storageclass_a": PLAIN, "storageclass_b": SLOW, "shift_b": "1ms"}
 
+#: Grafana's grid width and a horizontal repeat's default maxPerRow.
+GRID_COLUMNS = 24
+DEFAULT_MAX_PER_ROW = 4
+
+
+def grafana_regex_escape(value: str) -> str:
+    """One value of a multi-value variable as Grafana's Prometheus data source writes it.
+
+    Why: a repeated panel's copy sets its variable to one value, which Grafana escapes for a
+    regex inside a PromQL string (prometheusSpecialRegexEscape), not to the "All" regex.
+    """
+    value = value.replace("\\", "\\\\\\\\")
+    return re.sub(r"[$^*{}\[\]'+?.()|]", lambda m: "\\\\" + m.group(0), value)
+
+
+def selected_values(
+    variable: dict[str, Any], values: dict[str, str], options: dict[str, list[str]]
+) -> list[str]:
+    """The values a multi-value variable stands for: every option for "All", else its value."""
+    name = variable["name"]
+    if variable.get("includeAll") and values[name] == variable.get("allValue"):
+        return list(options[name])
+    return [values[name]]
+
+
+def expand_repeats(
+    dashboard: dict[str, Any], values: dict[str, str], options: dict[str, list[str]]
+) -> list[tuple[dict[str, Any], dict[str, str]]]:
+    """Panels as Grafana shows them, each with the variable values its queries see.
+
+    Why: a panel with `repeat` is shown once per selected value of its variable, with that
+    single value substituted, laid out as Grafana's DashboardModel.repeatPanel does
+    (horizontal copies max(24/n, 24/maxPerRow) wide, wrapping; vertical ones stacked), and
+    the panels below move down by the extra lines the copies take.
+    """
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    shown: list[tuple[dict[str, Any], dict[str, str]]] = []
+    shift = 0
+    for panel in panels(dashboard):
+        panel = {**panel, "gridPos": {**panel["gridPos"], "y": panel["gridPos"]["y"] + shift}}
+        name = panel.get("repeat")
+        if not name:
+            shown.append((panel, values))
+            continue
+        assert name in variables, f"{panel['title']!r} repeats for undefined ${name}"
+        chosen = selected_values(variables[name], values, options)
+        pos = panel["gridPos"]
+        x, y = 0.0, pos["y"]
+        for index, value in enumerate(chosen):
+            copy = {**panel, "gridPos": dict(pos), "repeat_value": {name: value}}
+            if panel.get("repeatDirection") == "v":
+                copy["gridPos"]["y"] = pos["y"] + index * pos["h"]
+            else:
+                per_row = panel.get("maxPerRow") or DEFAULT_MAX_PER_ROW
+                width = max(GRID_COLUMNS / len(chosen), GRID_COLUMNS / per_row)
+                if x + width > GRID_COLUMNS:
+                    x, y = 0.0, y + pos["h"]
+                copy["gridPos"].update(x=x, y=y, w=width)
+                x += width
+            copy["title"] = substitute(panel["title"], {**values, name: value})
+            shown.append((copy, {**values, name: grafana_regex_escape(value)}))
+        last = shown[-1][0]["gridPos"]
+        shift += last["y"] + last["h"] - (pos["y"] + pos["h"])
+    return shown
+
 
 def collect_results(prometheus: str, start: float, end: float) -> dict[str, Any]:
     """Every variable and panel query of every dashboard, substituted and run.
@@ -497,10 +581,18 @@ def collect_results(prometheus: str, start: float, end: float) -> dict[str, Any]
             "options": options,
             "panels": [],
         }
-        for panel in panels(dashboard):
+        for panel, scoped in expand_repeats(dashboard, values, options):
             entry = {
                 key: panel.get(key)
-                for key in ("id", "type", "title", "gridPos", "description", "options")
+                for key in (
+                    "id",
+                    "type",
+                    "title",
+                    "gridPos",
+                    "description",
+                    "options",
+                    "repeat_value",
+                )
             }
             entry["fieldConfig"] = panel.get("fieldConfig", {}).get("defaults", {})
             entry["targets"] = []
@@ -508,7 +600,7 @@ def collect_results(prometheus: str, start: float, end: float) -> dict[str, Any]
                 intervals = interval_variables(panel, start, end)
                 step = parse_duration(intervals["__interval"])
                 for target in panel.get("targets", []):
-                    expr = substitute(target["expr"], {**values, **intervals})
+                    expr = substitute(target["expr"], {**scoped, **intervals})
                     instant = bool(target.get("instant")) and not target.get("range")
                     entry["targets"].append(
                         {
@@ -569,23 +661,30 @@ def test_every_variable_query_returns_values(live: tuple[LiveStack, dict[str, An
     assert "etcd-fsync" in etcd["profile"]
 
 
+#: Copies of repeated panels that must be empty here: the probe of broken-symlink never
+#: succeeded, so its StorageClass has no fsync histogram to draw.
+EMPTY_BY_DESIGN = {"fioprobe-overview.json": {f"fsync latency distribution: {BROKEN}"}}
+
+
 def test_every_panel_query_returns_data(live: tuple[LiveStack, dict[str, Any]]) -> None:
-    """Each panel target yields a finite value, unless documented as needing external data."""
+    """Each panel target yields a finite value, unless documented as needing external data
+    (or, for a repeated panel's copy, listed in EMPTY_BY_DESIGN); those must be empty."""
     _, results = live
     excused = needs_external_data()
     empty, stale_excuses = [], []
     checked = 0
     for file, record in results["dashboards"].items():
         titles = {p["title"] for p in record["panels"]}
-        for title in excused.get(file, {}):
-            assert title in titles, f"external-metrics.json excuses a panel {file} lacks: {title}"
+        expected_empty = set(excused.get(file, {})) | EMPTY_BY_DESIGN.get(file, set())
+        for title in expected_empty:
+            assert title in titles, f"a panel expected to be empty is missing: {file}: {title}"
         for panel in record["panels"]:
             if panel["type"] == "row":
                 continue
             assert panel["targets"], f"{file}: panel {panel['title']!r} has no query"
             for target in panel["targets"]:
                 has_data = bool(finite_values(target["result"]))
-                if panel["title"] in excused.get(file, {}):
+                if panel["title"] in expected_empty:
                     if has_data:
                         stale_excuses.append(f"{file}: {panel['title']}")
                     continue
@@ -593,7 +692,7 @@ def test_every_panel_query_returns_data(live: tuple[LiveStack, dict[str, Any]]) 
                 if not has_data:
                     empty.append(f"{file}: {panel['title']} [{target['refId']}]: {target['expr']}")
     assert not empty, "panel queries without data:\n" + "\n".join(empty)
-    assert not stale_excuses, f"excused as impossible here but have data: {stale_excuses}"
+    assert not stale_excuses, f"expected to be empty here but have data: {stale_excuses}"
     assert checked >= 50, f"only {checked} queries checked; did the dashboards lose panels?"
 
 
@@ -621,6 +720,13 @@ def test_panels_show_what_the_disks_did(live: tuple[LiveStack, dict[str, Any]]) 
 
     (failing,) = panel_series(results, overview, "Failing probes")
     assert last_value(failing) == 1
+    # broken-symlink has run every round and never succeeded: no last-success series.
+    (never,) = panel_series(results, overview, "Never succeeded")
+    assert last_value(never) == 1
+    (oldest,) = panel_series(results, overview, "Oldest last success")
+    assert 0 <= last_value(oldest) <= results["end"] - results["start"]
+    ages = panel_series(results, overview, "Age of last successful run")
+    assert {s["metric"]["storageclass"] for s in ages} == {PLAIN, SLOW}
     (reason,) = panel_series(results, overview, "Failing probes and reasons")
     assert reason["metric"]["storageclass"] == BROKEN
     assert reason["metric"]["reason"] == "unsafe_target"
@@ -633,11 +739,45 @@ def test_panels_show_what_the_disks_did(live: tuple[LiveStack, dict[str, Any]]) 
     ]
     assert etcd_lines and max(finite_values(etcd_lines)) > 0.01, stack.etcd_puts
 
+    # The etcd dashboard: node-local volumes only (slow-fuse on cp-0), per node.
     title = "IOPS ceiling vs baseline and burst"
     (baseline,) = panel_series(results, etcd, title, "B")
     (burst,) = panel_series(results, etcd, title, "C")
-    assert (last_value(baseline), last_value(burst)) == (300, 3000)  # gp2 100 GiB
+    assert (last_value(baseline), last_value(burst)) == (3 * SLOW_GP2_GIB, GP2_BURST_IOPS)
+    assert baseline["metric"]["node"] == NODE
     (ceiling,) = panel_series(results, etcd, title, "A")
     assert last_value(ceiling) > 0
     (balance,) = panel_series(results, etcd, "Modelled burst credit balance")
     assert 0.9 < last_value(balance) <= 1.0  # a few short probes cost little of 5.4 M
+
+    # The Overview: every modelled volume per StorageClass, the dedicated gp2 PVC without a
+    # node included, each volume once although every profile's group carries its gauges.
+    def by_class(ref_id: str | None, panel: str = title) -> dict[str, float]:
+        found = panel_series(results, overview, panel, ref_id)
+        classes = [s["metric"]["storageclass"] for s in found]
+        assert len(classes) == len(set(classes)), f"{panel} [{ref_id}]: {classes}"
+        assert all("profile" not in s["metric"] for s in found), found
+        return {s["metric"]["storageclass"]: last_value(s) for s in found}
+
+    assert by_class("B") == {PLAIN: 3 * PLAIN_GP2_GIB, SLOW: 3 * SLOW_GP2_GIB}
+    assert by_class("C") == {PLAIN: GP2_BURST_IOPS, SLOW: GP2_BURST_IOPS}
+    ceilings = by_class("A")
+    assert set(ceilings) == {PLAIN, SLOW} and min(ceilings.values()) > 0
+    balances = by_class(None, "Modelled burst credit balance")
+    assert set(balances) == {PLAIN, SLOW}
+    assert all(0.9 < b <= 1.0 for b in balances.values()), balances
+
+    # One heatmap per StorageClass: the slow class's fsyncs sit above 10 ms, the plain
+    # class's mostly do not; summed together (the old panel) they could not be told apart.
+    def share_above_10ms(storageclass: str) -> float:
+        found = panel_series(results, overview, f"fsync latency distribution: {storageclass}")
+        total = {float(s["metric"]["le"]): sum(finite_values([s])) for s in found}
+        assert total[math.inf] > 0, storageclass
+        return 1 - total[0.01] / total[math.inf]
+
+    assert share_above_10ms(SLOW) > 0.9
+    assert share_above_10ms(SLOW) - share_above_10ms(PLAIN) > 0.5
+    heatmaps = [p for p in results["dashboards"][overview]["panels"] if p["type"] == "heatmap"]
+    assert sorted(p["repeat_value"]["storageclass"] for p in heatmaps) == sorted(
+        [PLAIN, SLOW, BROKEN]
+    )
