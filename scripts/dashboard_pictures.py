@@ -406,8 +406,10 @@ def main(argv: list[str] | None = None) -> int:
     span = results["end"] - results["start"]
     note = (
         f"{source}; time range {start} UTC + {span:.0f} s. Targets: {live.PLAIN} (plain "
-        f"directory), {live.SLOW} (FUSE, fsync +{live.FSYNC_DELAY_MS:g} ms, node {live.NODE}, "
-        f"gp2 100Gi model; etcd's data dir is here too), {live.BROKEN} (fails: unsafe_target)."
+        f"directory, dedicated gp2 {live.PLAIN_GP2_GIB}Gi model, no node), {live.SLOW} (FUSE, "
+        f"fsync +{live.FSYNC_DELAY_MS:g} ms, node {live.NODE}, dedicated gp2 "
+        f"{live.SLOW_GP2_GIB}Gi model; etcd's data dir is here too), {live.BROKEN} (fails "
+        "every run: unsafe_target)."
     )
     excused = live.needs_external_data()
     args.out.mkdir(parents=True, exist_ok=True)

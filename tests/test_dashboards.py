@@ -518,3 +518,102 @@ def test_grid_layout_wraps_and_starts_rows_on_new_lines() -> None:
         {"x": 0, "y": 11, "w": 24, "h": 1},
         {"x": 0, "y": 12, "w": 24, "h": 2},
     ]
+
+
+# --- Repeats, burst credits, probe health -------------------------------------------------
+
+
+def _lines(dashboard: Json) -> dict[int, list[str]]:
+    """Titles of the panels on each grid line (y)."""
+    lines: dict[int, list[str]] = {}
+    for panel in dashboard["panels"]:
+        pos = panel["gridPos"]
+        for y in range(pos["y"], pos["y"] + pos["h"]):
+            lines.setdefault(y, []).append(panel["title"])
+    return lines
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_UIDS))
+def test_repeated_panels_are_well_formed(name: str) -> None:
+    """A repeated panel repeats over a multi-value variable its queries and title use, and
+    sits alone on its lines: Grafana lays its copies over whole lines (horizontal copies are
+    max(24/n, 24/maxPerRow) wide), so a neighbour would be overlapped or pushed around."""
+    dashboard = _dashboards()[name]
+    variables = {v["name"]: v for v in _variables(dashboard)}
+    lines = _lines(dashboard)
+    for panel in _data_panels(dashboard):
+        repeat = panel.get("repeat")
+        if not repeat:
+            continue
+        variable = variables[repeat]
+        assert variable.get("multi") or variable.get("includeAll"), repeat
+        assert repeat in variable_references(panel["title"]), panel["title"]
+        for target in panel["targets"]:
+            assert repeat in variable_references(target["expr"]), target["expr"]
+        assert panel["repeatDirection"] in ("h", "v")
+        if panel["repeatDirection"] == "h":
+            assert panel["gridPos"]["w"] * panel["maxPerRow"] == 24, panel["gridPos"]
+        pos = panel["gridPos"]
+        for y in range(pos["y"], pos["y"] + pos["h"]):
+            assert lines[y] == [panel["title"]], f"{panel['title']!r} shares line {y}: {lines[y]}"
+
+
+def test_overview_heatmap_is_per_storageclass() -> None:
+    """Summing the fsync buckets of every selected class mixes fast and slow disks: the
+    heatmap is repeated per StorageClass, so each copy sees exactly one class."""
+    (heatmap,) = [
+        p for p in _data_panels(_dashboards()["fioprobe-overview.json"]) if p["type"] == "heatmap"
+    ]
+    assert heatmap["repeat"] == "storageclass"
+    (target,) = heatmap["targets"]
+    assert 'storageclass=~"$storageclass"' in target["expr"]
+
+
+_VOLUME_SELECTOR = re.compile(r"(fioprobe_volume_\w+)\{([^}]*)\}")
+
+
+def test_volume_gauges_are_joined_per_volume_ignoring_profile() -> None:
+    """The volume gauges are pushed with every profile's group of a target: queries neither
+    filter nor group them by profile, but by cluster, storageclass and node (and join on
+    those), so each volume is one line and the profile variable cannot hide it."""
+    found = 0
+    for name, dashboard in _dashboards().items():
+        for panel, target in _targets(dashboard):
+            expr = target["expr"]
+            for match in _VOLUME_SELECTOR.finditer(expr):
+                found += 1
+                assert "profile" not in match.group(2), (name, panel["title"], expr)
+                by = f"by (cluster, storageclass, node) ({match.group(0)})"
+                assert by in expr, (name, panel["title"], expr)
+            if " and on " in expr:
+                assert " and on (cluster, storageclass, node) " in expr, expr
+    assert found >= 6
+
+
+def test_burst_panels_cover_dedicated_storageclass_volumes() -> None:
+    """The credit balance is modelled only for dedicated probe volumes, typically a PVC of a
+    StorageClass (no node): the Overview's burst panels must not require a node, while the
+    etcd dashboard's keep to node-local volumes like the rest of that dashboard."""
+    titles = {"IOPS ceiling vs baseline and burst", "Modelled burst credit balance"}
+    for name, node_local in (("fioprobe-overview.json", False), ("fioprobe-etcd-disks.json", True)):
+        panels = [p for p in _data_panels(_dashboards()[name]) if p["title"] in titles]
+        assert {p["title"] for p in panels} == titles, name
+        for panel in panels:
+            for target in panel["targets"]:
+                assert ('node!=""' in target["expr"]) == node_local, (name, target["expr"])
+
+
+def test_never_succeeded_probes_are_counted() -> None:
+    """A probe that never succeeded has no last-success series, so the age panels miss it;
+    the "Never succeeded" stat counts probes with runs and no such series."""
+    (stat,) = [
+        p
+        for p in _data_panels(_dashboards()["fioprobe-overview.json"])
+        if p["title"] == "Never succeeded"
+    ]
+    (target,) = stat["targets"]
+    assert re.search(
+        r"fioprobe_runs_total\{[^}]*\} > 0\) unless on \(cluster, storageclass, node, profile\) "
+        r"fioprobe_last_success_timestamp_seconds\{",
+        target["expr"],
+    ), target["expr"]
