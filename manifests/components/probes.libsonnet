@@ -1,0 +1,254 @@
+// Probe CronJobs: one per StorageClass (its own persistent PVC) and one per control-plane
+// node for the etcd disk (hostPath). The entrypoint is `fioprobe run --config ...`, whose
+// YAML (exporter/fioprobe/config.py) is generated here from the same config, so the two
+// cannot drift. Returns {object key: Kubernetes object}.
+local common = import '../lib/common.libsonnet';
+
+function(config) {
+  local c = config,
+  local pgw = c.pushgateway,
+  local scheme = if pgw.tls.enabled then 'https' else 'http',
+  local authDir = '/var/run/secrets/fioprobe/pushgateway-auth',
+  local caDir = '/var/run/secrets/fioprobe/pushgateway-ca',
+  local configFile = 'config.yaml',
+
+  // --- fioprobe's own configuration (the ConfigMap content) ---------------------------
+  local fioprobePushgateway = {
+                                url: '%s://%s.%s.svc:%d' % [scheme, pgw.name, c.namespace, pgw.port],
+                                timeout_seconds: pgw.timeoutSeconds,
+                                attempts: pgw.attempts,
+                              } + (if pgw.auth.enabled then {
+                                     username_file: authDir + '/username',
+                                     password_file: authDir + '/password',
+                                   } else {})
+                              + (if pgw.tls.enabled then { ca_file: caDir + '/ca.crt' } else {}),
+
+  local fioprobeConfig(name, nodeLocal, volume, profiles) = {
+    pushgateway: fioprobePushgateway,
+    targets: [{
+      name: name,
+      directory: c.probeMountPath,
+      node_local: nodeLocal,
+      volume: volume,
+      timeout_seconds: c.profileTimeoutSeconds,
+      profiles: profiles,
+    }],
+  },
+
+  // --- pod template -------------------------------------------------------------------
+  // Worst case of one run: every profile to its timeout, every push to all its attempts.
+  local activeDeadline(profiles) =
+    std.length(profiles) * (c.profileTimeoutSeconds + pgw.timeoutSeconds * pgw.attempts) + 60,
+
+  local container = {
+    name: 'fioprobe',
+    image: '%s:%s' % [c.image.name, c.image.tag],
+    imagePullPolicy: c.image.pullPolicy,
+    command: ['fioprobe', 'run', '--config', c.configMountPath + '/' + configFile],
+    env: [
+      // Node-local targets are labelled node=<this node>; every probe reports ran_on_node.
+      { name: 'NODE_NAME', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } },
+    ],
+    resources: c.probeResources,
+    securityContext: common.containerSecurityContext,
+    volumeMounts: [
+                    { name: 'config', mountPath: c.configMountPath, readOnly: true },
+                    { name: 'probe', mountPath: c.probeMountPath },
+                    // Python and fio may want a scratch directory; the root filesystem is read-only.
+                    { name: 'tmp', mountPath: '/tmp' },
+                  ] + (if pgw.auth.enabled then [
+                         { name: 'pushgateway-auth', mountPath: authDir, readOnly: true },
+                       ] else [])
+                  + (if pgw.tls.enabled then [
+                       { name: 'pushgateway-ca', mountPath: caDir, readOnly: true },
+                     ] else []),
+  },
+
+  local volumes(configKey, probeVolume) = [
+                                            {
+                                              name: 'config',
+                                              configMap: { name: 'fioprobe-config', items: [{ key: configKey, path: configFile }] },
+                                            },
+                                            { name: 'probe' } + probeVolume,
+                                            { name: 'tmp', emptyDir: { sizeLimit: '16Mi' } },
+                                          ] + (if pgw.auth.enabled then [
+                                                 {
+                                                   name: 'pushgateway-auth',
+                                                   secret: {
+                                                     secretName: pgw.auth.secretName,
+                                                     items: [{ key: 'username', path: 'username' }, { key: 'password', path: 'password' }],
+                                                   },
+                                                 },
+                                               ] else [])
+                                          + (if pgw.tls.enabled then [
+                                               {
+                                                 name: 'pushgateway-ca',
+                                                 secret: { secretName: pgw.tls.caSecretName, items: [{ key: 'ca.crt', path: 'ca.crt' }] },
+                                               },
+                                             ] else []),
+
+  local cronJob(name, namespace, instance, schedule, profiles, configKey, probeVolume, podExtra) = {
+    apiVersion: 'batch/v1',
+    kind: 'CronJob',
+    metadata: common.metadata(c, 'probe', name, namespace, instance),
+    spec: {
+      schedule: schedule,
+      timeZone: 'Etc/UTC',
+      concurrencyPolicy: 'Forbid',
+      startingDeadlineSeconds: c.startingDeadlineSeconds,
+      successfulJobsHistoryLimit: c.successfulJobsHistoryLimit,
+      failedJobsHistoryLimit: c.failedJobsHistoryLimit,
+      jobTemplate: {
+        metadata: { labels: common.labels(c, 'probe') + { 'app.kubernetes.io/instance': instance } },
+        spec: {
+          // A failed probe has already pushed its failure; retrying at once would double
+          // its IO on a disk that is struggling. The next slot runs it again.
+          backoffLimit: 0,
+          activeDeadlineSeconds: activeDeadline(profiles),
+          template: {
+            metadata: {
+              labels: common.labels(c, 'probe') + { 'app.kubernetes.io/instance': instance },
+            },
+            spec: {
+              restartPolicy: 'Never',
+              serviceAccountName: 'fioprobe',
+              automountServiceAccountToken: false,
+              enableServiceLinks: false,
+              terminationGracePeriodSeconds: 30,
+              securityContext: common.podSecurityContext(c.probeUser),
+              containers: [container],
+              volumes: volumes(configKey, probeVolume),
+            } + podExtra,
+          },
+        },
+      },
+    },
+  },
+
+  local serviceAccount(namespace) = {
+    apiVersion: 'v1',
+    kind: 'ServiceAccount',
+    metadata: common.metadata(c, 'probe', 'fioprobe', namespace),
+    automountServiceAccountToken: false,
+  },
+
+  // Probes may reach the Pushgateway and the cluster DNS (to resolve the Pushgateway's
+  // Service name), nothing else; nothing may reach them.
+  local networkPolicy(namespace) = {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'NetworkPolicy',
+    metadata: common.metadata(c, 'probe', 'fioprobe-probes', namespace),
+    spec: {
+      podSelector: { matchLabels: common.selectorLabels('probe') },
+      policyTypes: ['Ingress', 'Egress'],
+      ingress: [],
+      egress: [
+        {
+          to: [{
+            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': c.namespace } },
+            podSelector: { matchLabels: common.selectorLabels('pushgateway') },
+          }],
+          ports: [{ protocol: 'TCP', port: pgw.port }],
+        },
+        {
+          to: [{
+            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': c.dns.namespace } },
+            podSelector: { matchLabels: c.dns.podSelector },
+          }],
+          ports: [{ protocol: 'UDP', port: c.dns.port }, { protocol: 'TCP', port: c.dns.port }],
+        },
+      ],
+    },
+  },
+
+  local configMap(namespace, data) = {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: common.metadata(c, 'probe', 'fioprobe-config', namespace),
+    data: {
+      [key]: std.manifestYamlDoc(data[key], indent_array_in_object=false, quote_keys=false) + '\n'
+      for key in std.objectFields(data)
+    },
+  },
+
+  // --- StorageClass probes --------------------------------------------------------------
+  local scs = c.storageClasses,
+  local scName(sc) = common.dnsName('fioprobe-' + sc.name),
+
+  storageClasses: if std.length(scs) == 0 then {} else {
+    serviceAccount: serviceAccount(c.namespace),
+    networkPolicy: networkPolicy(c.namespace),
+    configMap: configMap(c.namespace, {
+      [sc.name + '.yaml']: fioprobeConfig(sc.name, false, sc.volume, sc.profiles)
+      for sc in scs
+    }),
+  } + {
+    ['pvc-' + sc.name]: {
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: common.metadata(c, 'probe', scName(sc), c.namespace, sc.name),
+      spec: {
+        accessModes: ['ReadWriteOnce'],
+        storageClassName: std.get(sc, 'storageClassName', sc.name),
+        resources: { requests: { storage: sc.volume.size } },
+      },
+    }
+    for sc in scs
+  } + {
+    ['cronJob-' + scs[i].name]: cronJob(
+      scName(scs[i]),
+      c.namespace,
+      scs[i].name,
+      common.schedule(c, i, std.get(scs[i], 'schedule')),
+      scs[i].profiles,
+      scs[i].name + '.yaml',
+      { persistentVolumeClaim: { claimName: scName(scs[i]) } },
+      {},
+    )
+    for i in std.range(0, std.length(scs) - 1)
+  },
+
+  // --- etcd disk probes, one per control-plane node -------------------------------------
+  local e = c.etcd,
+  local nodes = e.nodes,
+  local etcdName(node) = common.dnsName('fioprobe-etcd-' + node),
+
+  etcd: if std.length(nodes) == 0 then {} else {
+    // hostPath volumes are outside every Pod Security level but "privileged", so these
+    // probes live in their own namespace; the restricted settings are still set on the pod
+    // (warn/audit stay "restricted": the only reported violation is the hostPath).
+    namespace: {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: common.metadata(c, 'probe', e.namespace) + {
+        labels+: {
+          'pod-security.kubernetes.io/enforce': 'privileged',
+          'pod-security.kubernetes.io/warn': 'restricted',
+          'pod-security.kubernetes.io/audit': 'restricted',
+        },
+      },
+    },
+    serviceAccount: serviceAccount(e.namespace),
+    networkPolicy: networkPolicy(e.namespace),
+    configMap: configMap(e.namespace, {
+      [e.name + '.yaml']: fioprobeConfig(e.name, true, e.volume, e.profiles),
+    }),
+  } + {
+    ['cronJob-' + nodes[i]]: cronJob(
+      etcdName(nodes[i]),
+      e.namespace,
+      common.dnsName(nodes[i], 63),
+      common.schedule(c, i),
+      e.profiles,
+      e.name + '.yaml',
+      // Type Directory: the directory must exist (prepared with the probe user as owner);
+      // the kubelet never creates anything beside etcd's data on its own.
+      { hostPath: { path: e.hostPath, type: 'Directory' } },
+      {
+        nodeSelector: { 'kubernetes.io/hostname': nodes[i] },
+        tolerations: e.tolerations,
+      },
+    )
+    for i in std.range(0, std.length(nodes) - 1)
+  },
+}

@@ -1,0 +1,56 @@
+// The one file a user edits: what to probe, how often, and where the Pushgateway is.
+// After editing, run `make generate` (or scripts/generate.d/30-manifests.sh) and apply with
+// `kubectl apply -k manifests/`. docs/MANIFESTS.md explains every key.
+//
+// Everything not set here comes from manifests/lib/defaults.libsonnet (same keys).
+{
+  // Image of the probe (built from the Dockerfile at the repository root).
+  image: { name: 'registry.example.com/fioprobe', tag: '0.1.0' },
+
+  // Namespace of the Pushgateway and the StorageClass probes (Pod Security "restricted").
+  namespace: 'fioprobe',
+
+  // How often every probe runs. Each CronJob gets its own minute offset inside the interval
+  // (derived from its name, so regenerating is stable): probes spread instead of starting
+  // together. Must divide 60. A StorageClass may set `schedule: '<cron>'` instead (no offset).
+  everyMinutes: 5,
+
+  // One persistent probe PVC and one CronJob per entry. `volume.size` is also the PVC's size:
+  // gp2's baseline IOPS depend on it, so the model and the real volume cannot disagree.
+  // volume: type (gp2 gp3 io1 io2 st1 sc1 ceph-rbd unknown), size, iops / throughput
+  // (provisioned, gp3/io1/io2), provisioner (for fioprobe_info), dedicated (only the probe
+  // does IO on it, so gp2's burst balance can be modelled).
+  // profiles: jobs/<name>.fio, as a name or {name, size?, io_size?, runtime?} (overrides).
+  storageClasses: [
+    {
+      name: 'gp2',
+      volume: { type: 'gp2', size: '100Gi', provisioner: 'ebs.csi.aws.com', dedicated: true },
+      profiles: ['etcd-fsync', 'randread-iops', 'burst-ceiling'],
+    },
+    {
+      name: 'gp3',
+      volume: {
+        type: 'gp3',
+        size: '20Gi',
+        iops: 3000,
+        throughput: '125Mi',
+        provisioner: 'ebs.csi.aws.com',
+        dedicated: true,
+      },
+      profiles: ['etcd-fsync', 'randread-iops'],
+    },
+  ],
+
+  // The disks that hold etcd: one CronJob per control-plane node, pinned to it by its
+  // kubernetes.io/hostname label, writing into `hostPath`, a dedicated directory beside
+  // etcd's data directory on the same filesystem (prepared once per node, see
+  // docs/MANIFESTS.md). Empty `nodes` turns the etcd probes (and their namespace) off.
+  etcd: {
+    name: 'etcd-disk',  // the storageclass label of these node-local probes
+    nodes: ['control-plane-0', 'control-plane-1', 'control-plane-2'],
+    hostPath: '/var/lib/etcd-fioprobe',
+    namespace: 'fioprobe-etcd',
+    volume: { type: 'unknown' },
+    profiles: ['etcd-fsync'],
+  },
+}

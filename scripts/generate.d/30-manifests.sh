@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Renders the Kubernetes manifests from manifests/*.libsonnet (user settings in
+# manifests/config.libsonnet) into manifests/generated/*.yaml and manifests/kustomization.yaml
+# (committed; CI checks that regenerating changes nothing). Deterministic: jsonnet sorts object
+# keys. Files in manifests/generated/ that no object produces any more are removed.
+# Usage: 30-manifests.sh [output dir, default manifests] (tests render into a temporary
+# directory); extra jsonnet options after it, e.g. --tla-code overrides='{...}'.
+set -euo pipefail
+cd "$(dirname "$(realpath "$0")")/../.."
+out=${1:-manifests}
+shift || true
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/generated"
+jsonnet -J . -S -m "$tmp" "$@" manifests/render.jsonnet >/dev/null
+mkdir -p "$out/generated"
+rm -f "$out"/generated/*.yaml
+cp "$tmp"/generated/*.yaml "$out/generated/"
+cp "$tmp/kustomization.yaml" "$out/kustomization.yaml"
