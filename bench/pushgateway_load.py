@@ -43,7 +43,7 @@ SAMPLE = (
     / "shared"
     / "fio-corpus"
     / "fio3.39-jsonplus-bins-macos-posixaio-randwrite-extracted.json"
-)  # noqa: E501
+)
 PROFILES = ["etcd-fsync", "randread-iops", "randwrite-iops", "seqread-bw", "seqwrite-bw",
             "burst-ceiling"]  # fmt: skip
 

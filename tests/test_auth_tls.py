@@ -161,9 +161,10 @@ def test_plain_http_and_no_credentials_are_refused(secure_gateway: SecureGateway
     result = push(secure_gateway, tmp_path / "state.json", "--ca-file", str(secure_gateway.ca))
     assert result.returncode == 4
     message = one_line(result)
-    assert f"{secure_gateway.url} answered HTTP 401 Unauthorized (credentials missing or wrong)" in (
-        message
+    refused_line = (
+        f"{secure_gateway.url} answered HTTP 401 Unauthorized (credentials missing or wrong)"
     )
+    assert refused_line in message
     assert secure_gateway.groups() == []
 
     # Plain http to the TLS port is refused too (the server answers 400 to plain HTTP).
