@@ -56,13 +56,18 @@ def test_run_probes_every_target_and_profile(tmp_path: Path, pushgateway: servic
     assert info["labels"]["provisioner"] == "ebs.csi.aws.com"
     assert info["labels"]["histogram_source"] == "bins"
 
+    # Both profiles spend from the volume's one bucket: the later run sees the earlier's IO.
+    first = gateway_group(pushgateway, storageclass="gp2-small", profile="etcd-fsync")
+    assert gauge(first, "fioprobe_volume_burst_balance_ratio") > ratio
+
     # The probe's cost equals what fio wrote, and the state lives on the probe volume.
     states = sorted((gp2 / ".fioprobe-state").iterdir())
     assert [p.name for p in states] == [
+        "credits-storageclass-gp2-small.json",
         "storageclass-gp2-small_profile-etcd-fsync.json",
         "storageclass-gp2-small_profile-randwrite-iops.json",
     ]
-    written = json.loads(states[1].read_text())["written_bytes_total"]
+    written = json.loads(states[2].read_text())["written_bytes_total"]
     assert gauge(group, "fioprobe_written_bytes_total") == written > 0
     assert [p.name for p in gp2.iterdir()] == [".fioprobe-state"]
 

@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from . import state
 from .collector import ProbeOutcome
 from .config import Config, TargetConfig, VolumeConfig
 from .fioparse import FioOutputError, parse_file
@@ -376,7 +377,7 @@ def run_and_publish(
             transport,
             state_path,
             finished_at=time.time(),
-            adjust=_credit_model(result, target),
+            adjust=_credit_model(result, target, state_path),
         )
     if interrupted is not None:
         raise interrupted
@@ -393,27 +394,35 @@ def _with_volume(result: RunResult, target: ProbeTarget) -> ProbeOutcome:
     return replace(result.outcome, volume=gauges)
 
 
-def _credit_model(result: RunResult, target: ProbeTarget) -> Adjust | None:
-    """For a dedicated gp2 volume: advance the modelled credit balance inside the state lock."""
+def _credit_model(result: RunResult, target: ProbeTarget, state_path: Path) -> Adjust | None:
+    """For a dedicated gp2 volume: advance its modelled credit balance.
+
+    Runs inside publish's lock on the state directory, which also guards the volume's
+    credit file: every profile on the volume spends from the same bucket.
+    """
     volume = target.volume
     if volume.type != "gp2" or not volume.dedicated:
         return None
     vmodel = model("gp2", volume.size_bytes)
+    credits_path = state_path.parent / _slug(
+        {k: v for k, v in target.grouping_key.items() if k != "profile"}, "credits-"
+    )
 
-    def adjust(outcome: ProbeOutcome, totals: GroupTotals) -> ProbeOutcome:
+    def adjust(outcome: ProbeOutcome, _totals: GroupTotals) -> ProbeOutcome:
         run = outcome.run
         stats = [s for j in run.jobs for s in j.ops.values()] if run else []
         units = credit_units(sum(s.total_ios for s in stats), sum(s.io_bytes for s in stats))
+        previous = state.load_credits(credits_path)
         balance = next_gp2_balance(
             vmodel,
-            totals.burst_credits,
-            totals.burst_credits_at,
+            previous.balance if previous else None,
+            previous.at if previous else None,
             result.started_at,
             outcome.duration_seconds,
             units,
         )
-        totals.burst_credits = balance
-        totals.burst_credits_at = result.started_at + outcome.duration_seconds
+        finished = result.started_at + outcome.duration_seconds
+        state.save_credits(credits_path, state.VolumeCredits(balance, finished))
         return replace(outcome, volume=vmodel.gauges(balance / GP2_CREDIT_BUCKET))
 
     return adjust
@@ -466,11 +475,10 @@ def run_config(config: Config, *, only_node: str | None, jobs_dir: Path | None, 
                 print(f"fioprobe: interrupted by {exc}; failure pushed", file=sys.stderr)
                 return 128 + exc.signum
             if not quiet:
-                state = "ok" if outcome.success else f"FAILED ({outcome.failure_reason})"
-                print(
-                    f"fioprobe: {target.grouping_key}: {state} in {outcome.duration_seconds:.1f}s",
-                    file=sys.stderr,
-                )
+                verdict = "ok" if outcome.success else f"FAILED ({outcome.failure_reason})"
+                seconds = outcome.duration_seconds
+                print(f"fioprobe: {target.grouping_key}: {verdict} in {seconds:.1f}s",
+                      file=sys.stderr)  # fmt: skip
             if not outcome.success:
                 status = max(status, 1)
     return status
@@ -493,5 +501,9 @@ def _probe_target(
 def _state_path(target: TargetConfig, probe: ProbeTarget) -> Path:
     """State lives on the probe volume itself by default, so it persists with it."""
     base = target.state_dir or (target.directory / STATE_SUBDIR)
-    name = "_".join(f"{k}-{v}" for k, v in probe.grouping_key.items())
-    return base / f"{re.sub(r'[^A-Za-z0-9._-]', '_', name)}.json"
+    return base / _slug(probe.grouping_key)
+
+
+def _slug(key: dict[str, str], prefix: str = "") -> str:
+    name = "_".join(f"{k}-{v}" for k, v in key.items())
+    return prefix + re.sub(r"[^A-Za-z0-9._-]", "_", name) + ".json"

@@ -53,8 +53,6 @@ def combine(base: GroupTotals, delta: GroupTotals) -> GroupTotals:
         read_bytes_total=base.read_bytes_total + delta.read_bytes_total,
         written_bytes_total=base.written_bytes_total + delta.written_bytes_total,
         last_success_timestamp=delta.last_success_timestamp or base.last_success_timestamp,
-        burst_credits=delta.burst_credits,
-        burst_credits_at=delta.burst_credits_at,
     )
     for source in (base, delta):
         for op, hist in source.histograms.items():
@@ -72,9 +70,6 @@ class GroupTotals:
     read_bytes_total: int = 0
     written_bytes_total: int = 0
     last_success_timestamp: float | None = None
-    #: Modelled burst credits of a dedicated volume (I/O credits) and when they were computed.
-    burst_credits: float | None = None
-    burst_credits_at: float | None = None
     #: True while these totals hold only runs that were never combined with the
     #: Pushgateway's earlier totals (it was unreachable when there was no state file yet).
     needs_readback: bool = False
@@ -91,8 +86,6 @@ class GroupTotals:
             "read_bytes_total": self.read_bytes_total,
             "written_bytes_total": self.written_bytes_total,
             "last_success_timestamp": self.last_success_timestamp,
-            "burst_credits": self.burst_credits,
-            "burst_credits_at": self.burst_credits_at,
             "needs_readback": self.needs_readback,
         }
 
@@ -115,8 +108,6 @@ class GroupTotals:
                 read_bytes_total=_count(data, "read_bytes_total"),
                 written_bytes_total=_count(data, "written_bytes_total"),
                 last_success_timestamp=_optional_float(data, "last_success_timestamp"),
-                burst_credits=_optional_float(data, "burst_credits"),
-                burst_credits_at=_optional_float(data, "burst_credits_at"),
                 needs_readback=data.get("needs_readback", False) is True,
             )
             for op, hist in data.get("histograms", {}).items():
@@ -213,8 +204,35 @@ def merge_run(totals: GroupTotals, run: Run | None, *, success: bool, finished_a
 # --- persistence --------------------------------------------------------------------------
 
 
-def load(path: Path) -> GroupTotals | None:
-    """The saved totals, or None when there is no state file yet."""
+@dataclass(frozen=True, slots=True)
+class VolumeCredits:
+    """Modelled gp2 I/O credits of one dedicated volume, shared by all its probe groups.
+
+    Every profile run on the volume spends from one bucket, so the balance is kept per
+    volume (one file beside the groups' state files), never per group.
+    """
+
+    balance: float
+    at: float
+
+
+def load_credits(path: Path) -> VolumeCredits | None:
+    data = _read_json(path)
+    if data is None:
+        return None
+    if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
+        raise StateError(f"{path}: credit state has an unknown layout or version")
+    try:
+        return VolumeCredits(float(data["balance"]), float(data["at"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise StateError(f"{path}: credit state is corrupt ({exc})") from None
+
+
+def save_credits(path: Path, credits: VolumeCredits) -> None:
+    _write_json(path, {"version": STATE_VERSION, "balance": credits.balance, "at": credits.at})
+
+
+def _read_json(path: Path) -> object | None:
     try:
         raw = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -222,19 +240,28 @@ def load(path: Path) -> GroupTotals | None:
     except OSError as exc:
         raise StateError(f"{path}: cannot read state: {exc.strerror}") from None
     try:
-        data = json.loads(raw)
+        return json.loads(raw)
     except json.JSONDecodeError as exc:
         raise StateError(f"{path}: state is corrupt (not JSON: {exc.msg})") from None
-    return GroupTotals.from_json(data, str(path))
+
+
+def load(path: Path) -> GroupTotals | None:
+    """The saved totals, or None when there is no state file yet."""
+    data = _read_json(path)
+    return None if data is None else GroupTotals.from_json(data, str(path))
 
 
 def save(path: Path, totals: GroupTotals) -> None:
+    _write_json(path, totals.to_json())
+
+
+def _write_json(path: Path, data: object) -> None:
     """Write atomically: a crash leaves either the old or the new file, never half of one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(totals.to_json(), handle, sort_keys=True)
+            json.dump(data, handle, sort_keys=True)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
