@@ -69,6 +69,11 @@ class LoadResult:
     groups: int
     workers: int
     rounds: list[Round] = field(default_factory=list)
+    #: One push at a time into the full gateway (no client contention): the server's cost.
+    solo_push_seconds: list[float] = field(default_factory=list)
+    #: What a probe without a state file downloads to read its totals back.
+    readback_bytes: int = 0
+    readback_seconds: float = 0.0
 
 
 def group_keys(nodes: int, profiles: int) -> list[dict[str, str]]:
@@ -173,6 +178,12 @@ def run_load(
                     Round(number, seconds, latencies, rss_bytes(gateway.process.pid),
                           scrape_bytes, duration, scraped, seen_after)
                 )  # fmt: skip
+        for index in range(min(20, len(keys))):
+            result.solo_push_seconds.append(one(index))
+        started = time.perf_counter()
+        with urllib.request.urlopen(gateway.url + "/api/v1/metrics", timeout=60) as response:
+            result.readback_bytes = len(response.read())
+        result.readback_seconds = time.perf_counter() - started
     finally:
         prometheus.stop()
         gateway.stop()
@@ -200,6 +211,11 @@ def report(result: LoadResult) -> str:
         f"all pushes: p50 {statistics.median(all_latencies) * 1000:.1f} ms, "
         f"p99 {sorted(all_latencies)[int(0.99 * len(all_latencies))] * 1000:.1f} ms, "
         f"n={len(all_latencies)}",
+        f"one push at a time into the full gateway: p50 "
+        f"{statistics.median(result.solo_push_seconds) * 1000:.1f} ms, max "
+        f"{max(result.solo_push_seconds) * 1000:.1f} ms (n={len(result.solo_push_seconds)})",
+        f"read-back (GET /api/v1/metrics, what a probe without state file downloads): "
+        f"{result.readback_bytes / 2**20:.1f} MiB in {result.readback_seconds * 1000:.0f} ms",
     ]
     return "\n".join(lines)
 
