@@ -51,7 +51,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -71,8 +71,6 @@ QUANTILE = 0.99
 ETCD_METRIC = "etcd_disk_wal_fsync_duration_seconds"
 PROBE_METRIC = "fioprobe_sync_latency_seconds"
 PROFILE = "etcd-fsync"
-TABLE_BEGIN = "<!-- fidelity-table:begin -->"
-TABLE_END = "<!-- fidelity-table:end -->"
 #: etcd put load: at most this many puts per second, ~2 KiB values (WAL record ~ bs=2300).
 PUT_RATE = 100.0
 PUT_VALUE_BYTES = 2048
@@ -359,7 +357,9 @@ def run_bounded(cmd: Sequence[str], timeout: float) -> subprocess.CompletedProce
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
-def probe_command(disk: Disk, gateway_url: str, storageclass: str, state: Path) -> list[str]:
+def probe_command(
+    disk: Disk, gateway_url: str, storageclass: str, state: Path, jobs_dir: Path | None = None
+) -> list[str]:
     """`fioprobe probe` as a CronJob would run it, inside the disk's cgroup if it has one."""
     return [
         *disk.prefix,
@@ -373,7 +373,25 @@ def probe_command(disk: Disk, gateway_url: str, storageclass: str, state: Path) 
         f"--state={state}",
         f"--gateway={gateway_url}",
         "--quiet",
+        *([f"--jobs-dir={jobs_dir}"] if jobs_dir else []),
     ]
+
+
+def variant_jobs_dir(workdir: Path, overrides: dict[str, str]) -> Path | None:
+    """A jobs/ directory whose etcd-fsync profile has `overrides` set (None: the real one).
+
+    Why a copy: proposing a profile change needs evidence, and jobs/ belongs to others;
+    the CLI's --jobs-dir runs the variant through the same safety and budget checks.
+    """
+    if not overrides:
+        return None
+    lines = (REPO / "jobs" / f"{PROFILE}.fio").read_text().splitlines()
+    kept = [line for line in lines if line.split("=", 1)[0].strip() not in overrides]
+    kept += [f"{key}={value}" for key, value in overrides.items()]
+    jobs = workdir / "jobs"
+    jobs.mkdir(parents=True, exist_ok=True)
+    (jobs / f"{PROFILE}.fio").write_text("\n".join(kept) + "\n")
+    return jobs
 
 
 def wait_until(predicate: object, timeout: float, what: str) -> None:
@@ -398,6 +416,7 @@ def measure(
     runs: int,
     solo_seconds: float = 10.0,
     max_seconds: float = 300.0,
+    overrides: dict[str, str] | None = None,
     log: object = print,
 ) -> Measurement:
     """Run etcd + load + probes on one condition and measure both p99s from Prometheus.
@@ -406,8 +425,6 @@ def measure(
     reported if time runs out; at least one is always attempted).
     """
     say = log if callable(log) else print
-    storageclass = f"fidelity-{condition.name}"
-    selector = f'storageclass="{storageclass}",profile="{PROFILE}"'
     loadavg_before = os.getloadavg()[0]
     with contextlib.ExitStack() as stack:
         disk = stack.enter_context(disk_for(condition, workdir))
@@ -429,69 +446,112 @@ def measure(
             disk.throttled.set_limits(write_iops=condition.write_iops)
         load = EtcdLoad(etcd.url, max_seconds=solo_seconds + max_seconds + 120).start()
         stack.callback(load.stop)
-        wait_until(
-            lambda: (scalar(prometheus.url, f"{ETCD_METRIC}_count") or 0) > 0,
-            60,
-            "etcd's WAL fsync histogram in Prometheus",
-        )
-        t_solo = time.time()
-        time.sleep(solo_seconds)
-        t0 = time.time()
-        say(f"[{condition.name}] etcd {etcd.url}, load {len(load.latencies)} puts so far")
-        ends: list[float] = []
-        failures = 0
-        state = workdir / "probe-state.json"
-        deadline = time.monotonic() + max_seconds
-        for k in range(1, runs + 1):
-            if k > 1 and time.monotonic() > deadline:
-                say(f"[{condition.name}] time budget spent after {k - 1} runs")
-                break
-            started = time.monotonic()
-            done = run_bounded(
-                probe_command(disk, gateway.url, storageclass, state), PROBE_TIMEOUT_SECONDS
+        try:
+            jobs_dir = variant_jobs_dir(workdir, overrides or {})
+            result = _measure_window(
+                condition,
+                prometheus,
+                gateway,
+                disk,
+                load,
+                runs,
+                solo_seconds,
+                max_seconds,
+                say,
+                jobs_dir,
             )
-            if done.returncode != 0:
-                failures += 1
-                say(f"[{condition.name}] probe run {k} exited {done.returncode}: {done.stderr!r}")
-            wait_until(
-                lambda k=k: (
-                    (scalar(prometheus.url, f"fioprobe_runs_total{{{selector}}}") or 0) >= k
-                ),
-                30,
-                f"probe run {k} in Prometheus",
+            result.loadavg_before = loadavg_before
+            return result
+        except (OSError, services.ServiceError, TimeoutError) as exc:
+            # Say which component went away (another test's broad pkill, a crash), with
+            # the end of its log: the work directory is removed on the way out.
+            states = ", ".join(
+                f"{s.name} {'running' if s.process and s.process.poll() is None else 'EXITED'}"
+                f" (log: {s.tail(3)})"
+                for s in (prometheus, gateway, etcd)
             )
-            ends.append(time.time())
-            say(f"[{condition.name}] probe run {k} took {time.monotonic() - started:.1f}s")
-        load.stop()
-        t_end = ends[-1]
-        url = prometheus.url
-        etcd_buckets = buckets_between(url, ETCD_METRIC, "", t0, t_end)
-        probe_buckets = buckets_between(url, PROBE_METRIC, selector, t0, t_end)
-        puts = sorted(load.latencies)
-        return Measurement(
-            condition=condition.name,
-            description=condition.describe(),
-            window_seconds=t_end - t0,
-            etcd_fsyncs=etcd_buckets.get(math.inf, 0.0),
-            etcd_p99=p99_between(url, ETCD_METRIC, "", t0, t_end),
-            probe_runs=len(ends),
-            probe_failures=failures,
-            probe_fsyncs=probe_buckets.get(math.inf, 0.0),
-            probe_p99=p99_between(url, PROBE_METRIC, selector, t0, t_end),
-            probe_p99_after=[p99_between(url, PROBE_METRIC, selector, t0, t) for t in ends],
-            etcd_solo_p99=(
-                p99_between(url, ETCD_METRIC, "", t_solo, t0) if solo_seconds > 0 else None
-            ),
-            etcd_share_over_8ms=share_above(etcd_buckets, 0.008),
-            etcd_share_over_16ms=share_above(etcd_buckets, 0.016),
-            probe_share_over_10ms=share_above(probe_buckets, 0.01),
-            puts=len(puts),
-            put_errors=len(load.errors),
-            put_p99=puts[min(len(puts) - 1, int(QUANTILE * len(puts)))] if puts else None,
-            loadavg_before=loadavg_before,
-            loadavg_after=os.getloadavg()[0],
-        )
+            raise MeasureError(f"{condition.name}: {exc}; {states}") from exc
     raise AssertionError("unreachable")  # pragma: no cover  (the with body returns)
+
+
+class MeasureError(RuntimeError):
+    """A condition could not be measured; the message names the component and its log."""
+
+
+def _measure_window(
+    condition: Condition,
+    prometheus: services.Service,
+    gateway: services.Service,
+    disk: Disk,
+    load: EtcdLoad,
+    runs: int,
+    solo_seconds: float,
+    max_seconds: float,
+    say: Callable[[str], object],
+    jobs_dir: Path | None,
+) -> Measurement:
+    """The measuring part of `measure`: solo window, probe runs, queries."""
+    storageclass = f"fidelity-{condition.name}"
+    selector = f'storageclass="{storageclass}",profile="{PROFILE}"'
+    wait_until(
+        lambda: (scalar(prometheus.url, f"{ETCD_METRIC}_count") or 0) > 0,
+        60,
+        "etcd's WAL fsync histogram in Prometheus",
+    )
+    t_solo = time.time()
+    time.sleep(solo_seconds)
+    t0 = time.time()
+    say(f"[{condition.name}] etcd {load.url}, load {len(load.latencies)} puts so far")
+    ends: list[float] = []
+    failures = 0
+    state = gateway.workdir / "probe-state.json"
+    deadline = time.monotonic() + max_seconds
+    for k in range(1, runs + 1):
+        if k > 1 and time.monotonic() > deadline:
+            say(f"[{condition.name}] time budget spent after {k - 1} runs")
+            break
+        started = time.monotonic()
+        done = run_bounded(
+            probe_command(disk, gateway.url, storageclass, state, jobs_dir),
+            PROBE_TIMEOUT_SECONDS,
+        )
+        if done.returncode != 0:
+            failures += 1
+            say(f"[{condition.name}] probe run {k} exited {done.returncode}: {done.stderr!r}")
+        wait_until(
+            lambda k=k: (scalar(prometheus.url, f"fioprobe_runs_total{{{selector}}}") or 0) >= k,
+            30,
+            f"probe run {k} in Prometheus",
+        )
+        ends.append(time.time())
+        say(f"[{condition.name}] probe run {k} took {time.monotonic() - started:.1f}s")
+    load.stop()
+    t_end = ends[-1]
+    url = prometheus.url
+    etcd_buckets = buckets_between(url, ETCD_METRIC, "", t0, t_end)
+    probe_buckets = buckets_between(url, PROBE_METRIC, selector, t0, t_end)
+    puts = sorted(load.latencies)
+    return Measurement(
+        condition=condition.name,
+        description=condition.describe(),
+        window_seconds=t_end - t0,
+        etcd_fsyncs=etcd_buckets.get(math.inf, 0.0),
+        etcd_p99=p99_between(url, ETCD_METRIC, "", t0, t_end),
+        probe_runs=len(ends),
+        probe_failures=failures,
+        probe_fsyncs=probe_buckets.get(math.inf, 0.0),
+        probe_p99=p99_between(url, PROBE_METRIC, selector, t0, t_end),
+        probe_p99_after=[p99_between(url, PROBE_METRIC, selector, t0, t) for t in ends],
+        etcd_solo_p99=(p99_between(url, ETCD_METRIC, "", t_solo, t0) if solo_seconds > 0 else None),
+        etcd_share_over_8ms=share_above(etcd_buckets, 0.008),
+        etcd_share_over_16ms=share_above(etcd_buckets, 0.016),
+        probe_share_over_10ms=share_above(probe_buckets, 0.01),
+        puts=len(puts),
+        put_errors=len(load.errors),
+        put_p99=puts[min(len(puts) - 1, int(QUANTILE * len(puts)))] if puts else None,
+        loadavg_before=0.0,  # set by `measure`
+        loadavg_after=os.getloadavg()[0],
+    )
 
 
 # --- report ------------------------------------------------------------------------------
@@ -549,14 +609,19 @@ def render_table(results: Sequence[Measurement], header: str) -> str:
     return "\n".join(lines)
 
 
-def write_table(doc: Path, table: str) -> None:
-    """Replace the text between the table markers of `doc`, keeping the prose around it."""
-    text = doc.read_text() if doc.exists() else f"# Fidelity\n\n{TABLE_BEGIN}\n{TABLE_END}\n"
-    if TABLE_BEGIN not in text or TABLE_END not in text:
-        text += f"\n{TABLE_BEGIN}\n{TABLE_END}\n"
-    head, rest = text.split(TABLE_BEGIN, 1)
-    _, tail = rest.split(TABLE_END, 1)
-    doc.write_text(f"{head}{TABLE_BEGIN}\n{table}\n{TABLE_END}{tail}")
+def write_table(doc: Path, table: str, variant: str = "") -> None:
+    """Replace the text between the table markers of `doc`, keeping the prose around it.
+
+    A profile variant (--set) has its own markers, so it never overwrites the main table.
+    """
+    name = f"fidelity-table{' ' + variant if variant else ''}"
+    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+    text = doc.read_text() if doc.exists() else "# Fidelity\n"
+    if begin not in text or end not in text:
+        text = text.rstrip("\n") + f"\n\n{begin}\n{end}\n"
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    doc.write_text(f"{head}{begin}\n{table}\n{end}{tail}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -572,6 +637,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--output", type=Path, default=REPO / "docs" / "FIDELITY.md")
     parser.add_argument("--json", type=Path, help="also write the raw measurements here")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="run a variant of jobs/etcd-fsync.fio with this option changed (repeatable)",
+    )
     args = parser.parse_args(argv)
     names = [n.strip() for n in args.conditions.split(",") if n.strip()]
     unknown = [n for n in names if n not in CONDITIONS]
@@ -579,8 +651,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown conditions {unknown}; known: {', '.join(CONDITIONS)}")
     if os.geteuid() != 0:
         parser.error("needs root (FUSE mounts, loop devices, cgroups)")
+    if any("=" not in item for item in args.set):
+        parser.error("--set wants KEY=VALUE")
+    overrides = dict(item.split("=", 1) for item in args.set)
     started = time.monotonic()
     results: list[Measurement] = []
+    failed: list[str] = []
     for i, name in enumerate(names):
         left = args.max_seconds - (time.monotonic() - started)
         per_condition = left / (len(names) - i) - 40  # start-up and shutdown margin
@@ -588,33 +664,41 @@ def main(argv: list[str] | None = None) -> int:
             print(f"fidelity: no time left for {name}; stopping", file=sys.stderr)
             break
         with tempfile.TemporaryDirectory(prefix=f"fidelity-{name}-") as tmp:
-            results.append(
-                measure(
-                    CONDITIONS[name],
-                    Path(tmp),
-                    runs=args.runs,
-                    solo_seconds=args.solo_seconds,
-                    max_seconds=per_condition - args.solo_seconds,
-                    log=lambda line: print(line, file=sys.stderr),
+            try:
+                results.append(
+                    measure(
+                        CONDITIONS[name],
+                        Path(tmp),
+                        runs=args.runs,
+                        solo_seconds=args.solo_seconds,
+                        max_seconds=per_condition - args.solo_seconds,
+                        overrides=overrides,
+                        log=lambda line: print(line, file=sys.stderr),
+                    )
                 )
-            )
+            except MeasureError as exc:  # the other conditions still count
+                print(f"fidelity: {exc}", file=sys.stderr)
+                failed.append(f"{name} ({str(exc)[:300]})")
     elapsed = time.monotonic() - started
     header = (
         f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by "
-        f"`bench/fidelity.py --runs {args.runs} --solo-seconds {args.solo_seconds:g}` in "
+        f"`bench/fidelity.py --runs {args.runs} --solo-seconds {args.solo_seconds:g}"
+        f"{''.join(f' --set {k}={v}' for k, v in overrides.items())}` in "
         f"{elapsed:.0f} s on {platform.node() or 'this machine'} ({os.cpu_count()} CPUs, "
         f"kernel {platform.release()}), shared with other engineers' test runs (load below)."
     )
+    if failed:
+        header += "\n\nNot measured (a component failed): " + "; ".join(failed)
     table = render_table(results, header)
     print(table)
-    write_table(args.output, table)
+    write_table(args.output, table, " ".join(f"{k}={v}" for k, v in overrides.items()))
     if args.json:
         args.json.write_text(json.dumps([asdict(m) for m in results], indent=2))
     clear_disagreements = [m.condition for m in results if m.clear and not m.agree]
     if clear_disagreements:
         print(f"fidelity: verdicts disagree on {clear_disagreements}", file=sys.stderr)
         return 1
-    return 0
+    return 2 if failed else 0
 
 
 if __name__ == "__main__":
