@@ -271,3 +271,5 @@ def test_backfill_usage_errors(tmp_path: Path) -> None:
                      "cluster=lab", "--quiet")  # fmt: skip
     assert extra.returncode == 0, extra.stderr
     assert 'cluster="lab"' in (tmp_path / "y" / "fioprobe-backfill.om").read_text()
+    again = fioprobe("backfill", str(CORPUS), "-o", str(tmp_path / "y"))
+    assert again.returncode == 2 and b"already holds TSDB blocks" in again.stderr

@@ -469,11 +469,11 @@ def _run_on_pty(args: list[str], timeout: float = 120) -> tuple[int, bytes]:
 def test_progress_bar_on_terminal_only(tmp_path: Path) -> None:
     many = tmp_path / "many"
     many.mkdir()
-    for index in range(150):
+    for index in range(60):
         shutil.copy(GOOD[index % len(GOOD)], many / f"r{index:03d}.json")
     rc, output = _run_on_pty(["report", str(many), "-o", str(tmp_path / "tty")])
     assert rc == 0, output
-    assert b"reading [" in output and b"\r" in output and b"/150" in output
+    assert b"reading [" in output and b"\r" in output and b"/60" in output
 
     piped = fioprobe("report", str(many), "-o", str(tmp_path / "pipe"))
     assert piped.returncode == 0
@@ -529,3 +529,13 @@ def test_cli_help_mentions_both_commands() -> None:
     result = fioprobe("--help")
     assert b"report" in result.stdout and b"backfill" in result.stdout
     assert (REPO / "docs" / "REPORT.md").exists()
+
+
+def test_rerun_into_same_folder_leaves_no_stale_chart(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert fioprobe("report", str(CORPUS), "-o", str(out), "--quiet").returncode == 0
+    (out / "charts" / "mine.png").write_bytes(b"not ours")
+    assert fioprobe("report", str(GOOD[0]), "-o", str(out), "--quiet").returncode == 0
+    data = json.loads((out / "report.json").read_text())
+    on_disk = sorted(f"charts/{p.name}" for p in (out / "charts").iterdir())
+    assert on_disk == sorted([*data["charts"], "charts/mine.png"])

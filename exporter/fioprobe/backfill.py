@@ -46,7 +46,11 @@ OPENMETRICS_NAME = "fioprobe-backfill.om"
 
 
 class BackfillError(RuntimeError):
-    """promtool missing or failing, or an output folder that cannot be used."""
+    """promtool missing or failing."""
+
+
+class OutputNotEmpty(ValueError):
+    """The output folder already holds blocks."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +209,14 @@ def backfill(
     """Read `paths`, write OUTDIR/fioprobe-backfill.om and the TSDB blocks into OUTDIR."""
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
+    existing = [p.name for p in out.iterdir() if (p / "meta.json").exists()]
+    if existing:
+        # A second backfill into the same folder would hand Prometheus two overlapping
+        # copies of the same history.
+        raise OutputNotEmpty(
+            f"{out} already holds TSDB blocks ({', '.join(sorted(existing)[:3])}...); "
+            "backfill into an empty folder"
+        )
     loaded = load_with_progress(paths, grouping, progress_stream, "backfill")
     pushes = plan(loaded.entries, extra_labels)
     text, samples = openmetrics_text(pushes)

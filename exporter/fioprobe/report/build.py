@@ -39,6 +39,7 @@ MAX_FLAT_TIMELINE_CHARTS = 4
 #: Up to this many sources get a row in the "Sources" table (all are in report.json).
 MAX_SOURCE_ROWS = 300
 JSON_VERSION = 1
+_CHART_NAME = re.compile(r"^\d{2,}-[a-z0-9-]+\.png$")
 
 _METRIC_TITLES = {
     "p99": "p99",
@@ -96,6 +97,9 @@ def build_report(
         )
     out = Path(outdir)
     (out / "charts").mkdir(parents=True, exist_ok=True)
+    for stale in (out / "charts").glob("*.png"):
+        if _CHART_NAME.match(stale.name):  # an earlier report's chart, not the user's file
+            stale.unlink()
     builder = _Builder(loaded, options, groups, list(paths))
     document = builder.document()
     written = []
