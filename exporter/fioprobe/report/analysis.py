@@ -17,6 +17,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+# The exporter's own IOPS rule (fsyncs per second of writing for sync), so that the report
+# and fioprobe_<op>_iops agree.
 from ..collector import _iops as exporter_iops
 from ..histogram import cumulative
 from ..metrics import LATENCY_BUCKETS_SECONDS

@@ -560,7 +560,7 @@ class _Builder:
             for key, counts in merged.items():
                 estimate = an.bucket_quantile(0.99, cumulative(counts))
                 if not math.isnan(estimate):
-                    grid.cells[key] = an.CellData([an.Value(estimate)] * 1, sources[key])
+                    grid.cells[key] = an.CellData([an.Value(estimate)], sources[key])
             title = f"{op} p99 (ms) from the contract histogram, all runs merged"
             section.blocks.append(
                 self.table(f"contract-{op}-p99", title, grid, "latency", op, "contract-p99")
