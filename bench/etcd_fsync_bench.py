@@ -13,6 +13,8 @@ Run: .venv/bin/python bench/etcd_fsync_bench.py [--repeats 3] [--dir DIR]
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -22,6 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchdoc import write_section
 from fioprobe.histogram import counts_from_bins
 from fioprobe.metrics import LATENCY_BUCKETS_SECONDS
 from fioprobe.profiles import load_profile
@@ -90,11 +93,7 @@ def merged(jobs: list[dict]) -> dict[int, int]:
     return bins
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--dir", help="a directory on the disk to measure")
-    args = parser.parse_args()
+def main(args: argparse.Namespace) -> None:
     base = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="fsync-bench-"))
     work = base / "work"
     work.mkdir(parents=True, exist_ok=True)
@@ -149,4 +148,14 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--dir", help="a directory on the disk to measure")
+    parser.add_argument("--write", action="store_true", help="update docs/BENCHMARKS.md")
+    arguments = parser.parse_args()
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        main(arguments)
+    print(buffer.getvalue())
+    if arguments.write:
+        write_section(buffer.getvalue())

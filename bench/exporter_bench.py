@@ -11,6 +11,9 @@ Run: .venv/bin/python bench/exporter_bench.py   (prints a Markdown section)
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import io
 import json
 import os
 import resource
@@ -21,6 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchdoc import write_section
 from fioprobe import services
 from fioprobe.collector import ProbeOutcome, registry_for
 from fioprobe.fioparse import parse_text
@@ -137,4 +141,12 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help="update docs/BENCHMARKS.md")
+    arguments = parser.parse_args()
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        main()
+    print(buffer.getvalue())
+    if arguments.write:
+        write_section(buffer.getvalue())

@@ -33,6 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchdoc import write_section
+
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "fio-corpus"
 SECTION = "## Report and backfill"
@@ -223,7 +225,7 @@ def main() -> int:
     text = "\n".join(lines) + "\n"
     print(text)
     if args.write:
-        write_section(Path(args.write), text)
+        write_section(text, Path(args.write))
     return 0
 
 
@@ -231,19 +233,6 @@ def _cpus() -> int:
     import os
 
     return os.cpu_count() or 0
-
-
-def write_section(path: Path, section: str) -> None:
-    """Replace (or append) this benchmark's section; other sections stay as they are."""
-    existing = path.read_text() if path.exists() else "# Benchmarks\n"
-    start = existing.find(SECTION + "\n")
-    if start < 0:
-        updated = existing.rstrip("\n") + "\n\n" + section
-    else:
-        following = existing.find("\n## ", start + len(SECTION))
-        end = len(existing) if following < 0 else following + 1
-        updated = existing[:start] + section + ("\n" + existing[end:] if following >= 0 else "")
-    path.write_text(updated)
 
 
 if __name__ == "__main__":

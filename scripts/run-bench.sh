@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Runs every benchmark and rewrites its section of docs/BENCHMARKS.md (and the docs it
+# names). Benchmarks measure; they never fail the build. Run on a quiet machine: every
+# section records the load average it saw.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH=$PWD/.tools/bin:$PWD/.venv/bin:$PATH
+PY=.venv/bin/python
+$PY bench/exporter_bench.py --write
+$PY bench/etcd_fsync_bench.py --write
+$PY bench/report_backfill.py --write docs/BENCHMARKS.md
