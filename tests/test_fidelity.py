@@ -6,8 +6,8 @@ a put load, the probe CLI run twice on the same filesystem, one Prometheus scrap
 the Pushgateway, both p99s from Prometheus over the same window.
 
 Why tmpfs for the fast disk and not the host's ext4: the host disk is shared with every
-other test run on this machine, and its fdatasync p99 measured 13-15 ms (for etcd and the
-probe alike) while others ran fio. That is a correct answer, but not a fixed one, so it
+other test run on this machine, and its fsync p99 measured between 10 and 19 ms (for etcd
+and the probe alike) while others ran fio. That is a correct answer, but not a fixed one, so it
 cannot be a test's expectation. On tmpfs fdatasync is free, so "below 10 ms" is the known
 truth for both; under slowfs every fsync takes at least 15 ms, so "above" is.
 """
