@@ -146,10 +146,10 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise UsageError(
             f"fioprobe report needs matplotlib ({exc}): pip install 'fioprobe[report]'"
         ) from None
-    from .report.load import Grouping, GroupingError
+    from .report.load import GroupingError
 
     options = ReportOptions(
-        grouping=Grouping(args.group_by, args.folder_pattern),
+        grouping=_grouping(args),
         baseline=args.baseline,
         warn_ms=args.warn_ms,
         crit_ms=args.crit_ms,
@@ -171,10 +171,10 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_backfill(args: argparse.Namespace) -> int:
     from .backfill import BackfillError, backfill, parse_labels
-    from .report.load import Grouping, GroupingError
+    from .report.load import GroupingError
 
     try:
-        grouping = Grouping(args.group_by, args.folder_pattern)
+        grouping = _grouping(args)
         grouping.validate()
         labels = parse_labels(args.label or [])
         result = backfill(args.paths, args.output, grouping, labels, promtool=args.promtool)
@@ -418,9 +418,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_grouping_options(parser: argparse.ArgumentParser) -> None:
-    from .report.load import DEFAULT_FOLDER_PATTERN
+def _grouping(args: argparse.Namespace) -> object:
+    from .report.load import DEFAULT_FOLDER_PATTERN, Grouping
 
+    return Grouping(args.group_by, args.folder_pattern or DEFAULT_FOLDER_PATTERN)
+
+
+def _add_grouping_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--group-by",
         default="folder",
@@ -430,8 +434,8 @@ def _add_grouping_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--folder-pattern",
-        default=DEFAULT_FOLDER_PATTERN,
-        metavar="REGEX",
+        default=None,  # report.load.DEFAULT_FOLDER_PATTERN, resolved in the command: every
+        metavar="REGEX",  # other command would pay for importing the report package here
         help="matched against each folder name; named groups group (or cluster), node (or "
         "host), battery (default: <battery>_<group>-fio-<node>)",
     )
