@@ -6,9 +6,14 @@ local defaults = import 'lib/defaults.libsonnet';
 
 function(config=(import 'config.libsonnet'), overrides={})
   local c = std.mergePatch(std.mergePatch(defaults, config), overrides);
+  // Locals, not fields: jsonnet caches a local's value but re-evaluates a field on every
+  // access, and the monitoring component (the mixin's dashboards) takes seconds.
+  local pushgateway = (import 'components/pushgateway.libsonnet')(c);
+  local probes = (import 'components/probes.libsonnet')(c);
+  local monitoring = (import 'components/monitoring.libsonnet')(c);
   {
     config:: c,
-    pushgateway: (import 'components/pushgateway.libsonnet')(c),
-    probes: (import 'components/probes.libsonnet')(c),
-    monitoring: (import 'components/monitoring.libsonnet')(c),
+    pushgateway: pushgateway,
+    probes: probes,
+    monitoring: monitoring,
   }

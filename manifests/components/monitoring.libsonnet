@@ -3,33 +3,43 @@
 // labelled for the Grafana sidecar. Returns {key: object}.
 local common = import '../lib/common.libsonnet';
 
-function(config) {
-  local c = config,
-  local m = c.monitoring,
-  local mixin = (import '../../mixin.libsonnet') + { _config+:: m.mixinConfig },
+// The mixin is expensive to evaluate (the dashboards take seconds), and jsonnet re-evaluates
+// object fields and object-level locals on every access: function-level locals are computed
+// once per call, so everything derived from the mixin is bound here.
+function(config)
+  local c = config;
+  local m = c.monitoring;
+  local mixin = (import '../../mixin.libsonnet') + { _config+:: m.mixinConfig };
+  local groups = mixin.prometheusAlerts.groups + mixin.prometheusRules.groups;
+  local dashboards = mixin.grafanaDashboards;
+  local dashboardJson = {
+    [file]: std.manifestJsonEx(dashboards[file], '  ') + '\n'
+    for file in std.objectFields(dashboards)
+  };
   local dashboardNamespace = if m.dashboards.namespace == null then c.namespace
-  else m.dashboards.namespace,
+  else m.dashboards.namespace;
+  {
 
-  prometheusRule: if !m.prometheusRule.enabled then null else {
-    apiVersion: 'monitoring.coreos.com/v1',
-    kind: 'PrometheusRule',
-    metadata: common.metadata(c, 'monitoring', 'fioprobe', c.namespace) + {
-      labels+: m.prometheusRule.labels,
-    },
-    // Same order as kube-prometheus's addMixin: alerts, then recording rules.
-    spec: { groups: mixin.prometheusAlerts.groups + mixin.prometheusRules.groups },
-  },
-
-  dashboards: if !m.dashboards.enabled then {} else {
-    [std.strReplace(file, '.json', '')]: {
-      apiVersion: 'v1',
-      kind: 'ConfigMap',
-      metadata: common.metadata(c, 'monitoring', 'grafana-dashboard-' + std.strReplace(file, '.json', ''), dashboardNamespace) + {
-        labels+: m.dashboards.labels,
-        annotations: { grafana_folder: m.dashboards.folder },
+    prometheusRule: if !m.prometheusRule.enabled then null else {
+      apiVersion: 'monitoring.coreos.com/v1',
+      kind: 'PrometheusRule',
+      metadata: common.metadata(c, 'monitoring', 'fioprobe', c.namespace) + {
+        labels+: m.prometheusRule.labels,
       },
-      data: { [file]: std.manifestJsonEx(mixin.grafanaDashboards[file], '  ') + '\n' },
-    }
-    for file in std.objectFields(mixin.grafanaDashboards)
-  },
-}
+      // Same order as kube-prometheus's addMixin: alerts, then recording rules.
+      spec: { groups: groups },
+    },
+
+    dashboards: if !m.dashboards.enabled then {} else {
+      [std.strReplace(file, '.json', '')]: {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: common.metadata(c, 'monitoring', 'grafana-dashboard-' + std.strReplace(file, '.json', ''), dashboardNamespace) + {
+          labels+: m.dashboards.labels,
+          annotations: { grafana_folder: m.dashboards.folder },
+        },
+        data: { [file]: dashboardJson[file] },
+      }
+      for file in std.objectFields(dashboardJson)
+    },
+  }

@@ -1,0 +1,440 @@
+"""The Kubernetes manifests: regeneration, the probes' generated configuration, restricted
+pod security, the NetworkPolicies, and the CronJob entrypoint run for real.
+
+Server-side validation by a real kube-apiserver is in test_manifests_apiserver.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import REPO
+from fioprobe import services
+from fioprobe.config import load_config
+
+MANIFESTS = REPO / "manifests"
+GENERATED = MANIFESTS / "generated"
+GENERATE = REPO / "scripts" / "generate.d" / "30-manifests.sh"
+JSONNET_LINT = REPO / ".tools" / "bin" / "jsonnet-lint"
+
+#: Pod Security Standard "restricted" (plus what this project adds: no service account token).
+RESTRICTED_CONTAINER = {
+    "allowPrivilegeEscalation": False,
+    "readOnlyRootFilesystem": True,
+    "runAsNonRoot": True,
+    "capabilities": {"drop": ["ALL"]},
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+
+
+def load_objects(directory: Path = GENERATED) -> dict[str, dict[str, Any]]:
+    """{file name: object}; every generated file holds exactly one object."""
+    objects = {}
+    for path in sorted(directory.glob("*.yaml")):
+        docs = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+        assert len(docs) == 1, f"{path.name}: expected one object, got {len(docs)}"
+        objects[path.name] = docs[0]
+    return objects
+
+
+def of_kind(kind: str, directory: Path = GENERATED) -> dict[str, dict[str, Any]]:
+    return {name: o for name, o in load_objects(directory).items() if o["kind"] == kind}
+
+
+def pod_spec(obj: dict[str, Any]) -> dict[str, Any] | None:
+    """The pod template of a workload, or None for objects that run no pods."""
+    if obj["kind"] == "CronJob":
+        return obj["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    if obj["kind"] in ("Deployment", "StatefulSet", "DaemonSet", "Job"):
+        return obj["spec"]["template"]["spec"]
+    return None
+
+
+def render(tmp_path: Path, overrides: str | None = None) -> Path:
+    """Render the manifests into tmp_path with the real generator script."""
+    args = ["bash", str(GENERATE), str(tmp_path)]
+    if overrides:
+        args += ["--tla-code", f"overrides={overrides}"]
+    subprocess.run(args, check=True, capture_output=True, timeout=120)
+    return tmp_path / "generated"
+
+
+# --- generation ---------------------------------------------------------------------------
+
+
+def test_regenerating_changes_nothing(tmp_path: Path) -> None:
+    out = render(tmp_path)
+    fresh = sorted(p.name for p in out.glob("*.yaml"))
+    committed = sorted(p.name for p in GENERATED.glob("*.yaml"))
+    assert fresh == committed, "run `make generate` and commit manifests/"
+    for name in fresh:
+        assert (out / name).read_text() == (GENERATED / name).read_text(), name
+    assert (tmp_path / "kustomization.yaml").read_text() == (
+        MANIFESTS / "kustomization.yaml"
+    ).read_text()
+
+
+def test_kustomization_lists_every_generated_file_once() -> None:
+    kustomization = yaml.safe_load((MANIFESTS / "kustomization.yaml").read_text())
+    resources = kustomization["resources"]
+    assert len(resources) == len(set(resources))
+    assert sorted(resources) == sorted(f"generated/{p.name}" for p in GENERATED.glob("*.yaml"))
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(MANIFESTS.rglob("*.libsonnet")) + sorted(MANIFESTS.rglob("*.jsonnet")),
+    ids=lambda p: str(p.relative_to(REPO)),
+)
+def test_jsonnet_fmt_and_lint(path: Path) -> None:
+    fmt = subprocess.run(["jsonnetfmt", "--test", str(path)], capture_output=True, timeout=30)
+    assert fmt.returncode == 0, f"jsonnetfmt -i {path}"
+    if not JSONNET_LINT.exists():
+        pytest.fail("jsonnet-lint missing: run `make setup`")
+    # kube-prometheus is not vendored here (see manifests/kube-prometheus/README.md).
+    if "kube-prometheus" in path.parts:
+        return
+    lint = subprocess.run(
+        [str(JSONNET_LINT), "-J", str(REPO), str(path)], capture_output=True, timeout=60
+    )
+    assert lint.returncode == 0, lint.stderr.decode()
+
+
+def test_every_probe_configmap_is_a_valid_fioprobe_config(tmp_path: Path) -> None:
+    """The ConfigMaps hold fioprobe's strict YAML config: load each with the real loader."""
+    configmaps = [
+        o for o in of_kind("ConfigMap").values() if o["metadata"]["name"] == "fioprobe-config"
+    ]
+    assert len(configmaps) == 2  # StorageClass probes, etcd probes
+    loaded = 0
+    for cm in configmaps:
+        for key, text in cm["data"].items():
+            path = tmp_path / key
+            path.write_text(text)
+            config = load_config(path)
+            assert [t.name for t in config.targets] == [key.removesuffix(".yaml")]
+            loaded += 1
+    assert loaded == 3  # gp2, gp3, etcd-disk
+
+
+def test_pvc_size_is_the_volume_model_size() -> None:
+    """gp2's baseline depends on the size: the PVC and the model come from one value."""
+    pvcs = {
+        o["metadata"]["labels"].get("app.kubernetes.io/instance"): o
+        for o in of_kind("PersistentVolumeClaim").values()
+    }
+    (cm,) = [
+        o
+        for o in of_kind("ConfigMap").values()
+        if o["metadata"]["name"] == "fioprobe-config" and o["metadata"]["namespace"] == "fioprobe"
+    ]
+    for key, text in cm["data"].items():
+        target = yaml.safe_load(text)["targets"][0]
+        pvc = pvcs[target["name"]]
+        assert pvc["spec"]["resources"]["requests"]["storage"] == target["volume"]["size"]
+        assert pvc["spec"]["storageClassName"] == target["name"], key
+
+
+# --- restricted pod security and network policy ----------------------------------------------
+
+
+def test_every_pod_spec_is_restricted() -> None:
+    workloads = {n: o for n, o in load_objects().items() if pod_spec(o) is not None}
+    assert len(workloads) == 6  # Pushgateway, 2 StorageClass CronJobs, 3 etcd CronJobs
+    for name, obj in workloads.items():
+        spec = pod_spec(obj)
+        assert spec is not None
+        assert spec["automountServiceAccountToken"] is False, name
+        assert spec.get("hostNetwork", False) is False, name
+        assert spec.get("hostPID", False) is False and spec.get("hostIPC", False) is False
+        pod_sc = spec["securityContext"]
+        assert pod_sc["runAsNonRoot"] is True, name
+        assert pod_sc["runAsUser"] > 0, name
+        assert pod_sc["seccompProfile"] == {"type": "RuntimeDefault"}, name
+        containers = spec["containers"] + spec.get("initContainers", [])
+        for container in containers:
+            sc = container["securityContext"]
+            for key, want in RESTRICTED_CONTAINER.items():
+                assert sc.get(key) == want, f"{name}: {container['name']}: {key}"
+            assert "add" not in sc["capabilities"], name
+            assert "privileged" not in sc or sc["privileged"] is False, name
+            resources = container["resources"]
+            assert resources["requests"] and resources["limits"]["memory"], name
+        # The only hostPath allowed: the etcd probes' dedicated directory.
+        for volume in spec["volumes"]:
+            if "hostPath" in volume:
+                assert obj["kind"] == "CronJob" and obj["metadata"]["namespace"] == "fioprobe-etcd"
+                assert volume["hostPath"] == {"path": "/var/lib/etcd-fioprobe", "type": "Directory"}
+    for sa in of_kind("ServiceAccount").values():
+        assert sa["automountServiceAccountToken"] is False
+
+
+def test_cronjobs_are_bounded_and_spread() -> None:
+    cronjobs = of_kind("CronJob")
+    assert len(cronjobs) == 5
+    schedules = []
+    for name, cj in cronjobs.items():
+        spec = cj["spec"]
+        assert spec["concurrencyPolicy"] == "Forbid", name
+        assert 0 < spec["startingDeadlineSeconds"] < 300, name  # below the 5-minute interval
+        assert spec["successfulJobsHistoryLimit"] >= 1 and spec["failedJobsHistoryLimit"] >= 1
+        job = spec["jobTemplate"]["spec"]
+        assert job["backoffLimit"] == 0 and job["activeDeadlineSeconds"] > 0, name
+        container = job["template"]["spec"]["containers"][0]
+        assert container["command"] == ["fioprobe", "run", "--config", "/etc/fioprobe/config.yaml"]
+        env = {e["name"]: e for e in container["env"]}
+        assert env["NODE_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
+        schedules.append((cj["metadata"]["namespace"], spec["schedule"]))
+    # Jitter: probes of one kind start at different minutes of the interval.
+    for namespace in ("fioprobe", "fioprobe-etcd"):
+        mine = [s for ns, s in schedules if ns == namespace]
+        assert len(set(mine)) == len(mine), mine
+    etcd = [cj for cj in cronjobs.values() if cj["metadata"]["namespace"] == "fioprobe-etcd"]
+    for cj in etcd:
+        spec = cj["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+        assert set(spec["nodeSelector"]) == {"kubernetes.io/hostname"}
+        keys = {t["key"] for t in spec["tolerations"]}
+        assert "node-role.kubernetes.io/control-plane" in keys
+
+
+def test_probe_network_policy_allows_only_the_pushgateway_and_dns() -> None:
+    policies = {
+        o["metadata"]["namespace"]: o
+        for o in of_kind("NetworkPolicy").values()
+        if o["metadata"]["name"] == "fioprobe-probes"
+    }
+    assert set(policies) == {"fioprobe", "fioprobe-etcd"}
+    (deployment,) = of_kind("Deployment").values()
+    pushgateway_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    port = deployment["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"]
+    for namespace, policy in policies.items():
+        spec = policy["spec"]
+        assert sorted(spec["policyTypes"]) == ["Egress", "Ingress"]
+        assert spec["ingress"] == []
+        # Selects every probe pod of its namespace (and no Pushgateway).
+        selector = spec["podSelector"]["matchLabels"]
+        for cj in of_kind("CronJob").values():
+            if cj["metadata"]["namespace"] == namespace:
+                labels = cj["spec"]["jobTemplate"]["spec"]["template"]["metadata"]["labels"]
+                assert selector.items() <= labels.items()
+        assert not selector.items() <= pushgateway_labels.items()
+        dns = [r for r in spec["egress"] if {p["port"] for p in r["ports"]} == {53}]
+        others = [r for r in spec["egress"] if r not in dns]
+        # DNS: port 53 only, to the cluster DNS pods only (to resolve the Pushgateway name).
+        assert len(dns) == 1
+        assert {p["protocol"] for p in dns[0]["ports"]} == {"UDP", "TCP"}
+        (peer,) = dns[0]["to"]
+        assert peer["podSelector"]["matchLabels"] == {"k8s-app": "kube-dns"}
+        assert peer["namespaceSelector"]["matchLabels"] == {
+            "kubernetes.io/metadata.name": "kube-system"
+        }
+        # The single other egress: the Pushgateway pods, on its port.
+        assert len(others) == 1
+        (rule,) = others
+        assert rule["ports"] == [{"protocol": "TCP", "port": port}]
+        (peer,) = rule["to"]
+        assert peer["namespaceSelector"]["matchLabels"] == {
+            "kubernetes.io/metadata.name": "fioprobe"
+        }
+        assert peer["podSelector"]["matchLabels"].items() <= pushgateway_labels.items()
+        assert "ipBlock" not in peer
+
+
+def test_pushgateway_persists_on_its_pvc_and_is_scraped_with_honor_labels() -> None:
+    (deployment,) = of_kind("Deployment").values()
+    spec = deployment["spec"]["template"]["spec"]
+    (container,) = spec["containers"]
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    persistence = [a for a in container["args"] if a.startswith("--persistence.file=")]
+    assert persistence == [f"--persistence.file={mounts['data']}/pushgateway.db"]
+    claim = volumes["data"]["persistentVolumeClaim"]["claimName"]
+    assert claim in {o["metadata"]["name"] for o in of_kind("PersistentVolumeClaim").values()}
+    assert deployment["spec"]["strategy"]["type"] == "Recreate"
+    (monitor,) = of_kind("ServiceMonitor").values()
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert endpoint["honorLabels"] is True
+    (service,) = of_kind("Service").values()
+    assert endpoint["port"] in {p["name"] for p in service["spec"]["ports"]}
+
+
+def test_prometheus_rule_and_dashboards_come_from_the_mixin() -> None:
+    (rule,) = of_kind("PrometheusRule").values()
+    rendered = subprocess.run(
+        ["jsonnet", "-J", str(REPO), str(REPO / "alerts" / "rules.jsonnet")],
+        capture_output=True,
+        check=True,
+        timeout=60,
+    )
+    mixin_groups = json.loads(rendered.stdout)["groups"]
+    assert sorted(g["name"] for g in rule["spec"]["groups"]) == sorted(
+        g["name"] for g in mixin_groups
+    )
+    dashboards = {
+        key: cm
+        for cm in of_kind("ConfigMap").values()
+        if cm["metadata"]["labels"].get("grafana_dashboard") == "1"
+        for key in cm["data"]
+    }
+    committed = sorted(p.name for p in (REPO / "dashboards" / "out").glob("*.json"))
+    assert sorted(dashboards) == committed
+    for key, cm in dashboards.items():
+        assert json.loads(cm["data"][key]) == json.loads(
+            (REPO / "dashboards" / "out" / key).read_text()
+        )
+
+
+def test_pushgateway_auth_and_tls_switches_wire_files_not_values(tmp_path: Path) -> None:
+    """Off by default; when on, the probes get file paths into mounted Secrets."""
+    for obj in load_objects().values():
+        assert obj["kind"] != "Secret"
+    out = render(tmp_path, "{ pushgateway: { auth: { enabled: true }, tls: { enabled: true } } }")
+    objects = load_objects(out)
+    (cm,) = [
+        o
+        for o in objects.values()
+        if o["kind"] == "ConfigMap" and o["metadata"].get("namespace") == "fioprobe"
+        and o["metadata"]["name"] == "fioprobe-config"
+    ]  # fmt: skip
+    gp2 = yaml.safe_load(cm["data"]["gp2.yaml"])["pushgateway"]
+    assert gp2["url"].startswith("https://")
+    cronjob = next(o for o in objects.values() if o["kind"] == "CronJob")
+    spec = pod_spec(cronjob)
+    assert spec is not None
+    mounts = {m["name"]: m["mountPath"] for m in spec["containers"][0]["volumeMounts"]}
+    secrets = {v["name"]: v["secret"]["secretName"] for v in spec["volumes"] if "secret" in v}
+    assert secrets == {
+        "pushgateway-auth": "fioprobe-pushgateway-auth",
+        "pushgateway-ca": "fioprobe-pushgateway-ca",
+    }
+    assert gp2["username_file"] == mounts["pushgateway-auth"] + "/username"
+    assert gp2["password_file"] == mounts["pushgateway-auth"] + "/password"
+    assert gp2["ca_file"] == mounts["pushgateway-ca"] + "/ca.crt"
+    deployment = next(o for o in objects.values() if o["kind"] == "Deployment")
+    args = pod_spec(deployment)["containers"][0]["args"]  # type: ignore[index]
+    assert "--web.config.file=/etc/pushgateway/web-config.yml" in args
+    monitor = next(o for o in objects.values() if o["kind"] == "ServiceMonitor")
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert endpoint["scheme"] == "https" and "basicAuth" in endpoint and "tlsConfig" in endpoint
+
+
+# --- the CronJob entrypoint, run for real ---------------------------------------------------
+
+
+def _local_command(cronjob: dict[str, Any], root: Path, pushgateway_url: str):
+    """The CronJob's container command, env and mounted ConfigMap, made runnable here.
+
+    Substituted, and nothing else: (1) every volume mountPath becomes a directory under
+    `root` (a pod's mounts do not exist on this machine), in the command's arguments and in
+    the config's `directory`; (2) the config's pushgateway.url becomes the local
+    Pushgateway's (the Service name does not resolve here); (3) env from the downward API
+    (spec.nodeName) is set to what the scheduler would give: the node the CronJob is pinned
+    to, or a stand-in node name. Command, arguments, every other env and config key are
+    used as they are.
+    """
+    spec = pod_spec(cronjob)
+    assert spec is not None
+    (container,) = spec["containers"]
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    paths = {}
+    for mount in container["volumeMounts"]:
+        local = root / mount["name"]
+        local.mkdir(parents=True)
+        paths[mount["mountPath"]] = local
+
+    def localize(path: str) -> str:
+        for mount_path, local in sorted(paths.items(), key=lambda kv: -len(kv[0])):
+            if path == mount_path or path.startswith(mount_path + "/"):
+                return str(local) + path[len(mount_path) :]
+        return path
+
+    configmaps = {
+        (o["metadata"]["namespace"], o["metadata"]["name"]): o
+        for o in of_kind("ConfigMap").values()
+    }
+    for mount in container["volumeMounts"]:
+        volume = volumes[mount["name"]]
+        if "configMap" not in volume:
+            continue
+        cm = configmaps[(cronjob["metadata"]["namespace"], volume["configMap"]["name"])]
+        for item in volume["configMap"]["items"]:
+            config = yaml.safe_load(cm["data"][item["key"]])
+            config["pushgateway"]["url"] = pushgateway_url
+            for target in config["targets"]:
+                target["directory"] = localize(target["directory"])
+            (paths[mount["mountPath"]] / item["path"]).write_text(yaml.safe_dump(config))
+
+    node = spec.get("nodeSelector", {}).get("kubernetes.io/hostname", "worker-test-0")
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:/usr/sbin:/usr/bin:/sbin:/bin",
+        "HOME": str(root / "home"),
+    }
+    for item in container.get("env", []):
+        if "value" in item:
+            env[item["name"]] = item["value"]
+        elif item.get("valueFrom") == {"fieldRef": {"fieldPath": "spec.nodeName"}}:
+            env[item["name"]] = node
+        else:
+            raise AssertionError(f"env {item['name']}: unknown source; teach this test")
+    command = [localize(arg) for arg in container["command"] + container.get("args", [])]
+    return command, env, paths, node
+
+
+def _pushed(pushgateway_url: str) -> list[dict[str, Any]]:
+    with urllib.request.urlopen(pushgateway_url + "/api/v1/metrics", timeout=10) as response:
+        return json.load(response)["data"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "file", ["storageclasses-cronjob-gp2.yaml", "etcd-cronjob-control-plane-0.yaml"]
+)
+def test_cronjob_entrypoint_pushes_metrics(
+    file: str, tmp_path: Path, pushgateway: services.Service
+) -> None:
+    """Run exactly the CronJob's command, as its non-root user, against a real Pushgateway."""
+    cronjob = yaml.safe_load((GENERATED / file).read_text())
+    command, env, paths, node = _local_command(cronjob, tmp_path / "pod", pushgateway.url)
+    spec = pod_spec(cronjob)
+    assert spec is not None
+    user = spec["securityContext"]["runAsUser"]
+    # fsGroup (PVC) or the documented preparation (hostPath) make the probe volume the
+    # user's; the other mounts are read-only or scratch.
+    for local in paths.values():
+        os.chown(local, user, user)
+    (tmp_path / "pod").chmod(0o755)
+    tmp_path.chmod(0o755)
+    runner = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups"]
+    if shutil.which("setpriv") is None or os.geteuid() != 0:
+        runner = []  # not root: run as ourselves
+    result = subprocess.run(
+        runner + command, env=env, capture_output=True, timeout=300, cwd=paths["/tmp"]
+    )
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
+
+    config = yaml.safe_load((paths["/etc/fioprobe"] / "config.yaml").read_text())
+    (target,) = config["targets"]
+    profiles = [p if isinstance(p, str) else p["name"] for p in target["profiles"]]
+    groups = {}
+    for group in _pushed(pushgateway.url):
+        labels = group["labels"]
+        groups[(labels["storageclass"], labels["profile"], labels.get("node"))] = group
+    want_node = node if target["node_local"] else None
+    for profile in profiles:
+        group = groups.get((target["name"], profile, want_node))
+        assert group is not None, f"no group for {target['name']}/{profile}: {sorted(groups)}"
+        success = group["fioprobe_success"]["metrics"][0]["value"]
+        assert float(success) == 1.0, profile
+        info = group["fioprobe_info"]["metrics"][0]["labels"]
+        assert info["ran_on_node"] == node
+    # State lives on the probe volume (it persists with the PVC / host directory).
+    assert list((paths["/probe"] / ".fioprobe-state").glob("*.json"))
