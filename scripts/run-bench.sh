@@ -9,3 +9,4 @@ PY=.venv/bin/python
 $PY bench/exporter_bench.py --write
 $PY bench/etcd_fsync_bench.py --write
 $PY bench/report_backfill.py --write docs/BENCHMARKS.md
+$PY bench/fidelity.py
