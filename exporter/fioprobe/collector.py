@@ -121,7 +121,9 @@ class ProbeCollector(Collector):
                 if stats is None or not _active(stats):
                     continue
                 self._summary(family(f"fioprobe_last_{op}_latency_seconds"), job, stats)
-                family(f"fioprobe_{op}_iops").add_metric(self._values(job.name), _iops(job, stats))
+                family(f"fioprobe_{op}_iops").add_metric(
+                    self._values(job.name), operation_iops(job, stats)
+                )
                 if op != "sync":
                     family(f"fioprobe_{op}_bandwidth_bytes_per_second").add_metric(
                         self._values(job.name), stats.bandwidth_bytes_per_second
@@ -210,7 +212,8 @@ def _active(stats: OpStats) -> bool:
     return stats.total_ios > 0 or stats.io_bytes > 0 or stats.sample_count > 0
 
 
-def _iops(job: Job, stats: OpStats) -> float:
+def operation_iops(job: Job, stats: OpStats) -> float:
+    """The value of fioprobe_<op>_iops for one job and operation."""
     if stats.op != "sync":
         return stats.iops
     # fio reports no sync iops; fsyncs over the time spent writing is the comparable rate.

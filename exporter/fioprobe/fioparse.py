@@ -18,7 +18,7 @@ from typing import Any
 
 from .model import OPERATIONS, Job, LatencyStats, OpStats, Run
 
-__all__ = ["FioOutputError", "parse_file", "parse_text"]
+__all__ = ["FioOutputError", "parse_file", "parse_text", "parse_text_with_raw"]
 
 #: fio's JSON document starts with "{" at the start of a line (possibly indented when
 #: copied out of a document). Only those braces are tried, which keeps the search linear.
@@ -61,6 +61,19 @@ def parse_text(text: str, source: str = "<stdin>") -> Run:
     """Find the last complete fio document in `text` and build the model from it."""
     document = _find_fio_document(text, source)
     return _build_run(document, source)
+
+
+def parse_text_with_raw(
+    text: str, source: str = "<stdin>"
+) -> tuple[Run, dict[str, Any], list[dict[str, Any]]]:
+    """The run, fio's raw document, and its raw job objects in the order of `run.jobs`.
+
+    For readers that need what fio wrote but the model does not keep (per-job options,
+    timestamp_ms), such as the offline report; the exporter itself needs only `parse_text`.
+    """
+    document = _find_fio_document(text, source)
+    run = _build_run(document, source)
+    return run, document, [job for _, job in _job_entries(document, source)]
 
 
 # --- finding the document -----------------------------------------------------------------

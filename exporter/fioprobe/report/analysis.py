@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 # The exporter's own IOPS rule (fsyncs per second of writing for sync), so that the report
 # and fioprobe_<op>_iops agree.
-from ..collector import _iops as exporter_iops
+from ..collector import operation_iops as exporter_iops
 from ..histogram import cumulative
 from ..metrics import LATENCY_BUCKETS_SECONDS
 from ..model import OPERATIONS, OpStats

@@ -152,10 +152,7 @@ def parse_source(source: Source) -> tuple[Run, dict[str, Any], list[dict[str, An
     the same unit conversions as `fioprobe convert` and `fioprobe push`.
     """
     text = source.data.decode("utf-8", errors="replace")
-    document = fioparse._find_fio_document(text, source.name)
-    run = fioparse._build_run(document, source.name)
-    job_objects = [obj for _, obj in fioparse._job_entries(document, source.name)]
-    return run, document, job_objects
+    return fioparse.parse_text_with_raw(text, source.name)
 
 
 def _entries_of(source: Source, pattern: re.Pattern[str], seq0: int) -> list[Entry]:
