@@ -8,7 +8,8 @@ Here everything is real and nothing is mocked:
 
 - a FUSE passthrough filesystem (tests/support/slowfs.py) delaying every fsync by 15 ms:
   `FioProbeEtcdFsyncLatencyHigh` must reach Alertmanager for it;
-- a plain directory, probed all along: no alert of any kind, pending included, ever;
+- a plain directory (on tmpfs, see `ram_dir`), probed all along: no alert of any kind,
+  pending included, ever;
 - ext4 on a loop device modelled as a small gp2 volume (baseline 100, burst 3000 IOPS),
   first unthrottled, then throttled by cgroup v1 blkio to 100 write IOPS on the loop
   device: `FioProbeBurstCreditsDepleted` must fire after the throttle and not before;
@@ -632,6 +633,15 @@ def test_slow_fsync_and_depleted_burst_reach_alertmanager(
         etcd_fsyncs = values(
             prom, f"sum(increase(etcd_disk_wal_fsync_duration_seconds_count[{degraded}]))", end
         )
+        etcd_mean = values(
+            prom,
+            f"sum(increase(etcd_disk_wal_fsync_duration_seconds_sum[{degraded}])) / "
+            f"sum(increase(etcd_disk_wal_fsync_duration_seconds_count[{degraded}]))",
+            end,
+        )
+        slow_p50 = values(
+            prom, f'probe:fioprobe_sync_latency_seconds:p50{{storageclass="{SLOW}"}}', end
+        )
         load.__exit__()
         assert load.puts > 0, f"no etcd put succeeded: {load.errors[:3]}"
         assert etcd_fsyncs and etcd_fsyncs[0] >= 100, f"etcd fsyncs while degraded: {etcd_fsyncs}"
@@ -671,12 +681,14 @@ def test_slow_fsync_and_depleted_burst_reach_alertmanager(
                 )
                 is not None,
                 "slow_fsync_p99_s": slow_p99[0],
+                "slow_fsync_p50_s": slow_p50[0] if slow_p50 else None,
                 "plain_fsync_p99_max_s": plain_p99[0],
                 "throttled_write_iops": throttled_iops[0],
                 "burst_threshold_iops": threshold,
                 "etcd": {
                     "puts": load.puts,
                     "wal_fsyncs_while_degraded": etcd_fsyncs[0],
+                    "mean_while_degraded_s": etcd_mean[0] if etcd_mean else None,
                     "p99_while_degraded_s": etcd_p99_degraded[0],
                     "p99_mixin_expr_at_end_s": etcd_p99_mixin[0],
                     "p99_mixin_expr_max_s": etcd_p99_max[0],
