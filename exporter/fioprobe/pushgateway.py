@@ -18,6 +18,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from prometheus_client import CollectorRegistry, push_to_gateway
@@ -26,6 +27,9 @@ from prometheus_client.exposition import delete_from_gateway
 from .histogram import BUCKET_COUNT
 from .metrics import EXPORTED_OPS, LATENCY_BUCKETS_SECONDS
 from .state import GroupTotals, HistogramTotals
+
+if TYPE_CHECKING:  # config imports yaml; a push must not pay for it
+    from .config import PushgatewayConfig
 
 JOB = "fioprobe"
 ENV_USERNAME = "FIOPROBE_PUSHGATEWAY_USERNAME"
@@ -67,6 +71,20 @@ class Transport:
         if not url.startswith(("http://", "https://")):
             url = "http://" + url
         return cls(url=url.rstrip("/"), username=username, password=password, **options)  # type: ignore[arg-type]
+
+    @classmethod
+    def from_config(cls, config: PushgatewayConfig) -> Transport:
+        """The Pushgateway of a `fioprobe run` configuration, credentials and TLS included."""
+        return cls.from_sources(
+            config.url,
+            username_file=config.username_file,
+            password_file=config.password_file,
+            ca_file=config.ca_file,
+            cert_file=config.cert_file,
+            key_file=config.key_file,
+            timeout_seconds=config.timeout_seconds,
+            attempts=config.attempts,
+        )
 
     # -- requests ---------------------------------------------------------------------------
 

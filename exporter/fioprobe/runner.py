@@ -433,19 +433,7 @@ def _credit_model(result: RunResult, target: ProbeTarget, state_path: Path) -> A
 
 def run_config(config: Config, *, only_node: str | None, jobs_dir: Path | None, quiet: bool) -> int:
     """Run every configured probe once, in order; exit 0 only if all succeeded and pushed."""
-    from .pushgateway import Transport
-
-    gw = config.pushgateway
-    transport = Transport.from_sources(
-        gw.url,
-        username_file=gw.username_file,
-        password_file=gw.password_file,
-        ca_file=gw.ca_file,
-        cert_file=gw.cert_file,
-        key_file=gw.key_file,
-        timeout_seconds=gw.timeout_seconds,
-        attempts=gw.attempts,
-    )
+    transport = Transport.from_config(config.pushgateway)
     status = 0
     for target_config in config.targets:
         if target_config.node_local and not only_node:
