@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -398,24 +399,33 @@ def _pushed(pushgateway_url: str) -> list[dict[str, Any]]:
 @pytest.mark.parametrize(
     "file", ["storageclasses-cronjob-gp2.yaml", "etcd-cronjob-control-plane-0.yaml"]
 )
-def test_cronjob_entrypoint_pushes_metrics(
-    file: str, tmp_path: Path, pushgateway: services.Service
-) -> None:
+def test_cronjob_entrypoint_pushes_metrics(file: str, pushgateway: services.Service) -> None:
     """Run exactly the CronJob's command, as its non-root user, against a real Pushgateway."""
+    # Not under pytest's tmp_path: its parent is private to root, and the probe runs as the
+    # pod's non-root user, who must reach its "mounts".
+    pod = Path(tempfile.mkdtemp(prefix="fioprobe-pod-"))
+    try:
+        _run_cronjob_locally(file, pod, pushgateway)
+    finally:
+        shutil.rmtree(pod, ignore_errors=True)
+
+
+def _run_cronjob_locally(file: str, pod: Path, pushgateway: services.Service) -> None:
     cronjob = yaml.safe_load((GENERATED / file).read_text())
-    command, env, paths, node = _local_command(cronjob, tmp_path / "pod", pushgateway.url)
+    command, env, paths, node = _local_command(cronjob, pod, pushgateway.url)
     spec = pod_spec(cronjob)
     assert spec is not None
     user = spec["securityContext"]["runAsUser"]
-    # fsGroup (PVC) or the documented preparation (hostPath) make the probe volume the
-    # user's; the other mounts are read-only or scratch.
-    for local in paths.values():
-        os.chown(local, user, user)
-    (tmp_path / "pod").chmod(0o755)
-    tmp_path.chmod(0o755)
-    runner = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups"]
-    if shutil.which("setpriv") is None or os.geteuid() != 0:
-        runner = []  # not root: run as ourselves
+    runner: list[str] = []
+    if os.geteuid() == 0:
+        # As the pod's runAsUser. fsGroup (PVC) or the documented preparation (hostPath)
+        # make the probe volume the user's; the config mount stays root's and read-only.
+        assert shutil.which("setpriv"), "setpriv (util-linux) is missing"
+        runner = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups"]
+        pod.chmod(0o755)
+        for mount, local in paths.items():
+            if mount != "/etc/fioprobe":
+                os.chown(local, user, user)
     result = subprocess.run(
         runner + command, env=env, capture_output=True, timeout=300, cwd=paths["/tmp"]
     )
