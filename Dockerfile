@@ -1,0 +1,37 @@
+# The probe image: fio, the fioprobe package and its job profiles, run as a non-root user.
+# The CronJobs in manifests/ run `fioprobe run --config /etc/fioprobe/config.yaml` in it with
+# a read-only root filesystem; nothing here writes outside /probe and /tmp at run time.
+#   docker build -t registry.example.com/fioprobe:0.1.0 .
+# and set `image` in manifests/config.libsonnet to where you pushed it.
+FROM debian:12-slim
+
+# fio from Debian (3.33, as in the tests); python3-venv for an isolated install of the
+# package with the exact pins of pyproject.toml.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends fio python3 python3-venv ca-certificates \
+    && rm -rf /var/lib/apt/lists/*
+
+COPY pyproject.toml /src/
+COPY exporter/ /src/exporter/
+RUN python3 -m venv /opt/fioprobe \
+    && /opt/fioprobe/bin/pip install --no-cache-dir --disable-pip-version-check /src \
+    && rm -rf /src
+
+# The runner finds the profiles here ($FIOPROBE_JOBS_DIR; /usr/share/fioprobe/jobs is also
+# its fallback when the package is not a checkout).
+COPY jobs/ /usr/share/fioprobe/jobs/
+
+# No bytecode writes (the root filesystem is read-only in the pod); unbuffered logs.
+ENV PATH=/opt/fioprobe/bin:$PATH \
+    FIOPROBE_JOBS_DIR=/usr/share/fioprobe/jobs \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1
+
+# Numeric user, so that the kubelet can check runAsNonRoot; the manifests use the same ID
+# (probeUser in manifests/lib/defaults.libsonnet) and fsGroup for the probe PVC.
+RUN groupadd --gid 65532 fioprobe \
+    && useradd --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent \
+       --shell /usr/sbin/nologin fioprobe
+USER 65532:65532
+WORKDIR /tmp
+CMD ["fioprobe", "--help"]
