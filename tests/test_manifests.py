@@ -101,8 +101,8 @@ def test_jsonnet_fmt_and_lint(path: Path) -> None:
     assert fmt.returncode == 0, f"jsonnetfmt -i {path}"
     if not JSONNET_LINT.exists():
         pytest.fail("jsonnet-lint missing: run `make setup`")
-    # kube-prometheus is not vendored here (see manifests/kube-prometheus/README.md).
-    if "kube-prometheus" in path.parts:
+    # It imports kube-prometheus, not vendored here (see manifests/kube-prometheus/README.md).
+    if path.name == "example.jsonnet":
         return
     lint = subprocess.run(
         [str(JSONNET_LINT), "-J", str(REPO), str(path)], capture_output=True, timeout=60
@@ -143,6 +143,26 @@ def test_pvc_size_is_the_volume_model_size() -> None:
         pvc = pvcs[target["name"]]
         assert pvc["spec"]["resources"]["requests"]["storage"] == target["volume"]["size"]
         assert pvc["spec"]["storageClassName"] == target["name"], key
+
+
+def test_kube_prometheus_part_leaves_rules_and_dashboards_to_add_mixin() -> None:
+    """In kube-prometheus, addMixin makes the PrometheusRule and dashboards: not fioprobe."""
+    rendered = subprocess.run(
+        [str(REPO / ".tools" / "bin" / "go-jsonnet"), "-J", str(REPO), "-e",
+         "(import 'manifests/kube-prometheus/fioprobe.libsonnet')()"],
+        capture_output=True, check=True, timeout=60,
+    )  # fmt: skip
+    parts = json.loads(rendered.stdout)
+    assert parts["monitoring"]["prometheusRule"] is None
+    assert parts["monitoring"]["dashboards"] == {}
+    assert parts["pushgateway"]["serviceMonitor"]["spec"]["endpoints"][0]["honorLabels"] is True
+    ingress = parts["pushgateway"]["networkPolicy"]["spec"]["ingress"][0]["from"]
+    assert {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}
+    } in ingress
+    example = (MANIFESTS / "kube-prometheus" / "example.jsonnet").read_text()
+    assert "import 'kube-prometheus/lib/mixin.libsonnet'" in example
+    assert "import 'fioprobe/mixin.libsonnet'" in example
 
 
 # --- restricted pod security and network policy ----------------------------------------------

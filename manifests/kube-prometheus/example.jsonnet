@@ -1,0 +1,59 @@
+// fioprobe inside kube-prometheus (https://github.com/prometheus-operator/kube-prometheus),
+// with kube-prometheus's own addMixin for the alerts, recording rules and dashboards.
+// Vendor both with jsonnet-bundler, then build as kube-prometheus's build.sh does:
+//   jb install github.com/prometheus-operator/kube-prometheus/jsonnet/kube-prometheus@main
+//   (this repository vendored as `fioprobe/`, e.g. jb install <fioprobe repo>@<tag>)
+//   jsonnet -J vendor -m manifests example.jsonnet | xargs -I{} sh -c 'gojsontoyaml < {} > {}.yaml' -- {}
+// See docs/MANIFESTS.md. Not rendered by this repository's tests: kube-prometheus is not
+// vendored here (see manifests/kube-prometheus/README.md for what is tested).
+local addMixin = import 'kube-prometheus/lib/mixin.libsonnet';
+
+local namespace = 'monitoring';
+
+// The mixin at the repository root: prometheusAlerts, prometheusRules, grafanaDashboards.
+local fioprobeMixin = addMixin({
+  name: 'fioprobe',
+  namespace: namespace,
+  dashboardFolder: 'fioprobe',
+  mixin: (import 'fioprobe/mixin.libsonnet') + {
+    _config+:: {},  // e.g. clusterLabel, thresholds: see config.libsonnet
+  },
+});
+
+local fioprobe = (import 'fioprobe/manifests/kube-prometheus/fioprobe.libsonnet')(namespace);
+
+local kp = (import 'kube-prometheus/main.libsonnet') + {
+  values+:: {
+    common+: { namespace: namespace },
+    grafana+: { folderDashboards+: fioprobeMixin.grafanaDashboards },
+  },
+};
+
+{ 'setup/0namespace-namespace': kp.kubePrometheus.namespace } +
+{
+  ['setup/prometheus-operator-' + name]: kp.prometheusOperator[name]
+  for name in std.filter((function(name) name != 'serviceMonitor' && name != 'prometheusRule'), std.objectFields(kp.prometheusOperator))
+} +
+{ 'prometheus-operator-serviceMonitor': kp.prometheusOperator.serviceMonitor } +
+{ 'prometheus-operator-prometheusRule': kp.prometheusOperator.prometheusRule } +
+{ 'kube-prometheus-prometheusRule': kp.kubePrometheus.prometheusRule } +
+{ ['alertmanager-' + name]: kp.alertmanager[name] for name in std.objectFields(kp.alertmanager) } +
+{ ['grafana-' + name]: kp.grafana[name] for name in std.objectFields(kp.grafana) } +
+{ ['kube-state-metrics-' + name]: kp.kubeStateMetrics[name] for name in std.objectFields(kp.kubeStateMetrics) } +
+{ ['kubernetes-' + name]: kp.kubernetesControlPlane[name] for name in std.objectFields(kp.kubernetesControlPlane) } +
+{ ['node-exporter-' + name]: kp.nodeExporter[name] for name in std.objectFields(kp.nodeExporter) } +
+{ ['prometheus-' + name]: kp.prometheus[name] for name in std.objectFields(kp.prometheus) } +
+{ ['prometheus-adapter-' + name]: kp.prometheusAdapter[name] for name in std.objectFields(kp.prometheusAdapter) } +
+// fioprobe: the mixin's PrometheusRule (from addMixin) and every fioprobe object.
+{ 'fioprobe-prometheusRule': fioprobeMixin.prometheusRules } +
+{
+  ['fioprobe-' + component + '-' + key]: fioprobe[component][key]
+  for component in ['pushgateway', 'monitoring']
+  for key in std.objectFields(fioprobe[component])
+  if fioprobe[component][key] != null && std.objectHas(fioprobe[component][key], 'kind')
+} +
+{
+  ['fioprobe-' + group + '-' + key]: fioprobe.probes[group][key]
+  for group in ['storageClasses', 'etcd']
+  for key in std.objectFields(fioprobe.probes[group])
+}
