@@ -387,9 +387,7 @@ def build_parser() -> argparse.ArgumentParser:
         "them and write report.md, report.html (self-contained), report.json and charts/ "
         "into OUTDIR. Unreadable files are listed in the report and do not stop it.",
     )
-    report.add_argument("paths", nargs="+", metavar="PATH", help="fio results, folders, archives")
-    report.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="output folder")
-    _add_grouping_options(report)
+    _add_results_options(report, "OUTDIR", "output folder")
     report.add_argument("--baseline", metavar="GROUP", help="compare every group to this one")
     report.add_argument("--warn-ms", type=float, default=5.0, help="yellow from (default 5)")
     report.add_argument("--crit-ms", type=float, default=10.0, help="red from (default 10)")
@@ -406,9 +404,7 @@ def build_parser() -> argparse.ArgumentParser:
         "the blocks into a Prometheus data directory whose --storage.tsdb.retention.time "
         "reaches back to the oldest run.",
     )
-    backfill.add_argument("paths", nargs="+", metavar="PATH", help="fio results, folders, archives")
-    backfill.add_argument("-o", "--output", required=True, metavar="DIR", help="block folder")
-    _add_grouping_options(backfill)
+    _add_results_options(backfill, "DIR", "block folder")
     backfill.add_argument(
         "--label", action="append", metavar="NAME=VALUE", help="extra label on every series"
     )
@@ -424,7 +420,10 @@ def _grouping(args: argparse.Namespace) -> object:
     return Grouping(args.group_by, args.folder_pattern or DEFAULT_FOLDER_PATTERN)
 
 
-def _add_grouping_options(parser: argparse.ArgumentParser) -> None:
+def _add_results_options(parser: argparse.ArgumentParser, output: str, output_help: str) -> None:
+    """What report and backfill share: their inputs, output folder, and grouping."""
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="fio results, folders, archives")
+    parser.add_argument("-o", "--output", required=True, metavar=output, help=output_help)
     parser.add_argument(
         "--group-by",
         default="folder",
