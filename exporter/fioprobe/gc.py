@@ -42,17 +42,7 @@ class GcResult:
 
 def transport_for(config: Config) -> Transport:
     """The Pushgateway of a configuration, with its credentials and TLS settings."""
-    gw = config.pushgateway
-    return Transport.from_sources(
-        gw.url,
-        username_file=gw.username_file,
-        password_file=gw.password_file,
-        ca_file=gw.ca_file,
-        cert_file=gw.cert_file,
-        key_file=gw.key_file,
-        timeout_seconds=gw.timeout_seconds,
-        attempts=gw.attempts,
-    )
+    return Transport.from_config(config.pushgateway)
 
 
 def configured(config: Config) -> set[tuple[str, str, bool]]:
