@@ -9,7 +9,9 @@ with a clear reason instead of a traceback or a silently wrong count.
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import itertools
 import json
 import os
 import subprocess
@@ -94,6 +96,13 @@ def test_restart_without_persistence_resets_once_and_rate_stays_right(
         )
         stateful_state = tmp_path / "stateful.json"
         control_state = tmp_path / "control.json"
+
+        def latest(storageclass: str) -> float | None:
+            found = services.query(
+                prometheus.url, f'fioprobe_runs_total{{storageclass="{storageclass}"}}'
+            )
+            return float(found[0]["value"][1]) if found else None
+
         for round_number in range(1, 7):
             if round_number == 4:
                 restarted.stop()
@@ -102,16 +111,12 @@ def test_restart_without_persistence_resets_once_and_rate_stays_right(
             assert push(restarted, fresh_state(tmp_path), "reset").returncode == 0
             assert push(restarted, stateful_state, "stateful").returncode == 0
             assert push(control, control_state, "control").returncode == 0
-            time.sleep(1.5)  # at least one scrape of every round
-
-        def latest(storageclass: str) -> float | None:
-            found = services.query(
-                prometheus.url, f'fioprobe_runs_total{{storageclass="{storageclass}"}}'
-            )
-            return float(found[0]["value"][1]) if found else None
-
-        wait_for(lambda: latest("control") == 6 and latest("stateful") == 6,
-                 timeout=20, what="the last round to be scraped")  # fmt: skip
+            after_reset = round_number if round_number < 4 else round_number - 3
+            wait_for(  # every round scraped: the raw samples hold every value
+                lambda r=round_number, a=after_reset: latest("control") == r
+                and latest("stateful") == r and latest("reset") == a,
+                timeout=20, what=f"round {round_number} to be scraped",
+            )  # fmt: skip
         assert latest("reset") == 3  # rounds 4, 5, 6 after the reset
 
         def value(promql: str) -> float:
@@ -122,22 +127,30 @@ def test_restart_without_persistence_resets_once_and_rate_stays_right(
         assert value(f'resets(fioprobe_runs_total{{storageclass="reset"}}{window})') == 1
         assert value(f'resets(fioprobe_runs_total{{storageclass="stateful"}}{window})') == 0
         assert value(f'resets(fioprobe_runs_total{{storageclass="control"}}{window})') == 0
-        # The raw increase is 5 for all three (first sample 1, five more runs); increase()
-        # extrapolates a little at the window's edges, the same way for each.
-        control_increase = value(f'increase(fioprobe_runs_total{{storageclass="control"}}{window})')
-        for storageclass in ("reset", "stateful"):
-            increase = value(
-                f'increase(fioprobe_runs_total{{storageclass="{storageclass}"}}{window})'
+        # The raw increase is 5 for all three (first sample 1, five more runs). Prometheus
+        # stored exactly that, reset included: the reset-corrected sum of the deltas of the
+        # raw samples it holds is 5 for every group.
+        for storageclass in ("reset", "stateful", "control"):
+            (series,) = services.query(
+                prometheus.url, f'fioprobe_runs_total{{storageclass="{storageclass}"}}{window}'
             )
-            assert 4.5 <= increase <= 7, (storageclass, increase)
-            assert abs(increase - control_increase) <= 0.15 * control_increase, (
-                storageclass, increase, control_increase,
-            )  # fmt: skip
+            raw = [float(v) for _, v in series["values"]]
+            corrected = sum(b - a if b >= a else b for a, b in itertools.pairwise(raw))
+            assert corrected == 5, (storageclass, raw)
+        # increase() extrapolates at the window's edges. Without a gap (stateful, control) it
+        # agrees within 15%. The reset group's series has a gap while the gateway restarts,
+        # so it extrapolates less (3.4 vs 5 seen on a loaded machine); what matters is that
+        # the reset counts as a reset: a drop misread would give at most 2, a double count 8+.
+        control_increase = value(f'increase(fioprobe_runs_total{{storageclass="control"}}{window})')
+        stateful = value(f'increase(fioprobe_runs_total{{storageclass="stateful"}}{window})')
+        assert abs(stateful - control_increase) <= 0.15 * control_increase
+        reset = value(f'increase(fioprobe_runs_total{{storageclass="reset"}}{window})')
+        assert 0.5 * control_increase <= reset <= 1.15 * control_increase, (reset, control_increase)
         # The latency histogram's count behaves the same: no run lost, none counted twice.
         samples = value(
             'increase(fioprobe_read_latency_seconds_count{storageclass="reset"}' + window + ")"
         )
-        assert abs(samples / READS - control_increase) <= 0.15 * control_increase
+        assert 0.5 * control_increase <= samples / READS <= 1.15 * control_increase
     finally:
         restarted.stop()
         control.stop()
@@ -228,7 +241,7 @@ def test_two_probes_on_one_directory(tmp_path: Path, pushgateway: services.Servi
 def test_racing_pushes_on_one_state_file_are_all_counted(
     tmp_path: Path, pushgateway: services.Service
 ) -> None:
-    """Concurrent `fioprobe push` on one state file: the lock serializes read-merge-save(-push)."""
+    """Concurrent `fioprobe push` on one state file: the lock serializes read-merge-save-push."""
     state = tmp_path / "state.json"
     processes = 6
     command = [sys.executable, "-m", "fioprobe", "push", str(SAMPLE), "--gateway",
@@ -246,11 +259,9 @@ def test_racing_pushes_on_one_state_file_are_all_counted(
             totals["histograms"]["read"]["counts"]
             and sum(totals["histograms"]["read"]["counts"]) == expected * READS
         )
-        # Each process pushes right after leaving the lock, so the gateway holds the total
-        # of whichever push arrived last: at most processes - 1 runs behind the state, never
-        # ahead of it, and the next push catches up exactly.
-        at_gateway = group_value(pushgateway, "race", "fioprobe_runs_total")
-        assert expected - processes < at_gateway <= expected
+        # Each process pushes while it holds the lock, so pushes reach the gateway in the
+        # order of their totals: the last one carries them all, never an older total.
+        assert group_value(pushgateway, "race", "fioprobe_runs_total") == expected
     assert subprocess.run(command, capture_output=True, timeout=60).returncode == 0
     assert group_value(pushgateway, "race", "fioprobe_runs_total") == 2 * processes + 1
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".state")] == []
@@ -365,3 +376,36 @@ def test_disk_fills_during_a_run(
     assert group_value(pushgateway, "full", "fioprobe_failures_total") == 1
     with urllib.request.urlopen(pushgateway.url + "/metrics", timeout=5) as response:
         assert 'reason="no_space",storageclass="full"' in response.read().decode()
+
+
+def test_state_on_a_full_filesystem_is_a_clear_error_and_nothing_is_lost(
+    tmp_path: Path, pushgateway: services.Service
+) -> None:
+    """The state cannot be saved: the run is still pushed, the stale state removed, and the
+    next run reads the totals back from the gateway, so no count goes backwards."""
+    full = tmp_path / "full"
+    full.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(full)], check=True)
+    try:
+        state = full / "state.json"
+        command = [sys.executable, "-m", "fioprobe", "push", str(SAMPLE), "--gateway",
+                   pushgateway.url, "--storageclass", "full", "--profile", "randread-iops",
+                   "--state", str(state), "--quiet"]  # fmt: skip
+        assert subprocess.run(command, capture_output=True, timeout=60).returncode == 0
+        filler = full / "filler"
+        with open(filler, "wb", buffering=0) as handle, contextlib.suppress(OSError):
+            while True:  # fill what is left of the 64 KiB; ends with ENOSPC
+                handle.write(b"x" * 4096)
+        failed = subprocess.run(command, capture_output=True, timeout=60)
+        assert failed.returncode == 2
+        message = failed.stderr.decode().strip()
+        assert message.count("\n") == 0
+        assert "cannot save state (No space left on device); this run was pushed" in message
+        assert not state.exists()
+        assert group_value(pushgateway, "full", "fioprobe_runs_total") == 2
+        filler.unlink()
+        assert subprocess.run(command, capture_output=True, timeout=60).returncode == 0
+        assert group_value(pushgateway, "full", "fioprobe_runs_total") == 3
+        assert json.loads(state.read_text())["runs_total"] == 3
+    finally:
+        subprocess.run(["umount", str(full)], check=False)

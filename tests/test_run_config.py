@@ -61,7 +61,7 @@ def test_run_probes_every_target_and_profile(tmp_path: Path, pushgateway: servic
     assert gauge(first, "fioprobe_volume_burst_balance_ratio") > ratio
 
     # The probe's cost equals what fio wrote, and the state lives on the probe volume.
-    states = sorted((gp2 / ".fioprobe-state").iterdir())
+    states = sorted((gp2 / ".fioprobe-state").glob("*.json"))
     assert [p.name for p in states] == [
         "credits-storageclass-gp2-small.json",
         "storageclass-gp2-small_profile-etcd-fsync.json",

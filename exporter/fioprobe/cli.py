@@ -3,7 +3,8 @@
 Exit status (the same for every subcommand):
   0  success
   1  the probe ran and failed; the failure was pushed (fioprobe_success 0)
-  2  usage or configuration error; nothing was run or pushed
+  2  usage, configuration or state-file error: a bad argument, config or state file (nothing
+     was run or pushed), or a state file that could not be saved (the run was pushed)
   3  the fio output could not be read; nothing was pushed
   4  the Pushgateway could not be reached or refused the push; the run's counts are kept in
      the state file and go out with the next successful push

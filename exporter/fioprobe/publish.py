@@ -1,8 +1,9 @@
 """Merge one outcome into its group's totals, save them, push them: the one path every
 command (push, probe, run) takes, so that "no probe result is ever lost" holds everywhere.
 
-Order matters: totals are saved *before* the push. If the push fails, the state file already
-holds this run, and the next successful push carries it.
+Order matters: totals are saved *before* the push, and the push happens under the same
+lock. If the push fails, the state file already holds this run, and the next successful push
+carries it.
 
 Where previous totals come from: the state file when there is one (a persistent probe
 volume); otherwise they are read back from the Pushgateway group. If the Pushgateway cannot be
@@ -51,8 +52,15 @@ def publish(
     finished_at: float | None = None,
     adjust: Adjust | None = None,
 ) -> ProbeOutcome:
-    """Merge, save, push; returns the outcome pushed. Raises PushError (after saving)."""
+    """Merge, save, push; returns the outcome pushed.
+
+    Raises PushError when the push fails (the run is saved and goes with the next push), and
+    StateError when the state cannot be saved (the push still happens; see below).
+    """
     finished_at = time.time() if finished_at is None else finished_at
+    save_error: OSError | None = None
+    # The push happens inside the lock: two pushes of one group reach the gateway in the
+    # order of their totals, never an older total after a newer one (a false counter reset).
     with state.locked(state_path, wait=True):
         totals = state.load(state_path)
         readback_error: PushError | None = None
@@ -66,8 +74,19 @@ def publish(
         state.merge_run(totals, outcome.run, success=outcome.success, finished_at=finished_at)
         if adjust is not None:
             outcome = adjust(outcome, totals)
-        state.save(state_path, totals)
-    if readback_error is not None:
-        raise readback_error
-    pushgateway.push(transport, grouping_key, registry_for(outcome, totals))
+        try:
+            state.save(state_path, totals)
+        except OSError as exc:
+            # A full probe volume: the old state is now stale, and using it next time would
+            # push totals below the gateway's. Remove it, so the next run reads back.
+            save_error = exc
+            state_path.unlink(missing_ok=True)
+        if readback_error is not None:
+            raise readback_error
+        pushgateway.push(transport, grouping_key, registry_for(outcome, totals))
+    if save_error is not None:
+        raise state.StateError(
+            f"{state_path}: cannot save state ({save_error.strerror}); this run was pushed, "
+            "and the next run reads the totals back from the Pushgateway"
+        )
     return outcome

@@ -397,8 +397,8 @@ def _with_volume(result: RunResult, target: ProbeTarget) -> ProbeOutcome:
 def _credit_model(result: RunResult, target: ProbeTarget, state_path: Path) -> Adjust | None:
     """For a dedicated gp2 volume: advance its modelled credit balance.
 
-    Runs inside publish's lock on the state directory, which also guards the volume's
-    credit file: every profile on the volume spends from the same bucket.
+    Every profile on the volume spends from the same bucket, so the credit file has a lock
+    of its own (taken inside publish's lock on the group's state: always in that order).
     """
     volume = target.volume
     if volume.type != "gp2" or not volume.dedicated:
@@ -412,17 +412,18 @@ def _credit_model(result: RunResult, target: ProbeTarget, state_path: Path) -> A
         run = outcome.run
         stats = [s for j in run.jobs for s in j.ops.values()] if run else []
         units = credit_units(sum(s.total_ios for s in stats), sum(s.io_bytes for s in stats))
-        previous = state.load_credits(credits_path)
-        balance = next_gp2_balance(
-            vmodel,
-            previous.balance if previous else None,
-            previous.at if previous else None,
-            result.started_at,
-            outcome.duration_seconds,
-            units,
-        )
-        finished = result.started_at + outcome.duration_seconds
-        state.save_credits(credits_path, state.VolumeCredits(balance, finished))
+        with state.locked(credits_path, wait=True):  # other profiles of the volume
+            previous = state.load_credits(credits_path)
+            balance = next_gp2_balance(
+                vmodel,
+                previous.balance if previous else None,
+                previous.at if previous else None,
+                result.started_at,
+                outcome.duration_seconds,
+                units,
+            )
+            finished = result.started_at + outcome.duration_seconds
+            state.save_credits(credits_path, state.VolumeCredits(balance, finished))
         return replace(outcome, volume=vmodel.gauges(balance / GP2_CREDIT_BUCKET))
 
     return adjust

@@ -272,15 +272,18 @@ def _write_json(path: Path, data: object) -> None:
 
 @contextmanager
 def locked(path: Path, *, wait: bool) -> Iterator[None]:
-    """Hold an exclusive lock for one read-merge-save cycle of `path`.
+    """Hold an exclusive lock on `path`'s state for one read-merge-save-push cycle.
 
     Two probes racing on the same state must not both read the old totals and each write
-    their own sum: one would be lost. The lock is an flock on the state file's directory
-    (the file itself is replaced by rename, so its inode cannot carry a lock), which leaves
-    no lock file behind. With `wait=False` the second one fails at once.
+    their own sum (one would be lost), and their pushes must reach the gateway in the order
+    of their totals. The lock is an flock on `<path>.lock` beside the state file (the state
+    file itself is replaced by rename, so its inode cannot carry the lock); one lock per
+    file, so groups sharing a state directory do not wait for each other.
+    With `wait=False` the second one fails at once.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    lock_path = path.with_name(path.name + ".lock")
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
