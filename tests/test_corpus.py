@@ -142,7 +142,8 @@ def test_json_plus_bins_count_equals_n() -> None:
     run = parse_file(path)
     write = run.jobs[0].ops["write"]
     assert write.latency is not None and write.latency.bins_ns
-    assert sum(write.latency.bins_ns.values()) == write.latency.samples == 16384
+    assert write.latency.bins_ns.total() == write.latency.samples == 16384
+    assert write.latency.bins_ns.latencies_ns == sorted(write.latency.bins_ns.latencies_ns)
     families = exported(path)
     (info,) = families["fioprobe_info"]
     assert info.labels["histogram_source"] == "bins"

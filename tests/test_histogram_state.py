@@ -9,14 +9,14 @@ import pytest
 from conftest import fioprobe
 from fioprobe.histogram import BUCKET_COUNT, counts_from_bins, counts_from_percentiles, cumulative
 from fioprobe.metrics import LATENCY_BUCKETS_SECONDS
-from fioprobe.model import LatencyStats
+from fioprobe.model import Bins, LatencyStats
 from fioprobe.state import STATE_VERSION, GroupTotals, HistogramTotals, StateError, load, save
 
 INDEX_10MS = LATENCY_BUCKETS_SECONDS.index(0.01)
 
 
 def test_bins_go_to_the_first_bucket_at_or_above_them() -> None:
-    counts = counts_from_bins({10_000_000: 3, 10_000_001: 5, 1: 1, 9_000_000_000: 2})
+    counts = counts_from_bins(Bins([1, 10_000_000, 10_000_001, 9_000_000_000], [1, 3, 5, 2]))
     assert counts[INDEX_10MS] == 3  # exactly 10 ms is "at or below 10 ms"
     assert counts[INDEX_10MS + 1] == 5
     assert counts[0] == 1
@@ -90,3 +90,18 @@ def test_help_explains_every_option() -> None:
     push_help = fioprobe("push", "--help").stdout.decode()
     assert "FIOPROBE_PUSHGATEWAY_PASSWORD" in push_help and "--password-file" in push_help
     assert "Exit status" in fioprobe("--help").stdout.decode()
+
+
+def test_bins_in_any_order_and_colliding_keys_all_count() -> None:
+    """fio writes bins ascending; others may not. "01" and "1" are two bins of 1 ns."""
+    from fioprobe.fioparse import parse_text
+
+    text = (
+        '{"jobs": [{"jobname": "j", "write": {"total_ios": 6, "clat_ns": {"min": 1, "max": 2e7,'
+        ' "mean": 5, "N": 6, "bins": {"20000000": 1, "1": 2, "01": 1, "10000000": 2}}}}]}'
+    )
+    bins = parse_text(text).jobs[0].ops["write"].latency.bins_ns
+    assert bins.latencies_ns == [1, 1, 10_000_000, 20_000_000]
+    counts = counts_from_bins(bins)
+    assert counts[0] == 3 and counts[INDEX_10MS] == 2 and counts[INDEX_10MS + 2] == 1
+    assert sum(counts) == 6

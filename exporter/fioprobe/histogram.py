@@ -14,7 +14,7 @@ from __future__ import annotations
 from bisect import bisect_right
 
 from .metrics import LATENCY_BUCKETS_SECONDS
-from .model import LatencyStats
+from .model import Bins, LatencyStats
 
 #: Bucket bounds in integer nanoseconds: bin keys are integers, so the comparison is exact.
 _BOUNDS_NS: tuple[int, ...] = tuple(round(le * 1e9) for le in LATENCY_BUCKETS_SECONDS)
@@ -22,22 +22,17 @@ _BOUNDS_NS: tuple[int, ...] = tuple(round(le * 1e9) for le in LATENCY_BUCKETS_SE
 BUCKET_COUNT = len(_BOUNDS_NS) + 1
 
 
-def counts_from_bins(bins_ns: dict[int, int]) -> list[int]:
+def counts_from_bins(bins: Bins) -> list[int]:
     """Per-bucket (not cumulative) counts; the last entry is the +Inf bucket.
 
-    fio writes bins in ascending order, so the bucket bounds split the bins into runs found
-    by bisection, and each bucket is a C-level sum of one slice (no per-bin Python loop).
+    The bins are ascending, so the bucket bounds split them into runs found by bisection,
+    and each bucket is a C-level sum of one slice (no per-bin Python loop).
     """
-    keys = list(bins_ns)
-    if keys != sorted(keys):
-        keys.sort()
-        values = [bins_ns[key] for key in keys]
-    else:
-        values = list(bins_ns.values())
+    latencies, values = bins.latencies_ns, bins.counts
     counts = []
     start = 0
     for bound in _BOUNDS_NS:
-        end = bisect_right(keys, bound, start)  # bins at or below the bound
+        end = bisect_right(latencies, bound, start)  # bins at or below the bound
         counts.append(sum(values[start:end]))
         start = end
     counts.append(sum(values[start:]))

@@ -13,12 +13,30 @@ OPERATIONS = ("read", "write", "trim", "sync", "mixed")
 
 
 @dataclass(frozen=True, slots=True)
+class Bins:
+    """fio's json+ latency histogram: ascending bin values (ns) and their counts.
+
+    Two parallel lists rather than a dict: the reader sorts once, and turning bins into
+    contract buckets is then a bisection plus C-level sums of slices.
+    """
+
+    latencies_ns: list[int]
+    counts: list[int]
+
+    def __bool__(self) -> bool:
+        return bool(self.counts)
+
+    def total(self) -> int:
+        return sum(self.counts)
+
+
+@dataclass(frozen=True, slots=True)
 class LatencyStats:
     """One fio latency block (clat, lat or sync lat), in seconds.
 
     `samples` is fio's `N`; old versions do not report it (None). `percentiles` maps the
     percent fio printed (99.0, 99.9, ...) to the latency in seconds. `bins_ns` is the json+
-    histogram: each key is a bin's representative latency in nanoseconds, each value a count.
+    histogram (see `Bins`).
     """
 
     min_s: float
@@ -27,7 +45,7 @@ class LatencyStats:
     stddev_s: float
     samples: int | None
     percentiles: dict[float, float]
-    bins_ns: dict[int, int] | None
+    bins_ns: Bins | None
 
     @property
     def has_data(self) -> bool:
@@ -59,7 +77,7 @@ class OpStats:
         if self.latency is not None and self.latency.samples is not None:
             return self.latency.samples
         if self.latency is not None and self.latency.bins_ns:
-            return sum(self.latency.bins_ns.values())
+            return self.latency.bins_ns.total()
         if self.total_ios:
             return self.total_ios
         return round(self.iops * self.runtime_s)
