@@ -127,7 +127,7 @@ def main() -> None:
         print(f"Machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the "
               "end of the run.\n")  # fmt: skip
         print(f"Convert, best of {CONVERT_ROUNDS} interleaved rounds (seconds); goal: "
-              "`fioprobe convert` within 2x of a bare `json.loads` of the same bytes.\n")  # fmt: skip
+              "`fioprobe convert` within 2x of a bare `json.loads` of the bytes.\n")  # fmt: skip
         print("| file (real fio json+) | json.loads | read into model | whole convert | ratio |")
         print("|---|---|---|---|---|")
         for what, t_json, t_read, t_convert, ratio in rows:
