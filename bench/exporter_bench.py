@@ -98,6 +98,7 @@ def etcd_fsync_result(work: Path) -> Path:
 
 
 def main() -> None:
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         rows = [convert_row(big_json_plus(work, size)) for size in ("4m", "32m")]
@@ -124,8 +125,8 @@ def main() -> None:
             gateway.stop()
         peak_mib = max(rss) / 1024  # ru_maxrss is in KiB on Linux
         print("## Exporter core (issue 2)\n")
-        print(f"Machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the "
-              "end of the run.\n")  # fmt: skip
+        print(f"Machine: {os.cpu_count()} cores, load average {load_before:.1f} before the run "
+              "(the run's own 64-job fio makes it rise).\n")  # fmt: skip
         print(f"Convert, best of {CONVERT_ROUNDS} interleaved rounds (seconds); goal: "
               "`fioprobe convert` within 2x of a bare `json.loads` of the bytes.\n")  # fmt: skip
         print("| file (real fio json+) | json.loads | read into model | whole convert | ratio |")
