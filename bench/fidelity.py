@@ -37,7 +37,6 @@ kept. tests/test_fidelity.py imports `measure` from here for its fast version.
 from __future__ import annotations
 
 import argparse
-import base64
 import contextlib
 import json
 import math
@@ -47,10 +46,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -163,64 +159,6 @@ def disk_for(condition: Condition, workdir: Path) -> Iterator[Disk]:
         disk.etcd_dir.mkdir(mode=0o700)
         disk.probe_dir.mkdir()
         yield disk
-
-
-class EtcdLoad:
-    """A paced, bounded put loop against etcd's v3 HTTP gateway, in a thread.
-
-    Why sequential puts: each committed put is one WAL append plus one fdatasync, so etcd's
-    fsync histogram gets one sample per put, like a steady apiserver write stream. Bounded
-    by count and time; `stop` ends it. Client-side put latencies are kept as a cross-check.
-    """
-
-    def __init__(self, url: str, max_seconds: float, rate: float = PUT_RATE) -> None:
-        self.url = url
-        self.interval = 1.0 / rate
-        self.max_puts = int(rate * max_seconds) + 1
-        self.deadline = time.monotonic() + max_seconds
-        self.latencies: list[float] = []
-        self.errors: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="etcd-load", daemon=True)
-
-    def _run(self) -> None:
-        value = base64.b64encode(os.urandom(PUT_VALUE_BYTES)).decode()
-        next_at = time.monotonic()
-        count = 0
-        while not self._stop.is_set() and count < self.max_puts:
-            now = time.monotonic()
-            if now > self.deadline:
-                return
-            if now < next_at:
-                self._stop.wait(next_at - now)
-                continue
-            next_at = max(next_at + self.interval, now)
-            key = base64.b64encode(f"fidelity/{count % 100}".encode()).decode()
-            body = json.dumps({"key": key, "value": value}).encode()
-            request = urllib.request.Request(
-                self.url + "/v3/kv/put", data=body, headers={"Content-Type": "application/json"}
-            )
-            count += 1
-            started = time.monotonic()
-            try:
-                with urllib.request.urlopen(request, timeout=10) as response:
-                    response.read()
-                self.latencies.append(time.monotonic() - started)
-            except (urllib.error.URLError, OSError) as exc:
-                self.errors.append(str(exc))
-                if len(self.errors) > 50:
-                    return
-                self._stop.wait(0.1)
-
-    def start(self) -> EtcdLoad:
-        """Start the loop."""
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop the loop and wait for the put in flight (bounded by its 10 s timeout)."""
-        self._stop.set()
-        self._thread.join(timeout=15)
 
 
 @dataclass
@@ -394,15 +332,6 @@ def variant_jobs_dir(workdir: Path, overrides: dict[str, str]) -> Path | None:
     return jobs
 
 
-def wait_until(predicate: object, timeout: float, what: str) -> None:
-    """Poll `predicate()` every 0.2 s until truthy; raise after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while not predicate():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:g}s waiting for {what}")
-        time.sleep(0.2)
-
-
 def scalar(prom_url: str, promql: str) -> float | None:
     """First value of an instant query now, or None."""
     result = services.query(prom_url, promql)
@@ -444,7 +373,10 @@ def measure(
             assert etcd.process is not None
             assert etcd.process.pid in disk.throttled.cgroup.pids(), "etcd is not in the cgroup"
             disk.throttled.set_limits(write_iops=condition.write_iops)
-        load = EtcdLoad(etcd.url, max_seconds=solo_seconds + max_seconds + 120).start()
+        load = services.EtcdWriteLoad(
+            etcd.url, rate=PUT_RATE, max_seconds=solo_seconds + max_seconds + 120,
+            value_bytes=PUT_VALUE_BYTES, key_prefix="fidelity/", keys=100,
+        ).start()  # fmt: skip
         stack.callback(load.stop)
         try:
             jobs_dir = variant_jobs_dir(workdir, overrides or {})
@@ -483,7 +415,7 @@ def _measure_window(
     prometheus: services.Service,
     gateway: services.Service,
     disk: Disk,
-    load: EtcdLoad,
+    load: services.EtcdWriteLoad,
     runs: int,
     solo_seconds: float,
     max_seconds: float,
@@ -493,7 +425,7 @@ def _measure_window(
     """The measuring part of `measure`: solo window, probe runs, queries."""
     storageclass = f"fidelity-{condition.name}"
     selector = f'storageclass="{storageclass}",profile="{PROFILE}"'
-    wait_until(
+    services.wait_for(
         lambda: (scalar(prometheus.url, f"{ETCD_METRIC}_count") or 0) > 0,
         60,
         "etcd's WAL fsync histogram in Prometheus",
@@ -518,7 +450,7 @@ def _measure_window(
         if done.returncode != 0:
             failures += 1
             say(f"[{condition.name}] probe run {k} exited {done.returncode}: {done.stderr!r}")
-        wait_until(
+        services.wait_for(
             lambda k=k: (scalar(prometheus.url, f"fioprobe_runs_total{{{selector}}}") or 0) >= k,
             30,
             f"probe run {k} in Prometheus",

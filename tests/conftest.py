@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fioprobe import services
+from fioprobe.services import wait_for  # noqa: F401 - tests import it from here
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "fio-corpus"
@@ -62,18 +62,6 @@ def fioprobe(*args: str, stdin: bytes | None = None, env: dict[str, str] | None 
         env={**os.environ, **(env or {})},
         check=False,
     )
-
-
-def wait_for(predicate, timeout: float = 30.0, interval: float = 0.25, what: str = "condition"):
-    """Poll `predicate` until it returns a truthy value, at most `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
 
 
 def run_fio_json_plus(directory: Path, *options: str, name: str = "job") -> Path:

@@ -244,56 +244,6 @@ class ProbeLoop:
         return [r for r in list(self.rounds) if r.returncode != 0]
 
 
-class EtcdLoad:
-    """Bounded, paced writes to etcd through its gRPC gateway, so its WAL fsyncs happen.
-
-    etcd fsyncs its WAL once per committed batch: without writes there is no histogram.
-    At most ETCD_PUTS_MAX puts, ETCD_PUTS_PER_SECOND, ETCD_LOAD_SECONDS; stopped explicitly.
-    """
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self.puts = 0
-        self.errors: list[str] = []
-        self._deadline = time.monotonic() + ETCD_LOAD_SECONDS
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="etcd-load", daemon=True)
-
-    def _run(self) -> None:
-        import base64
-
-        pause = 1.0 / ETCD_PUTS_PER_SECOND
-        while (
-            not self._stop.is_set()
-            and self.puts < ETCD_PUTS_MAX
-            and time.monotonic() < self._deadline
-        ):
-            key = base64.b64encode(f"fioprobe/e2e/{self.puts % 64}".encode()).decode()
-            value = base64.b64encode(os.urandom(64)).decode()
-            request = urllib.request.Request(
-                self.url + "/v3/kv/put",
-                data=json.dumps({"key": key, "value": value}).encode(),
-                headers={"Content-Type": "application/json"},
-            )
-            try:
-                with urllib.request.urlopen(request, timeout=5) as response:
-                    response.read()
-                self.puts += 1
-            except (urllib.error.URLError, OSError) as exc:
-                self.errors.append(str(exc))
-                if len(self.errors) > 20:
-                    return
-            self._stop.wait(pause)
-
-    def __enter__(self) -> EtcdLoad:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
-
-
 class Webhook:
     """Alertmanager's webhook receiver: a tiny HTTP server on 127.0.0.1 keeping every POST.
 
@@ -399,16 +349,6 @@ class AlertWatch:
             if time.monotonic() > deadline:
                 raise AssertionError(f"timed out waiting for {what}; seen so far: {self.first}")
             time.sleep(0.25)
-
-
-def wait_until(predicate: Callable[[], Any], deadline: float, what: str) -> Any:
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.25)
 
 
 # --- setup --------------------------------------------------------------------------------
@@ -522,7 +462,10 @@ def test_slow_fsync_and_depleted_burst_reach_alertmanager(
             GP2: ProbeLoop(GP2, loop.cgroup.wrap([*fioprobe, str(gp2_cfg)]), loop_deadline),
         }
         probing_since = time.time()
-        load = stack.enter_context(EtcdLoad(etcd.url))
+        load = stack.enter_context(
+            services.EtcdWriteLoad(etcd.url, rate=ETCD_PUTS_PER_SECOND,
+                                   max_seconds=ETCD_LOAD_SECONDS, max_puts=ETCD_PUTS_MAX)
+        )  # fmt: skip
         for probe_loop in loops.values():
             probe_loop.start()
             stack.callback(probe_loop.stop)
@@ -536,10 +479,10 @@ def test_slow_fsync_and_depleted_burst_reach_alertmanager(
             found = values(prom, f'fioprobe_runs_total{{storageclass="{GP2}"}}')
             return found[0] if found else 0.0
 
-        wait_until(
+        services.wait_for(
             lambda: watch.poll() or gp2_rounds() >= WARMUP_ROUNDS,
-            deadline,
-            f"{WARMUP_ROUNDS} scraped rounds of the unthrottled gp2 volume",
+            timeout=deadline - time.monotonic(),
+            what=f"{WARMUP_ROUNDS} scraped rounds of the unthrottled gp2 volume",
         )
         (healthy_iops,) = values(prom, f'fioprobe_write_iops{{storageclass="{GP2}"}}')
         threshold = GP2_BASELINE_IOPS + 0.25 * (GP2_BURST_IOPS - GP2_BASELINE_IOPS)
@@ -565,16 +508,16 @@ def test_slow_fsync_and_depleted_burst_reach_alertmanager(
         # --- both alerts reach Alertmanager and the webhook receiver ---
         watch.wait("alertmanager", fsync_key, deadline, "the fsync alert in Alertmanager")
         watch.wait("alertmanager", burst_key, deadline, "the burst alert in Alertmanager")
-        wait_until(
+        services.wait_for(
             lambda: webhook.first_firing(*fsync_key[:2]) and webhook.first_firing(*burst_key[:2]),
-            deadline,
-            "both alerts at the webhook receiver",
+            timeout=deadline - time.monotonic(),
+            what="both alerts at the webhook receiver",
         )
         # Keep probing over more than a whole latency window, still watching.
-        wait_until(
+        services.wait_for(
             lambda: watch.poll() or time.time() - probing_since >= MIN_PROBING_S,
-            deadline,
-            f"{MIN_PROBING_S}s of probing",
+            timeout=deadline - time.monotonic(),
+            what=f"{MIN_PROBING_S}s of probing",
         )
         end = time.time()
         watch.poll()

@@ -29,7 +29,6 @@ also writes its query results there, so the pictures can be drawn from a test ru
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 import math
@@ -37,7 +36,6 @@ import os
 import re
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.parse
@@ -78,6 +76,7 @@ SCRAPE_INTERVAL_S = 1.0
 MAX_DATA_POINTS = 1000
 #: Bounds on etcd's write load: at most this many puts, for at most this long.
 ETCD_PUTS_MAX = 3000
+ETCD_PUTS_PER_SECOND = 50.0
 ETCD_LOAD_SECONDS = 120.0
 
 #: Short runs, so a round takes seconds; each is well inside the profile's budget. The
@@ -104,54 +103,6 @@ class LiveStack:
     start: float
     end: float
     etcd_puts: int
-
-
-class EtcdLoad:
-    """Bounded write load on etcd through its gRPC gateway, so its WAL fsync histogram fills.
-
-    Why a thread: etcd fsyncs its WAL once per committed batch, so writes must run while the
-    probe rounds run and Prometheus scrapes, not before. Bounded by count and by time, and
-    stopped explicitly.
-    """
-
-    def __init__(self, url: str, max_puts: int = ETCD_PUTS_MAX, seconds: float = ETCD_LOAD_SECONDS):
-        self.url = url
-        self.max_puts = max_puts
-        self.deadline = time.monotonic() + seconds
-        self.puts = 0
-        self.errors: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="etcd-load", daemon=True)
-
-    def _run(self) -> None:
-        while (
-            not self._stop.is_set()
-            and self.puts < self.max_puts
-            and time.monotonic() < self.deadline
-        ):
-            key = base64.b64encode(f"fioprobe/live/{self.puts % 50}".encode()).decode()
-            value = base64.b64encode(os.urandom(64)).decode()
-            body = json.dumps({"key": key, "value": value}).encode()
-            request = urllib.request.Request(
-                self.url + "/v3/kv/put", data=body, headers={"Content-Type": "application/json"}
-            )
-            try:
-                with urllib.request.urlopen(request, timeout=5) as response:
-                    response.read()
-                self.puts += 1
-            except (urllib.error.URLError, OSError) as exc:
-                self.errors.append(str(exc))
-                if len(self.errors) > 20:
-                    return
-                time.sleep(0.1)
-
-    def __enter__(self) -> EtcdLoad:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
 
 
 def render_recording_rules(path: Path, latency_window: str = LATENCY_WINDOW) -> Path:
@@ -256,18 +207,6 @@ def run_round(configs: dict[str, Path], timeout: float = 90.0) -> dict[str, tupl
     return results
 
 
-def wait_until(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    """Poll at most `timeout` seconds (conftest.wait_for, usable without pytest)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.25)
-
-
 def _values(prometheus: str, promql: str) -> list[float]:
     return [float(s["value"][1]) for s in services.query(prometheus, promql)]
 
@@ -310,7 +249,10 @@ def live_stack(
         log(f"prometheus {prometheus.url}, pushgateway {gateway.url}, etcd {etcd.url}")
 
         start = time.time()
-        load = stack.enter_context(EtcdLoad(etcd.url))
+        load = stack.enter_context(
+            services.EtcdWriteLoad(etcd.url, rate=ETCD_PUTS_PER_SECOND,
+                                   max_seconds=ETCD_LOAD_SECONDS, max_puts=ETCD_PUTS_MAX)
+        )  # fmt: skip
         groups = 2 * len(PROFILES) + 1
         for number in range(1, rounds + 1):
             began = time.monotonic()
@@ -319,7 +261,7 @@ def live_stack(
             assert results[SLOW][0] == 0, results[SLOW][1]
             assert results[BROKEN][0] == 1, results[BROKEN][1]
             assert "unsafe_target" in results[BROKEN][1] or "symlink" in results[BROKEN][1]
-            wait_until(
+            services.wait_for(
                 lambda n=number: (
                     sum(v >= n for v in _values(prometheus.url, "fioprobe_runs_total")) == groups
                 ),
@@ -327,14 +269,14 @@ def live_stack(
                 what=f"Prometheus to scrape round {number} of {groups} probe groups",
             )
             log(f"round {number}/{rounds} in {time.monotonic() - began:.1f}s")
-        wait_until(
+        services.wait_for(
             lambda: (
                 len(_values(prometheus.url, "probe:fioprobe_sync_latency_seconds:p99 >= 0")) >= 2
             ),
             timeout=20,
             what="the recording rules to record fsync p99 of both targets",
         )
-        wait_until(
+        services.wait_for(
             lambda: _values(
                 prometheus.url, "sum(rate(etcd_disk_wal_fsync_duration_seconds_count[1m])) > 0"
             ),
