@@ -37,9 +37,6 @@ import re
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -309,15 +306,8 @@ def panels(dashboard: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def api(prometheus: str, path: str, params: dict[str, Any] | list[tuple[str, str]]) -> Any:
-    """GET a Prometheus HTTP API endpoint; raises with Prometheus's error text."""
-    url = f"{prometheus}{path}?{urllib.parse.urlencode(params)}"
-    try:
-        with urllib.request.urlopen(url, timeout=30) as response:
-            body = json.load(response)
-    except urllib.error.HTTPError as exc:
-        raise AssertionError(f"{path} {params}: HTTP {exc.code}: {exc.read(500)!r}") from None
-    assert body.get("status") == "success", f"{path} {params}: {body}"
-    return body["data"]
+    """GET a Prometheus HTTP API endpoint (`fioprobe.services.prometheus_api`)."""
+    return services.prometheus_api(prometheus, path, params)
 
 
 _LABEL_VALUES = re.compile(r"^\s*label_values\((?:(?P<match>.+),\s*)?(?P<label>\w+)\s*\)\s*$")

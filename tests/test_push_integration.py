@@ -115,16 +115,25 @@ def test_push_twice_doubles_and_failed_push_is_carried(
     assert gateway_value(pushgateway, runs) == 4
 
 
-def test_without_state_file_totals_are_read_back_from_gateway(
-    tmp_path: Path, pushgateway: services.Service
-) -> None:
-    """A fresh container has no state: the previous totals come from the Pushgateway."""
+SYNC_COUNT = 'fioprobe_sync_latency_seconds_count{instance="",job="fioprobe",profile="etcd-fsync",storageclass="local"}'  # noqa: E501
+
+
+@pytest.fixture
+def small_result(tmp_path: Path) -> tuple[Path, int]:
+    """A small real fio json+ result with fsyncs, and its fsync count N."""
     work = tmp_path / "fio"
     work.mkdir()
     output = run_fio_json_plus(work, "--rw=write", "--bs=4k", "--size=512k", "--fsync=1",
                                name="etcd-fsync")  # fmt: skip
-    n = json.loads(output.read_text())["jobs"][0]["sync"]["lat_ns"]["N"]
-    series = 'fioprobe_sync_latency_seconds_count{instance="",job="fioprobe",profile="etcd-fsync",storageclass="local"}'  # noqa: E501
+    return output, json.loads(output.read_text())["jobs"][0]["sync"]["lat_ns"]["N"]
+
+
+def test_without_state_file_totals_are_read_back_from_gateway(
+    tmp_path: Path, pushgateway: services.Service, small_result: tuple[Path, int]
+) -> None:
+    """A fresh container has no state: the previous totals come from the Pushgateway."""
+    output, n = small_result
+    series = SYNC_COUNT
     for round_number in (1, 2, 3):
         fresh_state = tmp_path / f"container{round_number}"
         result = push(output, pushgateway, "--state", str(fresh_state / "state.json"))
@@ -133,15 +142,11 @@ def test_without_state_file_totals_are_read_back_from_gateway(
 
 
 def test_gateway_down_without_state_keeps_the_run_until_readback(
-    tmp_path: Path, pushgateway: services.Service
+    tmp_path: Path, pushgateway: services.Service, small_result: tuple[Path, int]
 ) -> None:
     """No state and no gateway: the run is saved and added once the old totals are readable."""
-    work = tmp_path / "fio"
-    work.mkdir()
-    output = run_fio_json_plus(work, "--rw=write", "--bs=4k", "--size=512k", "--fsync=1",
-                               name="etcd-fsync")  # fmt: skip
-    n = json.loads(output.read_text())["jobs"][0]["sync"]["lat_ns"]["N"]
-    series = 'fioprobe_sync_latency_seconds_count{instance="",job="fioprobe",profile="etcd-fsync",storageclass="local"}'  # noqa: E501
+    output, n = small_result
+    series = SYNC_COUNT
     assert push(output, pushgateway, "--state", str(tmp_path / "a.json")).returncode == 0
     pushgateway.stop()
     state = tmp_path / "b.json"

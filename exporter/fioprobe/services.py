@@ -218,20 +218,27 @@ def etcd(workdir: Path, data_dir: Path) -> Service:
     return Service("etcd", command, client, workdir, ready_path="/health")
 
 
+def prometheus_api(
+    prometheus_url: str, path: str, params: dict[str, str] | list[tuple[str, str]]
+) -> object:
+    """GET one Prometheus HTTP API endpoint; its `data`, or ServiceError with its error."""
+    url = f"{prometheus_url}{path}?{urllib.parse.urlencode(params)}"
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            body = json.load(response)
+    except urllib.error.HTTPError as exc:
+        raise ServiceError(f"{path} {params}: HTTP {exc.code}: {exc.read(500)!r}") from None
+    if body.get("status") != "success":
+        raise ServiceError(f"{path} {params}: {body}")
+    return body["data"]
+
+
 def query(prometheus_url: str, promql: str, at: float | None = None) -> list[dict[str, object]]:
     """Instant query; returns the result vector (raises ServiceError on an API error)."""
     params = {"query": promql}
     if at is not None:
         params["time"] = f"{at:.3f}"
-    url = f"{prometheus_url}/api/v1/query?{urllib.parse.urlencode(params)}"
-    try:
-        with urllib.request.urlopen(url, timeout=10) as response:
-            body = json.load(response)
-    except urllib.error.HTTPError as exc:
-        raise ServiceError(f"query {promql!r}: HTTP {exc.code}: {exc.read(300)!r}") from None
-    if body.get("status") != "success":
-        raise ServiceError(f"query {promql!r}: {body}")
-    return body["data"]["result"]
+    return prometheus_api(prometheus_url, "/api/v1/query", params)["result"]
 
 
 def wait_for(
