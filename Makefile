@@ -4,13 +4,17 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup demo test lint generate bench
+.PHONY: setup setup-core demo test lint generate bench
 setup:
 	@bash scripts/setup.sh
 
+## What the demo needs: Debian packages, the virtualenv, Go linters (no test-only extras).
+setup-core:
+	@bash scripts/setup.sh --core
+
 ## The main job on an embedded default: local Pushgateway + Prometheus, etcd-fsync probes on a
 ## local directory, live summary. Ctrl-C stops everything.
-demo: setup
+demo: setup-core
 	@$(PY) -m fioprobe demo
 
 ## The whole test suite (what .ci/run calls).

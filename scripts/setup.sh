@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Installs every tool fioprobe's demo, tests and benchmarks need, on a fresh Debian 12 machine.
 # Idempotent and quiet when everything is already there: each step checks before it acts.
-# Called by `make setup` (and so by `make demo` and `make test`); safe to run twice.
+# Called by `make setup` (and so by `make test`); `make demo` calls it with --core, which
+# skips the extras only the tests use (scripts/setup.d: kube-apiserver, Grafana schemas,
+# Chromium). Safe to run twice.
 set -euo pipefail
+CORE_ONLY=false
+[[ ${1:-} == --core ]] && CORE_ONLY=true
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
@@ -57,6 +61,7 @@ if [[ ! -x $TOOLS/jsonnet-lint || $(cat "$TOOLS/.jsonnet-lint.version" 2>/dev/nu
 fi
 
 # --- Extra steps of later components (dashboards schema, kube-apiserver, ...) -------------
+$CORE_ONLY && exit 0
 for extra in scripts/setup.d/*.sh; do
   [[ -e $extra ]] || continue
   bash "$extra"
