@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
+import signal
+import socket
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,13 +14,29 @@ import pytest
 pytestmark = pytest.mark.slow
 
 
-def leftovers() -> set[str]:
-    names = {p.name for p in Path(tempfile.gettempdir()).glob("fioprobe-demo-*")}
-    return names | {p.name for p in Path("/dev/shm").glob("fioprobe-demo-*")}
+def still_answering(output: str) -> list[str]:
+    """The demo's Pushgateway and Prometheus URLs that still accept connections."""
+    urls = re.findall(r"(?:Pushgateway|Prometheus) (http://127\.0\.0\.1:\d+)", output)
+    assert len(urls) == 2, output[:300]
+    answering = []
+    for url in urls:
+        host, port = url.removeprefix("http://").split(":")
+        with socket.socket() as sock:
+            sock.settimeout(2)
+            if sock.connect_ex((host, int(port))) == 0:
+                answering.append(url)
+    return answering
+
+
+def own_directories(output: str) -> list[Path]:
+    """The directories this demo said it uses (its work directory and /dev/shm target)."""
+    probing = next(line for line in output.splitlines() if "probing " in line)
+    paths = re.findall(r"(/\S+?fioprobe-demo-[^/,\s]+)", probing)
+    assert len(paths) == 2, probing
+    return [Path(p) for p in paths]
 
 
 def test_demo_runs_rounds_prints_summary_and_cleans_up() -> None:
-    before = leftovers()
     result = subprocess.run(
         [sys.executable, "-m", "fioprobe", "demo", "--interval", "1", "--iterations", "3"],
         capture_output=True, text=True, timeout=180, check=False,
@@ -33,7 +50,30 @@ def test_demo_runs_rounds_prints_summary_and_cleans_up() -> None:
     row = next(line for line in last_round.splitlines() if line.startswith("local-disk"))
     assert "p99<=10ms" in row or "SLOW" in row, row
     assert re.search(r"\s3\s+\d+\.\dMi$", row), row  # 3 runs, bytes written
-    assert leftovers() == before
-    processes = subprocess.run(["pgrep", "-f", "prometheus.*fioprobe-demo"],
-                               capture_output=True, text=True)  # fmt: skip
-    assert processes.stdout == ""
+    assert [path for path in own_directories(out) if path.exists()] == []
+    assert still_answering(out) == []
+
+
+def test_ctrl_c_stops_everything_and_removes_its_files() -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fioprobe", "demo", "--interval", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        header = ""
+        for _ in range(200):  # bounded: the first round comes within seconds
+            line = process.stdout.readline()
+            header += line
+            if line.startswith("--- probe round") or not line:
+                break
+        assert line.startswith("--- probe round"), line
+        process.send_signal(signal.SIGINT)
+        rest, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0
+    assert "stopping" in rest
+    assert [path for path in own_directories(header) if path.exists()] == []
+    assert still_answering(header) == []
