@@ -91,12 +91,24 @@ class Service:
                     request, timeout=2, context=self.ready_context
                 ) as response:
                     if response.status == 200:
+                        self._check_still_ours()
                         return
             except (urllib.error.URLError, OSError):
                 pass
             time.sleep(0.1)
         self.stop()
         raise ServiceError(f"{self.name} did not answer on {self.url} within {timeout}s")
+
+    def _check_still_ours(self) -> None:
+        """The port came from free_port(), which releases it before we bind it: another
+        process (a concurrent test run) may have taken it, and then it answered our readiness
+        check while our process failed to bind and exits. Give that exit a moment to show."""
+        time.sleep(0.3)
+        if self.process is not None and self.process.poll() is not None:
+            raise ServiceError(
+                f"{self.name} exited {self.process.returncode} after {self.url} answered: "
+                f"the port was probably taken by another process ({self.tail()})"
+            )
 
     def stop(self, timeout: float = 10.0) -> None:
         process = self.process
