@@ -20,6 +20,6 @@ def test_a_taken_port_is_reported_not_mistaken_for_ours(tmp_path: Path) -> None:
 
 
 def test_wait_for_is_bounded() -> None:
-    with pytest.raises(TimeoutError, match="timed out after 0.3s waiting for nothing"):
+    with pytest.raises(TimeoutError, match=r"timed out after 0\.3s waiting for nothing"):
         services.wait_for(lambda: None, timeout=0.3, what="nothing", interval=0.05)
     assert services.wait_for(lambda: 42, timeout=1) == 42
