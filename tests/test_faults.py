@@ -137,20 +137,24 @@ def test_restart_without_persistence_resets_once_and_rate_stays_right(
             raw = [float(v) for _, v in series["values"]]
             corrected = sum(b - a if b >= a else b for a, b in itertools.pairwise(raw))
             assert corrected == 5, (storageclass, raw)
-        # increase() extrapolates at the window's edges. Without a gap (stateful, control) it
-        # agrees within 15%. The reset group's series has a gap while the gateway restarts,
-        # so it extrapolates less (3.4 vs 5 seen on a loaded machine); what matters is that
-        # the reset counts as a reset: a drop misread would give at most 2, a double count 8+.
+        # increase() extrapolates at the window's edges, and both groups on the restarted
+        # gateway have a gap in their series while it restarts, so theirs extrapolates
+        # differently from the control's (5.39 vs 4.39 and 3.4 vs 5 were seen). The exact
+        # checks are above; here it must only read as a reset, never as a drop (at most 2)
+        # or a double count (8 and more).
         control_increase = value(f'increase(fioprobe_runs_total{{storageclass="control"}}{window})')
-        stateful = value(f'increase(fioprobe_runs_total{{storageclass="stateful"}}{window})')
-        assert abs(stateful - control_increase) <= 0.15 * control_increase
-        reset = value(f'increase(fioprobe_runs_total{{storageclass="reset"}}{window})')
-        assert 0.5 * control_increase <= reset <= 1.15 * control_increase, (reset, control_increase)
+        for storageclass in ("reset", "stateful"):
+            increase = value(
+                f'increase(fioprobe_runs_total{{storageclass="{storageclass}"}}{window})'
+            )
+            assert 0.5 * control_increase <= increase <= 1.5 * control_increase, (
+                storageclass, increase, control_increase,
+            )  # fmt: skip
         # The latency histogram's count behaves the same: no run lost, none counted twice.
         samples = value(
             'increase(fioprobe_read_latency_seconds_count{storageclass="reset"}' + window + ")"
         )
-        assert 0.5 * control_increase <= samples / READS <= 1.15 * control_increase
+        assert 0.5 * control_increase <= samples / READS <= 1.5 * control_increase
     finally:
         restarted.stop()
         control.stop()
