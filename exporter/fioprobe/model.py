@@ -110,11 +110,3 @@ class Run:
     @property
     def failed_jobs(self) -> list[Job]:
         return [job for job in self.jobs if job.error != 0]
-
-    @property
-    def has_bins(self) -> bool:
-        return any(
-            stats.latency is not None and stats.latency.bins_ns
-            for job in self.jobs
-            for stats in job.ops.values()
-        )

@@ -19,7 +19,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import quote
 
 from prometheus_client import CollectorRegistry, push_to_gateway
 from prometheus_client.exposition import delete_from_gateway
@@ -269,10 +268,3 @@ def _totals_from_group(group: dict[str, object]) -> GroupTotals:
         ]
         totals.histograms[op] = HistogramTotals(counts, float(metric.get("sum", 0.0)))
     return totals
-
-
-def group_path(grouping_key: dict[str, str]) -> str:
-    """The Pushgateway URL path of a group, for messages."""
-    parts = [f"/metrics/job/{JOB}"]
-    parts += [f"{k}/{quote(v, safe='')}" for k, v in grouping_key.items()]
-    return "/".join(parts)
