@@ -25,11 +25,11 @@ from pathlib import Path
 
 from benchdoc import write_section
 from fioprobe import services
-from fioprobe.collector import ProbeOutcome, registry_for
+from fioprobe.collector import ProbeCollector, ProbeOutcome
+from fioprobe.exposition import text_exposition
 from fioprobe.fioparse import parse_text
 from fioprobe.profiles import load_profile
 from fioprobe.state import GroupTotals, merge_run
-from prometheus_client import generate_latest
 
 REPEATS = 15
 CONVERT_ROUNDS = 40
@@ -82,7 +82,7 @@ def convert(text: str) -> bytes:
     totals = GroupTotals()
     merge_run(totals, run, success=True, finished_at=0.0)
     outcome = ProbeOutcome(run=run, success=True, duration_seconds=1.0)
-    return generate_latest(registry_for(outcome, totals))
+    return text_exposition(ProbeCollector(outcome, totals))
 
 
 def etcd_fsync_result(work: Path) -> Path:

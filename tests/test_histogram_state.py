@@ -24,6 +24,24 @@ def test_bins_go_to_the_first_bucket_at_or_above_them() -> None:
     assert sum(counts) == 11
 
 
+def test_bins_match_a_per_bin_reference_at_every_edge() -> None:
+    """Bisection (which skips the empty buckets at both ends) against the obvious loop."""
+    import random
+
+    bounds = [round(le * 1e9) for le in LATENCY_BUCKETS_SECONDS]
+    edges = sorted({1, *bounds, *(b - 1 for b in bounds), *(b + 1 for b in bounds), 10**12})
+    rng = random.Random(7)
+    for size in [1, 2, 3, 50, len(edges)] * 20:
+        latencies = sorted(rng.sample(edges, min(size, len(edges))))
+        values = [rng.randrange(0, 1000) for _ in latencies]
+        expected = [0] * BUCKET_COUNT
+        for latency, value in zip(latencies, values, strict=True):
+            index = next((i for i, b in enumerate(bounds) if latency <= b), len(bounds))
+            expected[index] += value
+        assert counts_from_bins(Bins(latencies, values)) == expected, latencies
+    assert counts_from_bins(Bins([], [])) == [0] * BUCKET_COUNT
+
+
 def test_percentiles_give_monotone_counts_summing_to_n() -> None:
     latency = LatencyStats(
         min_s=0.0002, max_s=0.05, mean_s=0.003, stddev_s=0.001, samples=1000,

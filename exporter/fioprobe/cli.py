@@ -52,9 +52,8 @@ def _grouping_key(args: argparse.Namespace) -> dict[str, str]:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    from prometheus_client import generate_latest
-
-    from .collector import ProbeOutcome, registry_for
+    from .collector import ProbeCollector, ProbeOutcome
+    from .exposition import text_exposition
     from .fioparse import parse_text
     from .state import GroupTotals, merge_run
 
@@ -72,7 +71,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
         )
         if v
     }
-    sys.stdout.buffer.write(generate_latest(registry_for(outcome, totals, labels)))
+    sys.stdout.buffer.write(text_exposition(ProbeCollector(outcome, totals, labels)))
     return EXIT_OK
 
 

@@ -30,6 +30,8 @@ from .model import Job, OpStats, Run
 from .state import GroupTotals, histogram_source
 
 _LE = [f"{le:g}" for le in LATENCY_BUCKETS_SECONDS] + ["+Inf"]
+#: (quantile label, fio's percentile key) of each summary quantile: 0.999 -> ("0.999", 99.9).
+_QUANTILE_PERCENTS = [(f"{q:g}", round(q * 100, 6)) for q in SUMMARY_QUANTILES]
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,14 +136,15 @@ class ProbeCollector(Collector):
         latency = stats.latency
         if latency is None or not latency.has_data:
             return
+        name = family.name
         labels = {**self.const_labels, "fio_job": job.name}
-        for quantile in SUMMARY_QUANTILES:
-            value = latency.percentiles.get(round(quantile * 100, 6))
+        for quantile, percent in _QUANTILE_PERCENTS:
+            value = latency.percentiles.get(percent)
             if value is not None:
-                family.add_sample(family.name, {**labels, "quantile": f"{quantile:g}"}, value)
+                family.add_sample(name, {**labels, "quantile": quantile}, value)
         samples = stats.sample_count
-        family.add_sample(f"{family.name}_sum", labels, latency.mean_s * samples)
-        family.add_sample(f"{family.name}_count", labels, float(samples))
+        family.add_sample(name + "_sum", labels, latency.mean_s * samples)
+        family.add_sample(name + "_count", labels, float(samples))
 
     def _health(self) -> Iterator[Metric]:
         outcome = self.outcome

@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 import math
 import re
+from array import array
 from collections.abc import Mapping
+from itertools import filterfalse
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +91,6 @@ def _is_fio_document(obj: object) -> bool:
 
 #: The common case: the whole text is one JSON document (with whitespace around it).
 _STARTS_WITH_BRACE = re.compile(r"\s*\{")
-_ENDS_WITH_BRACE = re.compile(r"\}\s*\Z")
 
 
 def _whole_document(text: str) -> dict[str, Any] | None:
@@ -99,7 +100,9 @@ def _whole_document(text: str) -> dict[str, Any] | None:
     bits, deep nesting) returns None and goes through the tolerant scan, which gives the
     same result or the same error as before: the fast path never decides an error itself.
     """
-    if not (_STARTS_WITH_BRACE.match(text) and _ENDS_WITH_BRACE.search(text)):
+    # Only the last characters are looked at for the closing brace: a regex search for
+    # "}\s*$" would scan the whole text. Longer trailing whitespace takes the slow path.
+    if not (_STARTS_WITH_BRACE.match(text) and text[-256:].rstrip().endswith("}")):
         return None
     try:
         document = orjson.loads(text)
@@ -163,13 +166,47 @@ def _fio_said(text: str) -> str:
 # --- building the model -------------------------------------------------------------------
 
 
-class _Fields:
-    """Typed access to one JSON object, raising FioOutputError with the field's path."""
+class _Document:
+    """What every object of one fio document shares: its source name and two key memos.
 
-    def __init__(self, obj: Mapping[str, Any], path: str, source: str) -> None:
-        self.obj = obj
-        self.path = path
+    fio draws json+ bin values from one fixed table and prints the same percentile list in
+    every block, so the 64 jobs of a large file repeat the same few thousand keys. Each key
+    is converted once per document; after that a dict lookup is several times cheaper than
+    `int()` or `float()` of the string.
+    """
+
+    __slots__ = ("bin_keys", "percent_keys", "source")
+
+    def __init__(self, source: str) -> None:
         self.source = source
+        self.bin_keys: dict[str, int] = {}
+        self.percent_keys: dict[str, float] = {}
+
+
+class _Fields:
+    """Typed access to one JSON object, raising FioOutputError with the field's path.
+
+    The path ("jobs[3].write.clat_ns") is built only for an error message: a large file
+    has thousands of these objects and almost never needs it.
+    """
+
+    __slots__ = ("document", "key", "obj", "parent")
+
+    def __init__(
+        self, obj: Mapping[str, Any], document: _Document, parent: _Fields | None, key: str
+    ) -> None:
+        self.obj = obj
+        self.document = document
+        self.parent = parent
+        self.key = key
+
+    @property
+    def path(self) -> str:
+        return self.key if self.parent is None else f"{self.parent.path}.{self.key}"
+
+    @property
+    def source(self) -> str:
+        return self.document.source
 
     def fail(self, key: str, problem: str) -> FioOutputError:
         # Keys come from the input: a newline or lone surrogate would break the one-line message.
@@ -208,7 +245,7 @@ class _Fields:
             return None
         if not isinstance(value, dict):
             raise self.fail(key, "is not an object")
-        return _Fields(value, f"{self.path}.{key}", self.source)
+        return _Fields(value, self.document, self, key)
 
 
 def _build_run(doc: dict[str, Any], source: str) -> Run:
@@ -219,7 +256,11 @@ def _build_run(doc: dict[str, Any], source: str) -> Run:
     if not entries:
         raise FioOutputError(source, "fio output has no jobs")
     legacy_kib = _major_version(version) < 3
-    jobs = [_build_job(entry, f"jobs[{index}]", source, legacy_kib) for index, entry in entries]
+    document = _Document(source)
+    jobs = [
+        _build_job(_Fields(entry, document, None, f"jobs[{index}]"), legacy_kib)
+        for index, entry in entries
+    ]
     timestamp = doc.get("timestamp")
     if timestamp is not None and (
         isinstance(timestamp, bool)
@@ -257,8 +298,8 @@ def _job_entries(doc: dict[str, Any], source: str) -> list[tuple[int, dict[str, 
     return aggregate or indexed
 
 
-def _build_job(entry: dict[str, Any], path: str, source: str, legacy_kib: bool) -> Job:
-    fields = _Fields(entry, path, source)
+def _build_job(fields: _Fields, legacy_kib: bool) -> Job:
+    entry = fields.obj
     name = entry.get("jobname", "")
     if not _is_text(name):
         raise fields.fail("jobname", "is not a string")
@@ -348,9 +389,9 @@ def _percentiles(block: _Fields, per_second: float) -> dict[float, float]:
         return {}
     values = list(raw.obj.values())
     try:
-        percents = list(map(float, raw.obj))
+        percents = _converted(raw.obj, raw.document.percent_keys, float)
         valid = set(map(type, values)) <= {int, float} and all(map(math.isfinite, values))
-    except (ValueError, OverflowError):
+    except (ValueError, OverflowError):  # a key that is no number; an integer beyond floats
         valid = False
     if not valid:  # slow path, only to name the offending entry
         for key in raw.obj:
@@ -359,8 +400,12 @@ def _percentiles(block: _Fields, per_second: float) -> dict[float, float]:
             except ValueError:
                 raise raw.fail(key, "is not a percentile") from None
             raw.number(key)
+    seconds = map(per_second.__rtruediv__, values)  # each value / per_second, at C speed
+    in_range = bool(percents) and min(percents) > 0 and max(percents) <= 100
+    if in_range and all(map(math.isfinite, percents)):  # fio's usual case
+        return dict(zip(percents, seconds, strict=True))
     # "0.00": 0 entries are unused slots (fio 2.1/3.1); "not 0 < p <= 100" also drops NaN.
-    return {p: v / per_second for p, v in zip(percents, values, strict=True) if 0 < p <= 100}
+    return {p: v for p, v in zip(percents, seconds, strict=True) if 0 < p <= 100}
 
 
 def _bins(block: _Fields, per_second: float) -> Bins | None:
@@ -369,17 +414,15 @@ def _bins(block: _Fields, per_second: float) -> Bins | None:
         return None
     to_ns = round(_NS_PER_S / per_second)  # 1 for *_ns blocks, 1000 for fio 2.x usec blocks
     # A json+ block has up to ~1,800 bins per direction and job: convert them with C-level
-    # map/zip and validate the counts in bulk; fall back to a per-bin loop only to name the
-    # offending bin in the error.
+    # map/array calls and validate the counts in bulk; fall back to a per-bin loop only to
+    # name the offending bin in the error.
     counts = list(raw.obj.values())
-    if counts and (
-        not set(map(type, counts)) <= {int} or min(counts) < 0 or max(counts) >= _COUNT_LIMIT
-    ):
+    if not _valid_counts(counts):
         for key, value in raw.obj.items():
             if type(value) is not int or not 0 <= value < _COUNT_LIMIT:
                 raise raw.fail(key, f"is not a count: {value!r:.40}")
     try:
-        latencies = list(map(int, raw.obj))
+        latencies = _converted(raw.obj, raw.document.bin_keys, int)
     except ValueError:
         raise FioOutputError(block.source, f"{raw.path} has a key that is not a latency") from None
     if to_ns != 1:
@@ -388,6 +431,27 @@ def _bins(block: _Fields, per_second: float) -> Bins | None:
         pairs = sorted(zip(latencies, counts, strict=True))
         latencies, counts = [p[0] for p in pairs], [p[1] for p in pairs]
     return Bins(latencies, counts)
+
+
+def _converted(keys: Mapping[str, Any], memo: dict[str, Any], convert: Any) -> list[Any]:
+    """`list(map(convert, keys))`, converting each distinct key only once per document."""
+    try:
+        return list(map(memo.__getitem__, keys))
+    except KeyError:  # keys this document has not shown before: convert those, then retry
+        new_keys = list(filterfalse(memo.__contains__, keys))
+        memo.update(zip(new_keys, map(convert, new_keys), strict=True))
+        return list(map(memo.__getitem__, keys))
+
+
+def _valid_counts(counts: list[Any]) -> bool:
+    """Every count a JSON integer within fio's uint64 counters, checked at C speed."""
+    if not set(map(type, counts)) <= {int}:  # also refuses true/false (bool is not int here)
+        return False
+    try:
+        array("Q", counts)  # OverflowError below 0 or at 2**64 and beyond
+    except OverflowError:
+        return False
+    return True
 
 
 def _unique_names(jobs: list[Job]) -> list[Job]:

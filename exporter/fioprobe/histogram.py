@@ -11,7 +11,7 @@ Two sources, in order of trust:
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 
 from .metrics import LATENCY_BUCKETS_SECONDS
 from .model import Bins, LatencyStats
@@ -26,16 +26,21 @@ def counts_from_bins(bins: Bins) -> list[int]:
     """Per-bucket (not cumulative) counts; the last entry is the +Inf bucket.
 
     The bins are ascending, so the bucket bounds split them into runs found by bisection,
-    and each bucket is a C-level sum of one slice (no per-bin Python loop).
+    and each bucket is a C-level sum of one slice (no per-bin Python loop). Buckets below
+    the fastest bin and above the slowest one are empty and are not searched at all.
     """
     latencies, values = bins.latencies_ns, bins.counts
-    counts = []
+    counts = [0] * BUCKET_COUNT
+    if not latencies:
+        return counts
+    first = bisect_left(_BOUNDS_NS, latencies[0])  # the bucket of the fastest bin
+    last = bisect_left(_BOUNDS_NS, latencies[-1])  # the bucket of the slowest one
     start = 0
-    for bound in _BOUNDS_NS:
-        end = bisect_right(latencies, bound, start)  # bins at or below the bound
-        counts.append(sum(values[start:end]))
+    for index in range(first, last):
+        end = bisect_right(latencies, _BOUNDS_NS[index], start)  # bins at or below the bound
+        counts[index] = sum(values[start:end])
         start = end
-    counts.append(sum(values[start:]))
+    counts[last] = sum(values[start:])
     return counts
 
 
