@@ -78,6 +78,26 @@ def test_malformed_structures_are_rejected_precisely(text: str, problem: str) ->
     assert str(caught.value) == f"input.json: {problem}"
 
 
+@pytest.mark.parametrize(
+    ("count", "shown"),
+    [("true", "True"), ("false", "False"), ("1.5", "1.5"), ('"3"', "'3'"), ("null", "None"),
+     # orjson reads an integer beyond 64 bits as a float
+     ("-1", "-1"), ("[1]", "[1]"), (str(2**64), "1.8446744073709552e+19")],
+)  # fmt: skip
+def test_every_kind_of_bad_bin_count_is_named(count: str, shown: str) -> None:
+    """Counts are checked in bulk, at C speed; each kind of bad one is still named."""
+    good = ", ".join(f'"{1000 * n}": {n}' for n in range(1, 200))
+    text = (
+        f'{{"jobs": [{{"jobname": "j", "write": {{"total_ios": 1, "clat_ns": '
+        f'{{"min": 1, "max": 2, "mean": 1, "bins": {{{good}, "999999": {count}}}}}}}}}]}}'
+    )
+    with pytest.raises(FioOutputError) as caught:
+        parse_text(text, source="in.json")
+    assert (
+        str(caught.value) == f"in.json: jobs[0].write.clat_ns.bins.999999 is not a count: {shown}"
+    )
+
+
 def test_reader_reads_a_file_argument(tmp_path: Path) -> None:
     path = tmp_path / "nope.json"
     with pytest.raises(FioOutputError, match=r"nope\.json: cannot read: No such file"):
