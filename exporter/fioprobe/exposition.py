@@ -41,22 +41,30 @@ def text_exposition(collector: Collector) -> bytes:
         help_text = family.documentation.replace("\\", r"\\").replace("\n", r"\n")
         append(f"# HELP {name} {help_text}\n# TYPE {name} {kind}\n")
         checked_names: set[str] = set()
-        pair_text: dict[str, dict[str, str]] = {}  # label -> value -> 'label="escaped"'
+        #: label names in the order of a sample's dict -> the same names sorted; and
+        #: label -> value -> 'label="escaped value"'. Samples of one family repeat both.
+        sorted_names: dict[tuple[str, ...], list[str]] = {}
+        pair_text: dict[str, dict[str, str]] = {}
         for sample in family.samples:
             if sample.name not in checked_names:
                 _check(_METRIC_NAME, sample.name)
                 checked_names.add(sample.name)
             labels = sample.labels
             if labels:
+                names = tuple(labels)
+                order = sorted_names.get(names)
+                if order is None:
+                    order = sorted_names[names] = sorted(names)
+                    for label in order:
+                        if label not in pair_text:
+                            _check(_LABEL_NAME, label)
+                            pair_text[label] = {}
                 pairs = []
-                for label, value in sorted(labels.items()):
-                    by_value = pair_text.get(label)
-                    if by_value is None:
-                        _check(_LABEL_NAME, label)
-                        by_value = pair_text[label] = {}
-                    pair = by_value.get(value)
+                for label in order:
+                    value = labels[label]
+                    pair = pair_text[label].get(value)
                     if pair is None:
-                        pair = by_value[value] = f'{label}="{_escape(value)}"'
+                        pair = pair_text[label][value] = f'{label}="{_escape(value)}"'
                     pairs.append(pair)
                 series = f"{sample.name}{{{','.join(pairs)}}}"
             else:

@@ -239,13 +239,16 @@ class _Fields:
             raise self.fail(key, f"is beyond fio's 64-bit counters: {value:g}")
         return int(value)
 
-    def child(self, key: str) -> _Fields | None:
+    def mapping(self, key: str) -> dict[str, Any] | None:
+        """The JSON object under `key` as it is (no wrapper: the hot blocks need none)."""
         value = self.obj.get(key)
-        if value is None:
-            return None
-        if not isinstance(value, dict):
-            raise self.fail(key, "is not an object")
-        return _Fields(value, self.document, self, key)
+        if value is None or isinstance(value, dict):
+            return value
+        raise self.fail(key, "is not an object")
+
+    def child(self, key: str) -> _Fields | None:
+        value = self.mapping(key)
+        return None if value is None else _Fields(value, self.document, self, key)
 
 
 def _build_run(doc: dict[str, Any], source: str) -> Run:
@@ -384,22 +387,23 @@ def _latency(section: _Fields, keys: tuple[str, str]) -> LatencyStats | None:
 
 
 def _percentiles(block: _Fields, per_second: float) -> dict[float, float]:
-    raw = block.child("percentile")
+    raw = block.mapping("percentile")
     if raw is None:
         return {}
-    values = list(raw.obj.values())
+    values = list(raw.values())
     try:
-        percents = _converted(raw.obj, raw.document.percent_keys, float)
+        percents = _converted(raw, block.document.percent_keys, float)
         valid = set(map(type, values)) <= {int, float} and all(map(math.isfinite, values))
     except (ValueError, OverflowError):  # a key that is no number; an integer beyond floats
         valid = False
     if not valid:  # slow path, only to name the offending entry
-        for key in raw.obj:
+        fields = _Fields(raw, block.document, block, "percentile")
+        for key in raw:
             try:
                 float(key)
             except ValueError:
-                raise raw.fail(key, "is not a percentile") from None
-            raw.number(key)
+                raise fields.fail(key, "is not a percentile") from None
+            fields.number(key)
     seconds = map(per_second.__rtruediv__, values)  # each value / per_second, at C speed
     in_range = bool(percents) and min(percents) > 0 and max(percents) <= 100
     if in_range and all(map(math.isfinite, percents)):  # fio's usual case
@@ -409,22 +413,24 @@ def _percentiles(block: _Fields, per_second: float) -> dict[float, float]:
 
 
 def _bins(block: _Fields, per_second: float) -> Bins | None:
-    raw = block.child("bins")
+    raw = block.mapping("bins")
     if raw is None:
         return None
     to_ns = round(_NS_PER_S / per_second)  # 1 for *_ns blocks, 1000 for fio 2.x usec blocks
     # A json+ block has up to ~1,800 bins per direction and job: convert them with C-level
     # map/array calls and validate the counts in bulk; fall back to a per-bin loop only to
     # name the offending bin in the error.
-    counts = list(raw.obj.values())
+    counts = list(raw.values())
     if not _valid_counts(counts):
-        for key, value in raw.obj.items():
+        fields = _Fields(raw, block.document, block, "bins")
+        for key, value in raw.items():
             if type(value) is not int or not 0 <= value < _COUNT_LIMIT:
-                raise raw.fail(key, f"is not a count: {value!r:.40}")
+                raise fields.fail(key, f"is not a count: {value!r:.40}")
     try:
-        latencies = _converted(raw.obj, raw.document.bin_keys, int)
+        latencies = _converted(raw, block.document.bin_keys, int)
     except ValueError:
-        raise FioOutputError(block.source, f"{raw.path} has a key that is not a latency") from None
+        path = f"{block.path}.bins"
+        raise FioOutputError(block.source, f"{path} has a key that is not a latency") from None
     if to_ns != 1:
         latencies = [latency * to_ns for latency in latencies]
     if latencies != sorted(latencies):  # fio writes them ascending; anything else is sorted
@@ -435,12 +441,10 @@ def _bins(block: _Fields, per_second: float) -> Bins | None:
 
 def _converted(keys: Mapping[str, Any], memo: dict[str, Any], convert: Any) -> list[Any]:
     """`list(map(convert, keys))`, converting each distinct key only once per document."""
-    try:
-        return list(map(memo.__getitem__, keys))
-    except KeyError:  # keys this document has not shown before: convert those, then retry
-        new_keys = list(filterfalse(memo.__contains__, keys))
+    new_keys = list(filterfalse(memo.__contains__, keys))
+    if new_keys:
         memo.update(zip(new_keys, map(convert, new_keys), strict=True))
-        return list(map(memo.__getitem__, keys))
+    return list(map(memo.__getitem__, keys))
 
 
 def _valid_counts(counts: list[Any]) -> bool:

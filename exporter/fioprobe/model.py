@@ -2,6 +2,10 @@
 
 The reader (`fioparse`) converts every time unit to seconds and every size to bytes at
 the edge, so nothing downstream needs to know that fio 2.x wrote microseconds and KiB.
+
+The classes are treated as immutable once read, but are not `frozen`: a frozen dataclass
+sets each field through `object.__setattr__`, and the ~700 objects of a 64-job file then
+cost about a tenth of the whole `fioprobe convert` (docs/BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from dataclasses import dataclass, field
 OPERATIONS = ("read", "write", "trim", "sync", "mixed")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Bins:
     """fio's json+ latency histogram: ascending bin values (ns) and their counts.
 
@@ -30,7 +34,7 @@ class Bins:
         return sum(self.counts)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class LatencyStats:
     """One fio latency block (clat, lat or sync lat), in seconds.
 
@@ -53,7 +57,7 @@ class LatencyStats:
         return bool(self.samples) or bool(self.bins_ns) or self.max_s > 0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class OpStats:
     """One direction of one job (read, write, trim, sync or mixed)."""
 
@@ -83,7 +87,7 @@ class OpStats:
         return round(self.iops * self.runtime_s)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Job:
     """One entry of fio's `jobs` (or `client_stats`) list."""
 
@@ -96,7 +100,7 @@ class Job:
     hostname: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Run:
     """One fio invocation's result."""
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import json
+import operator
 import os
 import tempfile
 from collections.abc import Iterator
@@ -41,7 +42,9 @@ class HistogramTotals:
         return sum(self.counts)
 
     def add(self, counts: list[int], sum_seconds: float) -> None:
-        self.counts = [a + b for a, b in zip(self.counts, counts, strict=True)]
+        if len(counts) != len(self.counts):
+            raise ValueError(f"{len(counts)} bucket counts, expected {len(self.counts)}")
+        self.counts = list(map(operator.add, self.counts, counts))
         self.sum_seconds += sum_seconds
 
 
@@ -198,7 +201,10 @@ def merge_run(totals: GroupTotals, run: Run | None, *, success: bool, finished_a
             counts, total_seconds, source = op_histogram(stats)
             if source == "none" and op not in totals.histograms:
                 continue
-            totals.histograms.setdefault(op, HistogramTotals()).add(counts, total_seconds)
+            histogram = totals.histograms.get(op)
+            if histogram is None:
+                histogram = totals.histograms[op] = HistogramTotals()
+            histogram.add(counts, total_seconds)
 
 
 # --- persistence --------------------------------------------------------------------------
