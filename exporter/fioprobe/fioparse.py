@@ -13,8 +13,7 @@ import json
 import math
 import re
 from array import array
-from collections.abc import Mapping
-from itertools import filterfalse
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -166,21 +165,36 @@ def _fio_said(text: str) -> str:
 # --- building the model -------------------------------------------------------------------
 
 
-class _Document:
-    """What every object of one fio document shares: its source name and two key memos.
+class _KeyMemo(dict[str, Any]):
+    """JSON key -> converted value, converting each distinct key once (on its first lookup).
 
     fio draws json+ bin values from one fixed table and prints the same percentile list in
-    every block, so the 64 jobs of a large file repeat the same few thousand keys. Each key
-    is converted once per document; after that a dict lookup is several times cheaper than
-    `int()` or `float()` of the string.
+    every block, so the 64 jobs of a large file repeat the same few thousand keys. A lookup
+    here is several times cheaper than `int()` or `float()` of the string, and
+    `map(memo.__getitem__, keys)` stays one C-level pass: only a new key calls back into
+    Python, through `__missing__`. A key that does not convert raises ValueError.
     """
+
+    __slots__ = ("convert",)
+
+    def __init__(self, convert: Callable[[str], Any]) -> None:
+        super().__init__()
+        self.convert = convert
+
+    def __missing__(self, key: str) -> Any:
+        value = self[key] = self.convert(key)
+        return value
+
+
+class _Document:
+    """What every object of one fio document shares: its source name and two key memos."""
 
     __slots__ = ("bin_keys", "percent_keys", "source")
 
     def __init__(self, source: str) -> None:
         self.source = source
-        self.bin_keys: dict[str, int] = {}
-        self.percent_keys: dict[str, float] = {}
+        self.bin_keys = _KeyMemo(int)
+        self.percent_keys = _KeyMemo(float)
 
 
 class _Fields:
@@ -392,7 +406,7 @@ def _percentiles(block: _Fields, per_second: float) -> dict[float, float]:
         return {}
     values = list(raw.values())
     try:
-        percents = _converted(raw, block.document.percent_keys, float)
+        percents = list(map(block.document.percent_keys.__getitem__, raw))
         valid = set(map(type, values)) <= {int, float} and all(map(math.isfinite, values))
     except (ValueError, OverflowError):  # a key that is no number; an integer beyond floats
         valid = False
@@ -427,7 +441,7 @@ def _bins(block: _Fields, per_second: float) -> Bins | None:
             if type(value) is not int or not 0 <= value < _COUNT_LIMIT:
                 raise fields.fail(key, f"is not a count: {value!r:.40}")
     try:
-        latencies = _converted(raw, block.document.bin_keys, int)
+        latencies = list(map(block.document.bin_keys.__getitem__, raw))
     except ValueError:
         path = f"{block.path}.bins"
         raise FioOutputError(block.source, f"{path} has a key that is not a latency") from None
@@ -437,14 +451,6 @@ def _bins(block: _Fields, per_second: float) -> Bins | None:
         pairs = sorted(zip(latencies, counts, strict=True))
         latencies, counts = [p[0] for p in pairs], [p[1] for p in pairs]
     return Bins(latencies, counts)
-
-
-def _converted(keys: Mapping[str, Any], memo: dict[str, Any], convert: Any) -> list[Any]:
-    """`list(map(convert, keys))`, converting each distinct key only once per document."""
-    new_keys = list(filterfalse(memo.__contains__, keys))
-    if new_keys:
-        memo.update(zip(new_keys, map(convert, new_keys), strict=True))
-    return list(map(memo.__getitem__, keys))
 
 
 def _valid_counts(counts: list[Any]) -> bool:
