@@ -52,16 +52,9 @@ def _grouping_key(args: argparse.Namespace) -> dict[str, str]:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    from .collector import ProbeCollector, ProbeOutcome
-    from .exposition import text_exposition
-    from .fioparse import parse_text
-    from .state import GroupTotals, merge_run
+    from .convert import convert_text
 
     text, name = _read_input(args.file)
-    run = parse_text(text, source=name)
-    outcome = ProbeOutcome(run=run, success=not run.failed_jobs, duration_seconds=_elapsed(run))
-    totals = GroupTotals()
-    merge_run(totals, run, success=outcome.success, finished_at=run.timestamp or time.time())
     labels = {
         k: v
         for k, v in (
@@ -71,12 +64,12 @@ def cmd_convert(args: argparse.Namespace) -> int:
         )
         if v
     }
-    sys.stdout.buffer.write(text_exposition(ProbeCollector(outcome, totals, labels)))
+    sys.stdout.buffer.write(convert_text(text, name, labels))
     return EXIT_OK
 
 
 def cmd_push(args: argparse.Namespace) -> int:
-    from .collector import ProbeOutcome
+    from .convert import file_outcome
     from .fioparse import parse_text
     from .publish import default_state_path, publish
 
@@ -84,7 +77,7 @@ def cmd_push(args: argparse.Namespace) -> int:
     transport = _transport(args)
     text, name = _read_input(args.file)
     run = parse_text(text, source=name)  # raises before anything is merged or pushed
-    outcome = ProbeOutcome(run=run, success=not run.failed_jobs, duration_seconds=_elapsed(run))
+    outcome = file_outcome(run)
     state_path = Path(args.state) if args.state else default_state_path(key)
     publish(outcome, key, transport, state_path, finished_at=run.timestamp or time.time())
     _say(args, f"pushed {name} to {transport.url} for {key}")
@@ -190,11 +183,6 @@ def cmd_backfill(args: argparse.Namespace) -> int:
         f"{result.files_parsed} files, {len(result.blocks)} blocks in {args.output}",
     )
     return EXIT_OK if result.files_parsed else EXIT_BAD_INPUT
-
-
-def _elapsed(run: object) -> float:
-    jobs = getattr(run, "jobs", [])
-    return max((job.runtime_s for job in jobs), default=0.0)
 
 
 def _outcome_line(key: dict[str, str], outcome: object) -> str:
