@@ -75,6 +75,32 @@ def convert_row(text: str) -> tuple[str, float, float, float, float]:
     return what, t_json, t_read, t_convert, t_convert / t_json
 
 
+#: Runs one Python process and prints its exit status, wall time and peak RSS (KiB). Linux
+#: folds the parent's own peak RSS into a child's ru_maxrss when the child execs (and
+#: subprocess forks with vfork), so a child of this large benchmark process would report
+#: the benchmark's size. A small launcher in between gives the child's own peak.
+_LAUNCHER = """
+import os, sys, time
+started = time.perf_counter()
+pid = os.spawnv(os.P_NOWAIT, sys.executable, [sys.executable, *sys.argv[1:]])
+_, status, usage = os.wait4(pid, 0)
+print(os.waitstatus_to_exitcode(status), time.perf_counter() - started, usage.ru_maxrss)
+"""
+
+
+def measured_process(*args: str) -> tuple[float, int]:
+    """(wall seconds, peak RSS in KiB) of `python *args`, run as a new process."""
+    result = subprocess.run(
+        [sys.executable, "-c", _LAUNCHER, *args],
+        capture_output=True, text=True, check=True, timeout=60,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    )  # fmt: skip
+    status, wall, peak_kib = result.stdout.split()
+    if status != "0":
+        raise RuntimeError(f"python {' '.join(args)} exited {status}")
+    return float(wall), int(peak_kib)
+
+
 def etcd_fsync_result(work: Path) -> Path:
     profile = load_profile("etcd-fsync")
     job = work / "probe.fio"
@@ -98,22 +124,17 @@ def main() -> None:
         walls, rss = [], []
         try:
             for _ in range(REPEATS):
-                started = time.perf_counter()
-                process = subprocess.Popen(
-                    [sys.executable, "-m", "fioprobe", "push", str(result), "--gateway",
-                     gateway.url, "--storageclass", "bench", "--profile", "etcd-fsync",
-                     "--quiet", "--state", str(work / "state.json")],
-                    env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+                wall, peak_kib = measured_process(
+                    "-m", "fioprobe", "push", str(result), "--gateway", gateway.url,
+                    "--storageclass", "bench", "--profile", "etcd-fsync", "--quiet",
+                    "--state", str(work / "state.json"),
                 )  # fmt: skip
-                # wait4: this one process's own peak RSS (KiB), not that of earlier children.
-                _, status, usage = os.wait4(process.pid, 0)
-                walls.append(time.perf_counter() - started)
-                if os.waitstatus_to_exitcode(status) != 0:
-                    raise RuntimeError("fioprobe push failed")
-                rss.append(usage.ru_maxrss)
+                walls.append(wall)
+                rss.append(peak_kib)
         finally:
             gateway.stop()
         peak_mib = max(rss) / 1024  # ru_maxrss is in KiB on Linux
+        bare_mib = measured_process("-c", "pass")[1] / 1024
         print("## Exporter core (issue 2)\n")
         print(f"Machine: {os.cpu_count()} cores, load average {load_before:.1f} before the run "
               "(the run's own 64-job fio makes it rise).\n")  # fmt: skip
@@ -136,11 +157,15 @@ def main() -> None:
               "byte for byte, tests/test_exposition.py).")  # fmt: skip
         print()
         print(f"Push: one `fioprobe push` process of an etcd-fsync result into a real "
-              f"Pushgateway, {REPEATS} runs.\n")  # fmt: skip
+              f"Pushgateway, {REPEATS} runs. Peak RSS is the push process's own, measured "
+              "through a small launcher (until November 2026 this benchmark read it from a "
+              "direct child, which folds the benchmark's own peak in: 37 to 44 MiB then)."
+              "\n")  # fmt: skip
         print("| measure | value | goal |\n|---|---|---|")
         print(f"| wall time, median | {statistics.median(walls):.3f} s | |")
         print(f"| wall time, max | {max(walls):.3f} s | < 0.5 s |")
         print(f"| peak RSS (max over runs) | {peak_mib:.1f} MiB | < 60 MiB |")
+        print(f"| for scale: a bare `python -c pass` | {bare_mib:.1f} MiB | |")
 
 
 if __name__ == "__main__":
