@@ -9,7 +9,13 @@ import time
 from pathlib import Path
 
 import pytest
-from fioprobe.profiles import ProfileError, default_jobs_dir, load_profile, parse_profile
+from fioprobe.profiles import (
+    ProfileError,
+    default_jobs_dir,
+    load_profile,
+    parse_profile,
+    parse_size,
+)
 from support import fixtures as fx
 
 PROFILES = sorted(p.stem for p in default_jobs_dir().glob("*.fio"))
@@ -124,11 +130,19 @@ def test_etcd_fsync_ends_at_runtime_cap_on_slow_disk(slow_dir_factory) -> None:
 def test_direct_io_profiles_end_at_runtime_cap_when_throttled(
     name: str, throttled_loop_factory
 ) -> None:
-    """At 50 IOPS no profile can finish its bytes; each must stop at its runtime."""
-    slow = throttled_loop_factory(size_bytes=512 * 1024**2, read_iops=50, write_iops=50)
+    """Throttled so that no profile can finish its bytes; each must stop at its runtime.
+
+    The limit lets at most half of the profile's IO through within its runtime, even when
+    every IO is a whole block: at a flat 50 IOPS, 1 MiB blocks (50 MiB/s) could finish
+    seqwrite-bw's 128 MiB in under its 5 s, depending on how the kernel counts split bios.
+    """
+    profile = load_profile(name)
+    block = parse_size(profile.option("bs") or "4k")
+    io_size = parse_size(profile.option("io_size") or "0") or profile.size_bytes
+    limit = min(50, int(io_size / block / profile.runtime_seconds / 2))
+    slow = throttled_loop_factory(size_bytes=512 * 1024**2, read_iops=limit, write_iops=limit)
     job, _ = run_profile(name, slow.path, prefix=slow.cgroup.prefix)
     assert_within_budget(name, job)
-    profile = load_profile(name)
     assert job["job_runtime"] >= profile.runtime_seconds * 1000 * 0.9  # ran to its cap
     iops = job["read"]["iops"] + job["write"]["iops"]
-    assert iops < 50 * 1.3, iops
+    assert iops < limit * 1.3, (iops, limit)
