@@ -17,7 +17,12 @@ from fioprobe.exposition import text_exposition
 from fioprobe.fioparse import parse_file
 from fioprobe.state import GroupTotals, merge_run
 from prometheus_client import generate_latest
-from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    InfoMetricFamily,
+    Metric,
+)
 from prometheus_client.registry import Collector, CollectorRegistry
 
 GROUPING = {"storageclass": "gp3", "profile": "etcd-fsync", "node": "ip-10-0-0-1"}
@@ -111,3 +116,11 @@ def test_names_it_would_have_to_escape_are_refused(family: Metric, problem: str)
         family.add_metric(["v"], 1.0)
     with pytest.raises(ValueError, match=problem):
         text_exposition(_Families(family))
+
+
+def test_openmetrics_only_samples_are_refused() -> None:
+    """generate_latest writes _created as a separate gauge family; this writer does not."""
+    counter = CounterMetricFamily("fioprobe_runs", "h", labels=["a"])
+    counter.add_metric(["x"], 1.0, created=1_700_000_000.0)
+    with pytest.raises(ValueError, match="fioprobe_runs_created: OpenMetrics-only"):
+        text_exposition(_Families(counter))

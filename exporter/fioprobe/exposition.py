@@ -48,6 +48,9 @@ def text_exposition(collector: Collector) -> bytes:
         for sample in family.samples:
             if sample.name not in checked_names:
                 _check(_METRIC_NAME, sample.name)
+                if sample.name in _openmetrics_only(family.name):
+                    # generate_latest moves these into a gauge family of their own.
+                    raise ValueError(f"{sample.name}: OpenMetrics-only samples are not supported")
                 checked_names.add(sample.name)
             labels = sample.labels
             if labels:
@@ -92,6 +95,10 @@ def _number(value: float) -> str:
     if type(value) is float and _MINUS_INF < value < 1e6:
         return repr(value)
     return floatToGoString(value)
+
+
+def _openmetrics_only(name: str) -> tuple[str, ...]:
+    return (f"{name}_created", f"{name}_gsum", f"{name}_gcount")
 
 
 def _check(pattern: re.Pattern[str], name: str) -> None:
