@@ -24,8 +24,8 @@ __all__ = ["text_exposition"]
 _METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _LABEL_NAME = re.compile(r"(?!__)[a-zA-Z_][a-zA-Z0-9_]*")  # "__" names are Prometheus's
 _MINUS_INF = float("-inf")
-#: Family types this writer renders, with the TYPE line generate_latest writes for them.
-_TYPES = {"counter": "counter", "gauge": "gauge", "histogram": "histogram", "summary": "summary"}
+#: Family types this writer renders; generate_latest writes each as its own TYPE line.
+_TYPES = frozenset({"counter", "gauge", "histogram", "summary"})
 
 
 def text_exposition(collector: Collector) -> bytes:
@@ -33,9 +33,9 @@ def text_exposition(collector: Collector) -> bytes:
     output: list[str] = []
     append = output.append
     for family in collector.collect():
-        kind = _TYPES.get(family.type)
-        if kind is None:
-            raise ValueError(f"{family.name}: family type {family.type!r} is not supported")
+        kind = family.type
+        if kind not in _TYPES:
+            raise ValueError(f"{family.name}: family type {kind!r} is not supported")
         name = family.name + "_total" if kind == "counter" else family.name
         _check(_METRIC_NAME, name)
         help_text = family.documentation.replace("\\", r"\\").replace("\n", r"\n")
