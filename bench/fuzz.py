@@ -7,7 +7,7 @@ output, `ConfigError` for configuration): nothing else escapes, so the CLI alway
 with its documented status and a one-line message instead of a traceback.
 
 Inputs:
-- every file of ../shared/fio-corpus, mutated as text (truncated, spans deleted, duplicated
+- every file of tests/data/fio-corpus, mutated as text (truncated, spans deleted, duplicated
   or replaced, hostile snippets inserted) and as a JSON tree (any node replaced by a hostile
   value: huge integers, NaN, infinities, wrong types, deep nesting; keys removed or added);
 - fio-like documents generated from scratch (jobs, op sections, latency blocks,
@@ -45,7 +45,7 @@ from hypothesis import strategies as st
 from prometheus_client import generate_latest
 
 REPO = Path(__file__).resolve().parents[1]
-CORPUS = REPO.parent / "shared" / "fio-corpus"
+CORPUS = REPO / "tests" / "data" / "fio-corpus"
 sys.path.insert(0, str(REPO / "exporter"))
 
 from fioprobe.collector import ProbeOutcome, registry_for  # noqa: E402

@@ -37,13 +37,9 @@ from fioprobe.fioparse import parse_file  # noqa: E402
 from fioprobe.publish import publish  # noqa: E402
 from fioprobe.pushgateway import JOB, Transport  # noqa: E402
 
+CORPUS = REPO / "tests" / "data" / "fio-corpus"
 #: A json+ result with bins: the realistic (largest) payload of a probe.
-SAMPLE = (
-    REPO.parent
-    / "shared"
-    / "fio-corpus"
-    / "fio3.39-jsonplus-bins-macos-posixaio-randwrite-extracted.json"
-)
+SAMPLE = CORPUS / "fio3.39-jsonplus-bins-macos-posixaio-randwrite-extracted.json"
 PROFILES = ["etcd-fsync", "randread-iops", "randwrite-iops", "seqread-bw", "seqwrite-bw",
             "burst-ceiling"]  # fmt: skip
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from benchdoc import write_section
 
 REPO = Path(__file__).resolve().parents[1]
-CORPUS = REPO.parent / "shared" / "fio-corpus"
+CORPUS = REPO / "tests" / "data" / "fio-corpus"
 SECTION = "## Report and backfill"
 
 FIO_RUNS = {

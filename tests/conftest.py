@@ -13,7 +13,9 @@ from fioprobe import services
 from fioprobe.services import wait_for  # noqa: F401 - tests import it from here
 
 REPO = Path(__file__).resolve().parents[1]
-CORPUS = REPO.parent / "shared" / "fio-corpus"
+#: Real fio outputs (and SOURCES.tsv, where each came from), kept inside the repository so a
+#: fresh clone runs the tests: nothing outside the repository is read.
+CORPUS = REPO / "tests" / "data" / "fio-corpus"
 
 
 def corpus_files(negative: bool) -> list[Path]:

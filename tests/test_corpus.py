@@ -1,4 +1,4 @@
-"""The reader against every real fio output in ../shared/fio-corpus.
+"""The reader against every real fio output in tests/data/fio-corpus.
 
 For each good file: the model and the exported samples agree with the file's own numbers
 (read independently here with json), histograms are cumulative, monotone and count N.

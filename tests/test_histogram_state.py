@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import fioprobe
+from conftest import CORPUS, fioprobe
 from fioprobe.histogram import BUCKET_COUNT, counts_from_bins, counts_from_percentiles, cumulative
 from fioprobe.metrics import LATENCY_BUCKETS_SECONDS
 from fioprobe.model import Bins, LatencyStats
@@ -89,8 +89,7 @@ def test_push_with_a_newer_state_refuses_and_keeps_it(tmp_path: Path) -> None:
     state = tmp_path / "state.json"
     newer = json.dumps({"version": STATE_VERSION + 1, "runs_total": 7})
     state.write_text(newer)
-    corpus = Path(__file__).resolve().parents[2] / "shared" / "fio-corpus"
-    result = fioprobe("push", str(corpus / "fio3.36-seqread-numjobs2-group-reporting.json"),
+    result = fioprobe("push", str(CORPUS / "fio3.36-seqread-numjobs2-group-reporting.json"),
                       "--gateway", "http://127.0.0.1:9", "--storageclass", "s", "--profile", "p",
                       "--state", str(state))  # fmt: skip
     assert result.returncode == 2
