@@ -20,22 +20,23 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import __version__
+from .errors import ExitCode, FioprobeError, Interrupted, UsageError
 
-EXIT_OK, EXIT_PROBE_FAILED, EXIT_USAGE, EXIT_BAD_INPUT, EXIT_PUSH_FAILED = 0, 1, 2, 3, 4
-
-
-class UsageError(Exception):
-    """A bad argument or configuration: exit 2 with this message."""
+EXIT_OK, EXIT_PROBE_FAILED, EXIT_USAGE, EXIT_BAD_INPUT, EXIT_PUSH_FAILED = (
+    ExitCode.OK, ExitCode.PROBE_FAILED, ExitCode.USAGE, ExitCode.BAD_INPUT, ExitCode.PUSH_FAILED,
+)  # fmt: skip
 
 
 def _read_input(source: str) -> tuple[str, str]:
     """(text, name) of a file argument; '-' is standard input."""
     if source == "-":
-        return sys.stdin.buffer.read().decode("utf-8", errors="replace"), "<stdin>"
-    try:
-        return Path(source).read_bytes().decode("utf-8", errors="replace"), source
-    except OSError as exc:
-        raise UsageError(f"{source}: cannot read: {exc.strerror}") from None
+        data, name = sys.stdin.buffer.read(), "<stdin>"
+    else:
+        try:
+            data, name = Path(source).read_bytes(), source
+        except OSError as exc:
+            raise UsageError(f"{source}: cannot read: {exc.strerror}") from None
+    return data.decode("utf-8", errors="replace").removeprefix("\ufeff"), name
 
 
 def _grouping_key(args: argparse.Namespace) -> dict[str, str]:
@@ -43,8 +44,11 @@ def _grouping_key(args: argparse.Namespace) -> dict[str, str]:
     if args.node:
         key["node"] = args.node
     for name, value in key.items():
-        if not value or "/" in value:
-            raise UsageError(f"--{name} must be a non-empty name without '/': {value!r}")
+        if not value or "/" in value or not value.isprintable() or len(value) > 253:
+            raise UsageError(
+                f"--{name} must be a printable name without '/', at most 253 characters: "
+                f"{value!r:.80}"
+            )
     return key
 
 
@@ -71,43 +75,48 @@ def cmd_convert(args: argparse.Namespace) -> int:
 def cmd_push(args: argparse.Namespace) -> int:
     from .convert import file_outcome
     from .fioparse import parse_text
-    from .publish import default_state_path, publish
+    from .publish import default_state_file, publish
 
     key = _grouping_key(args)
     transport = _transport(args)
     text, name = _read_input(args.file)
     run = parse_text(text, source=name)  # raises before anything is merged or pushed
     outcome = file_outcome(run)
-    state_path = Path(args.state) if args.state else default_state_path(key)
-    publish(outcome, key, transport, state_path, finished_at=run.timestamp or time.time())
+    state_file = _state_file(args.state) if args.state else default_state_file(key)
+    # The run's time is this machine's clock at the push: a fio file's own timestamp can be
+    # years off, and last_success_timestamp must not jump back or forward with it.
+    publish(outcome, key, transport, state_file, finished_at=time.time(),
+            lease_seconds=args.writer_lease)  # fmt: skip
     _say(args, f"pushed {name} to {transport.url} for {key}")
     return EXIT_OK if outcome.success else EXIT_PROBE_FAILED
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
-    from .publish import default_state_path
-    from .runner import ProbeTarget, run_and_publish
+    from .probe import ProbeTarget
+    from .runner import probe_once
 
-    key = _grouping_key(args)
+    _grouping_key(args)
     transport = _transport(args)
+    if args.probe_timeout is not None and not 0 < args.probe_timeout < 86400:
+        raise UsageError("--probe-timeout must be between 0 and 86400 seconds")
     target = ProbeTarget(
         storageclass=args.storageclass,
         node=args.node,
         directory=Path(args.dir),
         profile=args.profile,
         timeout_seconds=args.probe_timeout,
+        require_mount_point=args.require_mount_point,
+        state_path=Path(args.state) if args.state else None,
+        lease_seconds=args.writer_lease,
     )
-    state_path = Path(args.state) if args.state else default_state_path(key)
-    outcome = run_and_publish(target, transport, state_path, jobs_dir=_jobs_dir(args))
-    _say(args, _outcome_line(key, outcome))
-    return EXIT_OK if outcome.success else EXIT_PROBE_FAILED
+    return probe_once(target, transport, _jobs_dir(args), quiet=args.quiet)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from .config import load_config
     from .runner import run_config
 
-    config = load_config(Path(args.config))
+    config = load_config(Path(args.config), _jobs_dir(args))
     return run_config(config, only_node=args.node, jobs_dir=_jobs_dir(args), quiet=args.quiet)
 
 
@@ -185,9 +194,11 @@ def cmd_backfill(args: argparse.Namespace) -> int:
     return EXIT_OK if result.files_parsed else EXIT_BAD_INPUT
 
 
-def _outcome_line(key: dict[str, str], outcome: object) -> str:
-    status = "ok" if outcome.success else f"FAILED ({outcome.failure_reason})"
-    return f"probe {key}: {status} in {outcome.duration_seconds:.1f}s"
+def _state_file(path: str) -> object:
+    from .statefile import StateDir
+
+    file = Path(path)
+    return StateDir(file.parent, create_parents=True).file(file.name)
 
 
 def _say(args: argparse.Namespace, message: str) -> None:
@@ -240,7 +251,11 @@ def _add_gateway_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--cert-file", metavar="FILE", help="client certificate for mutual TLS")
     group.add_argument("--key-file", metavar="FILE", help="private key of --cert-file")
     group.add_argument(
-        "--timeout", type=float, default=10.0, metavar="S", help="per-request timeout (default 10)"
+        "--timeout",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="deadline of each whole request: connect, send, answer (default 10)",
     )
     group.add_argument(
         "--attempts",
@@ -249,6 +264,13 @@ def _add_gateway_options(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="tries per request, with exponential backoff from 0.5 s, on network errors and "
         "HTTP 5xx only (default 3)",
+    )
+    group.add_argument(
+        "--writer-lease",
+        type=_positive_seconds,
+        default=3600.0,
+        metavar="S",
+        help="how long a writer's pushes make a group its own (default 3600); see docs/FAULTS.md",
     )
 
 
@@ -309,7 +331,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_group_options(probe, required=True)
     probe.add_argument("--dir", required=True, help="probe directory (fio writes only inside it)")
-    probe.add_argument("--state", metavar="FILE", help="cumulative state file (as for push)")
+    probe.add_argument(
+        "--require-mount-point",
+        action="store_true",
+        help="fail (no_directory) unless DIR is a mount point: an unmounted volume is never "
+        "probed in its place",
+    )
+    probe.add_argument(
+        "--state",
+        metavar="FILE",
+        help="cumulative state file (default: DIR/.fioprobe-state/, shared with `fioprobe run`)",
+    )
     probe.add_argument(
         "--probe-timeout",
         type=float,
@@ -402,6 +434,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _positive_seconds(text: str) -> float:
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text!r}")
+    return value
+
+
 def _grouping(args: argparse.Namespace) -> object:
     from .report.load import DEFAULT_FOLDER_PATTERN, Grouping
 
@@ -428,25 +472,6 @@ def _add_results_options(parser: argparse.ArgumentParser, output: str, output_he
     )
 
 
-#: Known errors: (module, class name, exit status). Checked only against modules already
-#: imported (an error cannot come from a module that was never loaded), so that `main`
-#: itself imports nothing heavy: `fioprobe push` must not pay for yaml or the runner.
-_KNOWN_ERRORS = (
-    ("fioprobe.config", "ConfigError", EXIT_USAGE),
-    ("fioprobe.fioparse", "FioOutputError", EXIT_BAD_INPUT),
-    ("fioprobe.state", "StateError", EXIT_USAGE),
-    ("fioprobe.pushgateway", "PushError", EXIT_PUSH_FAILED),
-)
-
-
-def _known_error(exc: Exception) -> int | None:
-    for module_name, class_name, code in _KNOWN_ERRORS:
-        module = sys.modules.get(module_name)
-        if module is not None and isinstance(exc, getattr(module, class_name)):
-            return code
-    return None
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -455,20 +480,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(str(exc), EXIT_USAGE)
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
-    except Exception as exc:
-        runner = sys.modules.get("fioprobe.runner")
-        if runner is not None and isinstance(exc, runner.Interrupted):
-            return _fail(
-                f"interrupted by {exc}; fio stopped, its files removed, failure pushed",
-                128 + exc.signum,
-            )
-        code = _known_error(exc)
-        if code is None:
-            raise
-        if code == EXIT_PUSH_FAILED:
-            return _fail(f"{exc} (the run is kept in the state file and goes with the next push)",
-                         code)  # fmt: skip
-        return _fail(str(exc), code)
+    except Interrupted as exc:
+        return _fail(f"interrupted by {exc}; fio stopped, its files removed", exc.exit_code)
+    except FioprobeError as exc:
+        return _fail(str(exc), int(exc.exit_code))
 
 
 def _fail(message: str, code: int) -> int:

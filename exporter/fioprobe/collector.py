@@ -8,7 +8,7 @@ is not in the table cannot be exported.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -19,6 +19,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from . import __version__
+from .errors import FailureReason
 from .histogram import cumulative
 from .metrics import (
     EXPORTED_OPS,
@@ -59,27 +60,45 @@ class ProbeOutcome:
     ran_on_node: str = ""
     volume: VolumeGauges = field(default_factory=VolumeGauges)
 
+    def failed(self, reason: FailureReason) -> ProbeOutcome:
+        """This outcome as a failure for `reason` (a failed run exports no last-run data)."""
+        return replace(self, run=None, success=False, failure_reason=reason)
+
 
 class ProbeCollector(Collector):
-    """Yields every fioprobe family for one group. Fresh per push: nothing lingers."""
+    """Yields every fioprobe family for one group. Fresh per push: nothing lingers.
+
+    Without `totals`, only the health of this outcome is yielded (success, duration,
+    reason, info): what a failure pushed beside a group's counters carries, never touching
+    them. `writer` is the identity of the state that owns the counters (see `state`).
+    """
 
     def __init__(
         self,
         outcome: ProbeOutcome,
-        totals: GroupTotals,
+        totals: GroupTotals | None,
         const_labels: dict[str, str] | None = None,
+        writer: str | None = None,
     ) -> None:
         self.outcome = outcome
         self.totals = totals
         self.const_labels = dict(const_labels or {})
+        self.writer = writer
 
     def collect(self) -> Iterator[Metric]:
+        if self.totals is None:
+            yield from self._health()
+            return
         yield from self._histograms()
         if self.outcome.run is not None:
             yield from self._last_run(self.outcome.run)
         yield from self._health()
         yield from self._cost()
         yield from self._volume()
+        if self.writer is not None:
+            writer = self._family("fioprobe_writer_info")
+            writer.add_metric(self._values(self.writer), 1.0)
+            yield writer
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -154,7 +173,7 @@ class ProbeCollector(Collector):
         duration = self._family("fioprobe_duration_seconds")
         duration.add_metric(self._values(), outcome.duration_seconds)
         yield duration
-        if self.totals.last_success_timestamp is not None:
+        if self.totals is not None and self.totals.last_success_timestamp is not None:
             last = self._family("fioprobe_last_success_timestamp_seconds")
             last.add_metric(self._values(), self.totals.last_success_timestamp)
             yield last
@@ -226,9 +245,13 @@ def operation_iops(job: Job, stats: OpStats) -> float:
 
 
 def registry_for(
-    outcome: ProbeOutcome, totals: GroupTotals, const_labels: dict[str, str] | None = None
+    outcome: ProbeOutcome,
+    totals: GroupTotals | None,
+    const_labels: dict[str, str] | None = None,
+    *,
+    writer: str | None = None,
 ) -> CollectorRegistry:
     """A fresh registry holding only this group's families (never the process defaults)."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(ProbeCollector(outcome, totals, const_labels))
+    registry.register(ProbeCollector(outcome, totals, const_labels, writer))
     return registry

@@ -9,12 +9,14 @@ load, so the rest of the program sees complete values.
       username_file: /etc/fioprobe/auth/username   # optional; or env FIOPROBE_PUSHGATEWAY_*
       password_file: /etc/fioprobe/auth/password
       ca_file: /etc/fioprobe/tls/ca.crt            # optional, for https
-      timeout_seconds: 10
+      timeout_seconds: 10         # bounds each whole request
       attempts: 3
+      writer_lease_seconds: 3600  # see fioprobe.publish
     targets:
       - name: gp2-standard          # the storageclass label
         directory: /probe           # the probe volume's mount; fio writes only inside it
         node_local: false           # true: hostPath on a node, labelled node=<this node>
+        require_mount_point: true   # refuse to probe an unmounted volume's empty mount point
         volume: {type: gp2, size: 100Gi, provisioner: ebs.csi.aws.com, dedicated: true}
         timeout_seconds: 120        # optional: wall-clock limit per profile run
         profiles:
@@ -33,6 +35,7 @@ from typing import Any
 
 import yaml
 
+from .errors import UsageError
 from .profiles import OVERRIDABLE, ProfileError, load_profile
 from .volumes import VOLUME_TYPES, model
 
@@ -50,8 +53,8 @@ _QUANTITY_SCALE = {
 }
 
 
-class ConfigError(ValueError):
-    """A configuration problem; the message names the file and the key."""
+class ConfigError(UsageError):
+    """A configuration problem; the message names the file and the key (exit 2)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +67,7 @@ class PushgatewayConfig:
     key_file: str | None = None
     timeout_seconds: float = 10.0
     attempts: int = 3
+    writer_lease_seconds: float = 3600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +96,7 @@ class TargetConfig:
     node_local: bool = False
     timeout_seconds: float | None = None
     state_dir: Path | None = None
+    require_mount_point: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,18 +214,28 @@ def _default(value: float | None, default: float) -> float:
     return default if value is None else value
 
 
-def load_config(path: Path) -> Config:
+#: Deeper YAML is no configuration of fioprobe's; the limit keeps the parser off the stack edge.
+_MAX_DEPTH = 32
+
+
+def load_config(path: Path, jobs_dir: Path | None = None) -> Config:
+    """Read and check the configuration; profiles are checked in `jobs_dir` (default jobs/)."""
     file = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_bytes().decode("utf-8").removeprefix("\ufeff")
     except OSError as exc:
         raise ConfigError(f"{file}: cannot read: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{file}: not UTF-8 text (bad byte at offset {exc.start})") from None
+    depth = _nesting(text)
+    if depth > _MAX_DEPTH:
+        raise ConfigError(f"{file}: nested {depth} levels deep; at most {_MAX_DEPTH} allowed")
     try:
         data = yaml.load(text, Loader=_StrictLoader)
     except ConfigError as exc:
         raise ConfigError(f"{file}: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{file}: nested too deeply to be a fioprobe configuration") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}: " if mark else ""
@@ -232,7 +247,9 @@ def load_config(path: Path) -> Config:
     top.done()
     if not raw_targets:
         raise ConfigError(f"{file}: targets: at least one target is required")
-    targets = tuple(_target(raw, f"targets[{i}]", file) for i, raw in enumerate(raw_targets))
+    targets = tuple(
+        _target(raw, f"targets[{i}]", file, jobs_dir) for i, raw in enumerate(raw_targets)
+    )
     seen: set[tuple[str, bool]] = set()
     for target in targets:
         if (target.name, target.node_local) in seen:
@@ -255,14 +272,20 @@ def _pushgateway(raw: object, file: str) -> PushgatewayConfig:
         key_file=r.take("key_file", str),
         timeout_seconds=_default(_number(r, "timeout_seconds"), 10.0),
         attempts=r.take("attempts", int, 3),
+        writer_lease_seconds=_default(_number(r, "writer_lease_seconds"), 3600.0),
     )
     r.done()
-    if config.timeout_seconds <= 0 or config.attempts < 1:
-        raise ConfigError(f"{file}: pushgateway: timeout_seconds and attempts must be positive")
+    if config.timeout_seconds <= 0 or config.attempts < 1 or config.writer_lease_seconds <= 0:
+        raise ConfigError(
+            f"{file}: pushgateway: timeout_seconds, attempts and writer_lease_seconds must be "
+            "positive"
+        )
+    if "@" in url.split("//", 1)[1].split("/", 1)[0]:
+        raise r.error("url", "must not hold credentials; use username_file and password_file")
     return config
 
 
-def _target(raw: object, where: str, file: str) -> TargetConfig:
+def _target(raw: object, where: str, file: str, jobs_dir: Path | None) -> TargetConfig:
     r = _Reader(raw, where, file)
     name = r.take("name", str, required=True)
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
@@ -271,6 +294,7 @@ def _target(raw: object, where: str, file: str) -> TargetConfig:
     if not directory.startswith("/"):
         raise r.error("directory", f"must be an absolute path, got {directory!r}")
     node_local = r.take("node_local", bool, False)
+    require_mount_point = r.take("require_mount_point", bool, False)
     timeout = _number(r, "timeout_seconds")
     state_dir = r.take("state_dir", str)
     volume = _volume(r.take("volume", dict, {}), f"{where}.volume", file)
@@ -279,7 +303,7 @@ def _target(raw: object, where: str, file: str) -> TargetConfig:
     if not raw_profiles:
         raise r.error("profiles", "at least one profile is required")
     profiles = tuple(
-        _profile(p, f"{where}.profiles[{i}]", file) for i, p in enumerate(raw_profiles)
+        _profile(p, f"{where}.profiles[{i}]", file, jobs_dir) for i, p in enumerate(raw_profiles)
     )
     return TargetConfig(
         name=name,
@@ -289,6 +313,7 @@ def _target(raw: object, where: str, file: str) -> TargetConfig:
         node_local=node_local,
         timeout_seconds=timeout,
         state_dir=Path(state_dir) if state_dir else None,
+        require_mount_point=require_mount_point,
     )
 
 
@@ -316,7 +341,7 @@ def _volume(raw: object, where: str, file: str) -> VolumeConfig:
     return config
 
 
-def _profile(raw: object, where: str, file: str) -> ProfileConfig:
+def _profile(raw: object, where: str, file: str, jobs_dir: Path | None) -> ProfileConfig:
     if isinstance(raw, str):
         raw = {"name": raw}
     r = _Reader(raw, where, file)
@@ -328,7 +353,19 @@ def _profile(raw: object, where: str, file: str) -> ProfileConfig:
             overrides[key] = str(value)
     r.done()
     try:
-        load_profile(name).with_overrides(overrides)
+        load_profile(name, jobs_dir).with_overrides(overrides)
     except ProfileError as exc:
         raise ConfigError(f"{file}: {where}: {exc}") from None
     return ProfileConfig(name, overrides)
+
+
+def _nesting(text: str) -> int:
+    """The deepest bracket nesting of flow-style YAML, counted before parsing it."""
+    depth = deepest = 0
+    for char in text:
+        if char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth = max(0, depth - 1)
+    return deepest

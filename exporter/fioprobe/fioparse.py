@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from .errors import ExitCode, FailureReason, FioprobeError
 from .model import OPERATIONS, Bins, Job, LatencyStats, OpStats, Run
 
 __all__ = ["FioOutputError", "parse_file", "parse_text", "parse_text_with_raw"]
@@ -38,11 +39,14 @@ _US_PER_S = 1e6
 _COUNT_LIMIT = 2**64
 
 
-class FioOutputError(ValueError):
-    """fio output that cannot be turned into a trustworthy result.
+class FioOutputError(FioprobeError, ValueError):
+    """fio output that cannot be turned into a trustworthy result (exit 3, parse_error).
 
     The message is one line: "<source>: <what is wrong>".
     """
+
+    exit_code = ExitCode.BAD_INPUT
+    reason = FailureReason.PARSE_ERROR
 
     def __init__(self, source: str, problem: str) -> None:
         super().__init__(f"{source}: {problem}")
@@ -388,16 +392,29 @@ def _latency(section: _Fields, keys: tuple[str, str]) -> LatencyStats | None:
         samples = block.obj.get("N")
         if samples is not None:
             samples = block.count("N")
+        low, high, mean = (_latency_value(block, k, per_second) for k in ("min", "max", "mean"))
         return LatencyStats(
-            min_s=block.number("min") / per_second,
-            max_s=block.number("max") / per_second,
-            mean_s=block.number("mean") / per_second,
+            min_s=low,
+            max_s=high,
+            mean_s=mean,
             stddev_s=block.number("stddev", 0.0) / per_second,
             samples=samples,
             percentiles=_percentiles(block, per_second),
             bins_ns=_bins(block, per_second),
         )
     return None
+
+
+#: No single IO takes a day: a larger latency is a broken file, and summed into cumulative
+#: totals it would poison them for good.
+_MAX_LATENCY_S = 86400.0
+
+
+def _latency_value(block: _Fields, key: str, per_second: float) -> float:
+    value = block.number(key) / per_second
+    if not 0 <= value <= _MAX_LATENCY_S:
+        raise block.fail(key, f"is not a plausible latency: {value:g} s")
+    return value
 
 
 def _percentiles(block: _Fields, per_second: float) -> dict[float, float]:
@@ -465,21 +482,31 @@ def _valid_counts(counts: list[Any]) -> bool:
 
 
 def _unique_names(jobs: list[Job]) -> list[Job]:
-    """Give jobs fio reported under one name (numjobs without group_reporting) `.0`, `.1`..."""
+    """Give jobs fio reported under one name (numjobs without group_reporting) `.0`, `.1`...
+
+    A generated name never equals another job's: with jobs `a`, `a` and `a.0`, the two
+    `a` become `a.1` and `a.2`, so every job keeps its own series (a push with two equal
+    series would be refused by the Pushgateway, and with it the whole run).
+    """
     counts: dict[str, int] = {}
     for job in jobs:
         counts[job.fio_name] = counts.get(job.fio_name, 0) + 1
-    seen: dict[str, int] = {}
+    taken = {job.fio_name for job in jobs if counts[job.fio_name] == 1}
+    next_index: dict[str, int] = {}
     unique = []
     for job in jobs:
         if counts[job.fio_name] == 1:
             unique.append(job)
             continue
-        index = seen.get(job.fio_name, 0)
-        seen[job.fio_name] = index + 1
+        index = next_index.get(job.fio_name, 0)
+        while f"{job.fio_name}.{index}" in taken:
+            index += 1
+        name = f"{job.fio_name}.{index}"
+        taken.add(name)
+        next_index[job.fio_name] = index + 1
         unique.append(
             Job(
-                name=f"{job.fio_name}.{index}",
+                name=name,
                 fio_name=job.fio_name,
                 error=job.error,
                 runtime_s=job.runtime_s,

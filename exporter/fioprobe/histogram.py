@@ -4,13 +4,15 @@ Two sources, in order of trust:
 - json+ `bins`: fio's own log-linear histogram (at most 1/128 relative error per bin). Each
   bin's representative latency goes to the first bucket whose `le` is at or above it, so the
   `le="0.01"` bucket counts exactly the samples fio binned at or below 10 ms.
-- percentiles: plain json and old fio have only percentile points. The cumulative fraction
-  at each bucket bound is the highest percentile whose latency is at or below it. This is a
-  step approximation, marked as such in fioprobe_info{histogram_source="percentiles"}.
+- percentiles: plain json and old fio have only percentile points. The count at or below
+  each bucket bound is the most the points allow (see `counts_from_percentiles`), so the
+  count above a threshold is never overstated; marked in
+  fioprobe_info{histogram_source="percentiles"}. With neither, no bucket is invented.
 """
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left, bisect_right
 
 from .metrics import LATENCY_BUCKETS_SECONDS
@@ -44,23 +46,43 @@ def counts_from_bins(bins: Bins) -> list[int]:
     return counts
 
 
-def counts_from_percentiles(latency: LatencyStats, samples: int) -> list[int]:
-    """Per-bucket counts estimated from fio's percentile points, `samples` in total."""
-    points = sorted(latency.percentiles.items(), key=lambda item: item[1])
-    counts = [0] * BUCKET_COUNT
+def counts_from_percentiles(latency: LatencyStats, samples: int) -> list[int] | None:
+    """Per-bucket counts from fio's percentile points, `samples` in total; None if unknown.
+
+    Each point (p, v) says p% of the samples are at or below v. So the samples at or below a
+    bound `le` number at most p_next% of them, p_next being the first point above `le`;
+    this upper end is what is exported, so that the histogram never claims more samples
+    above a threshold (10 ms) than fio measured. Beyond the last point, all samples are at
+    or below `le` when fio's max is, else all but one (the max itself is above). min and max
+    are exact. Without any point, buckets are known only when min and max share one;
+    otherwise None: no bucket is invented (the run adds to no bucket, only its summary).
+    """
     if samples <= 0:
+        return [0] * BUCKET_COUNT
+    points = sorted(latency.percentiles.items())  # by percent; values rise with it
+    if not points:
+        first = bisect_left(_BOUNDS_NS, round(latency.min_s * 1e9))
+        if first != bisect_left(_BOUNDS_NS, round(latency.max_s * 1e9)):
+            return None
+        counts = [0] * BUCKET_COUNT
+        counts[first] = samples
         return counts
+    counts = [0] * BUCKET_COUNT
     previous = 0
     for index, le in enumerate(LATENCY_BUCKETS_SECONDS):
-        if latency.max_s and latency.max_s <= le:
-            fraction = 1.0
+        if latency.max_s <= le:
+            at_or_below = samples
         elif latency.min_s > le:
-            fraction = 0.0
+            at_or_below = 0
         else:
-            fraction = max((pct / 100 for pct, value in points if value <= le), default=0.0)
-        cumulative = round(samples * fraction)
-        counts[index] = cumulative - previous
-        previous = cumulative
+            above = [pct for pct, value in points if value > le]
+            if above:
+                at_or_below = min(samples, math.ceil(samples * above[0] / 100))
+            else:
+                at_or_below = samples - 1
+        at_or_below = max(at_or_below, previous)
+        counts[index] = at_or_below - previous
+        previous = at_or_below
     counts[-1] = samples - previous
     return counts
 

@@ -27,19 +27,6 @@ SUMMARY_QUANTILES: tuple[float, ...] = (0.5, 0.9, 0.99, 0.999)
 #: not a label). fio's trim and unified "mixed" sections stay in the model only.
 EXPORTED_OPS: tuple[str, ...] = ("sync", "write", "read")
 
-#: Closed set of failure reasons for fioprobe_failure_reason_info.
-FAILURE_REASONS: tuple[str, ...] = (
-    "fio_error",  # fio exited non-zero or a job reported an error
-    "timeout",  # the wall-clock limit around fio expired
-    "parse_error",  # fio's output could not be read
-    "no_space",  # the free-space check refused to start, or fio hit ENOSPC
-    "unsafe_target",  # the probe directory or profile broke a safety rule
-    "push_error",  # reserved: recorded in state when an earlier push failed
-    "interrupted",  # SIGTERM/SIGINT during the run
-    "busy",  # another run holds the probe directory's lock
-    "fio_missing",  # fio is not installed or too old
-)
-
 
 @dataclass(frozen=True, slots=True)
 class MetricDef:
@@ -120,6 +107,12 @@ METRICS: tuple[MetricDef, ...] = (
         "gauge",
         "Facts about the last run: fio and fioprobe versions, volume, histogram source",
         ("fio_version", "version", "volume_type", "provisioner", "ran_on_node", "histogram_source"),
+    ),
+    MetricDef(
+        "fioprobe_writer_info",
+        "gauge",
+        "Identity of the state that owns this group's counters (one writer per group)",
+        ("writer",),
     ),
     MetricDef("fioprobe_runs_total", "counter", "Probe runs, successful or not"),
     MetricDef("fioprobe_failures_total", "counter", "Probe runs that failed"),

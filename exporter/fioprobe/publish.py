@@ -1,92 +1,192 @@
 """Merge one outcome into its group's totals, save them, push them: the one path every
-command (push, probe, run) takes, so that "no probe result is ever lost" holds everywhere.
+command (push, probe, run) takes, so that "no probe result is ever lost, no counter ever goes
+backwards" holds everywhere.
 
-Order matters: totals are saved *before* the push, and the push happens under the same
+Order matters: totals are saved *before* the push, and the push happens under the state's
 lock. If the push fails, the state file already holds this run, and the next successful push
-carries it.
+carries it. Totals that could not be saved are never pushed: a later run would start from
+the older file and push less than the gateway holds (a false counter reset). Such a run is
+still reported: its failure (`fioprobe_success 0` and the reason) is POSTed into the group,
+which leaves the group's counters as they are.
 
-Where previous totals come from: the state file when there is one (a persistent probe
-volume); otherwise they are read back from the Pushgateway group. If the Pushgateway cannot be
-read either, this run is saved on its own and marked `needs_readback`: it is added to the
-Pushgateway's totals once they can be read, and nothing is pushed before that (a push of the
-lone run would look like a counter reset).
+One writer owns a group's counters (see `state.GroupState`). A writer pushes its own totals
+without looking at the Pushgateway while its last successful push is recent (within the
+writer lease); otherwise it reads the group back first (one GET of every group, which is why
+it is not done on every push):
+- no group there (a new probe; a Pushgateway restarted without persistence): this writer's
+  totals, or its pending runs alone, go on;
+- the group is this writer's (or from before writers had identities): its own totals go on;
+- another writer pushed it less than a lease ago: this run is refused (`writer_conflict`),
+  kept as pending, and the refusal is pushed into a group of its own (the grouping key plus
+  `writer`), which FioProbeFailing reports; the owner's counters are not touched;
+- another writer, silent for longer than the lease: this writer takes the group over,
+  continuing from its totals plus its own pending runs.
+When the group cannot be read at all, the run is kept as pending and nothing is pushed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-import re
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from . import pushgateway, state
 from .collector import ProbeOutcome, registry_for
+from .errors import FailureReason
 from .pushgateway import PushError, Transport
-from .state import GroupTotals
+from .state import GroupState, GroupTotals
+from .statefile import StateDir, StateError, StateFile, file_name
 
 ENV_STATE_DIR = "FIOPROBE_STATE_DIR"
+#: How long a writer's pushes make the group its own: past this, another writer may take it
+#: over, and the writer itself reads the group back before pushing again. Longer than any
+#: sensible probe interval; shorter than the time anyone waits for a replaced pod's probe.
+WRITER_LEASE_SECONDS = 3600.0
 
-#: A hook run inside the state lock after the merge: it may update model state kept in the
-#: totals (the gp2 credit balance) and returns the outcome to push.
+#: A hook run inside the state lock after the merge: it may update model state kept beside
+#: the totals (the gp2 credit balance) and returns the outcome to push.
 Adjust = Callable[[ProbeOutcome, GroupTotals], ProbeOutcome]
 
 
-def default_state_path(grouping_key: dict[str, str]) -> Path:
+class StateNotKept(StateError):
+    """The state could not be used; the run's failure was pushed, its counts were not."""
+
+
+def default_state_file(grouping_key: dict[str, str]) -> StateFile:
     """Per-group state file under $FIOPROBE_STATE_DIR (default ~/.local/state/fioprobe)."""
     base = os.environ.get(ENV_STATE_DIR) or os.path.join(
         os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "fioprobe"
     )
-    slug = "_".join(
-        f"{key}-{re.sub(r'[^A-Za-z0-9.-]', '_', value)}" for key, value in grouping_key.items()
-    )
-    return Path(base) / f"{slug}.json"
+    return StateDir(Path(base), create_parents=True).file(file_name(grouping_key))
 
 
 def publish(
     outcome: ProbeOutcome,
     grouping_key: dict[str, str],
     transport: Transport,
-    state_path: Path,
+    state_file: StateFile,
     *,
     finished_at: float | None = None,
     adjust: Adjust | None = None,
+    lease_seconds: float = WRITER_LEASE_SECONDS,
 ) -> ProbeOutcome:
-    """Merge, save, push; returns the outcome pushed.
+    """Merge, save, push; returns the outcome that was pushed.
 
-    Raises PushError when the push fails (the run is saved and goes with the next push), and
-    StateError when the state cannot be saved (the push still happens; see below).
+    Raises PushError when nothing could be pushed (the run is saved and goes with the next
+    push), and StateNotKept when the state could not be used (the failure was pushed).
     """
     finished_at = time.time() if finished_at is None else finished_at
-    save_error: OSError | None = None
-    # The push happens inside the lock: two pushes of one group reach the gateway in the
-    # order of their totals, never an older total after a newer one (a false counter reset).
-    with state.locked(state_path, wait=True):
-        totals = state.load(state_path)
-        readback_error: PushError | None = None
-        if totals is None or totals.needs_readback:
-            try:
-                base = pushgateway.read_totals(transport, grouping_key) or GroupTotals()
-                totals = base if totals is None else state.combine(base, totals)
-            except PushError as exc:
-                readback_error = exc
-                totals = totals or GroupTotals(needs_readback=True)
-        state.merge_run(totals, outcome.run, success=outcome.success, finished_at=finished_at)
-        if adjust is not None:
-            outcome = adjust(outcome, totals)
+    try:
+        with state_file.locked():
+            return _publish_locked(
+                outcome, grouping_key, transport, state_file, finished_at, adjust, lease_seconds
+            )
+    except StateError as exc:
+        if isinstance(exc, StateNotKept):
+            raise
+        # A run that failed already keeps its own reason (a missing directory also has no
+        # state directory; the cause to report is the directory).
+        reason = exc.reason if outcome.success else outcome.failure_reason or exc.reason
+        push_failure(transport, grouping_key, outcome.failed(reason))
+        raise StateNotKept(
+            f"{exc}; the failure ({reason}) was pushed, this run's counts were not", reason
+        ) from None
+
+
+def _publish_locked(
+    outcome: ProbeOutcome,
+    key: dict[str, str],
+    transport: Transport,
+    file: StateFile,
+    finished_at: float,
+    adjust: Adjust | None,
+    lease_seconds: float,
+) -> ProbeOutcome:
+    group = state.load(file) or GroupState()
+    now = time.time()
+    recent = group.last_push_at is not None and 0 <= now - group.last_push_at <= lease_seconds
+    took_over = False
+    if group.totals is None or not recent:
         try:
-            state.save(state_path, totals)
-        except OSError as exc:
-            # A full probe volume: the old state is now stale, and using it next time would
-            # push totals below the gateway's. Remove it, so the next run reads back.
-            save_error = exc
-            state_path.unlink(missing_ok=True)
-        if readback_error is not None:
-            raise readback_error
-        pushgateway.push(transport, grouping_key, registry_for(outcome, totals))
-    if save_error is not None:
-        raise state.StateError(
-            f"{state_path}: cannot save state ({save_error.strerror}); this run was pushed, "
-            "and the next run reads the totals back from the Pushgateway"
-        )
+            back = pushgateway.read_group(transport, key)
+        except PushError:
+            # Who owns the group is unknown: keep the run for later, push nothing.
+            state.merge_run(group.pending, outcome.run, success=outcome.success,
+                            finished_at=finished_at)  # fmt: skip
+            state.save(file, group)
+            raise
+        owner = None if back is None else back.writer
+        if back is not None and owner not in (None, group.writer):
+            if back.push_time is not None and now - back.push_time < lease_seconds:
+                return _refuse(outcome, key, transport, file, group, finished_at, owner)
+            took_over = True
+        if back is None:
+            base = group.totals or GroupTotals()
+        elif took_over or group.totals is None:
+            base = back.totals
+        else:
+            base = group.totals
+        group.totals = state.combine(base, group.pending)
+        group.pending = GroupTotals()
+    assert group.totals is not None
+    state.merge_run(group.totals, outcome.run, success=outcome.success, finished_at=finished_at)
+    if adjust is not None:
+        outcome = adjust(outcome, group.totals)
+    state.save(file, group)
+    pushgateway.push(transport, key, registry_for(outcome, group.totals, writer=group.writer))
+    group.last_push_at = time.time()
+    # If this save fails, only the lease clock is lost: the next run reads the group back.
+    with contextlib.suppress(StateError):
+        state.save(file, group)
+    if took_over:
+        _delete_quietly(transport, {**key, "writer": group.writer})
     return outcome
+
+
+class WriterConflict(StateError):
+    """Another writer owns the group; the refusal was pushed (exit 1)."""
+
+    exit_code = 1  # type: ignore[assignment]
+
+    def __init__(self, message: str, outcome: ProbeOutcome) -> None:
+        super().__init__(message, FailureReason.WRITER_CONFLICT)
+        self.outcome = outcome
+
+
+def _refuse(
+    outcome: ProbeOutcome,
+    key: dict[str, str],
+    transport: Transport,
+    file: StateFile,
+    group: GroupState,
+    finished_at: float,
+    owner: str | None,
+) -> ProbeOutcome:
+    """Another writer owns the group: keep the run as pending, push the refusal apart."""
+    state.merge_run(group.pending, outcome.run, success=outcome.success, finished_at=finished_at)
+    state.save(file, group)
+    refused = outcome.failed(FailureReason.WRITER_CONFLICT)
+    pushgateway.push(
+        transport,
+        {**key, "writer": group.writer},
+        registry_for(refused, None, writer=group.writer),
+    )
+    raise WriterConflict(
+        f"group {key} is owned by another writer ({owner}) that pushed less than the writer "
+        f"lease ago; this run (writer {group.writer}) was kept in {file.path}, not counted, "
+        "and the conflict was pushed with writer="
+        f"{group.writer}. Run one probe per group (see docs/FAULTS.md)",
+        refused,
+    )
+
+
+def push_failure(transport: Transport, key: dict[str, str], outcome: ProbeOutcome) -> None:
+    """POST only the failure's gauges into the group: its counters stay as they are."""
+    pushgateway.push(transport, key, registry_for(outcome, None), replace=False)
+
+
+def _delete_quietly(transport: Transport, key: dict[str, str]) -> None:
+    with contextlib.suppress(PushError):  # a left-over refusal group; `fioprobe gc` removes it
+        pushgateway.delete_group(transport, key)

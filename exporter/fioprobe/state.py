@@ -3,31 +3,24 @@
 A Pushgateway keeps only the last push, so every push carries totals over all runs of its
 group (DESIGN: "Why cumulative"). Totals are merged here and saved *before* the push: a push
 that fails leaves them on disk, and the next successful push carries them. No run is lost.
+Who may push a group's totals, and when the Pushgateway is read again, is `publish`'s part.
 """
 
 from __future__ import annotations
 
-import errno
-import fcntl
-import json
+import math
 import operator
-import os
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+import secrets
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from .histogram import BUCKET_COUNT, counts_from_bins, counts_from_percentiles
 from .metrics import EXPORTED_OPS
 from .model import OpStats, Run
+from .statefile import StateError, StateFile
 
 #: Bumped whenever the file layout changes; a newer file is refused, never overwritten.
-STATE_VERSION = 1
-
-
-class StateError(RuntimeError):
-    """A state file that cannot be trusted: corrupt, from a newer fioprobe, or locked."""
+#: Version 1 held the totals alone; version 2 adds the writer identity and pending runs.
+STATE_VERSION = 2
 
 
 @dataclass(slots=True)
@@ -48,21 +41,6 @@ class HistogramTotals:
         self.sum_seconds += sum_seconds
 
 
-def combine(base: GroupTotals, delta: GroupTotals) -> GroupTotals:
-    """`base` (read back from the Pushgateway) plus runs kept locally while it was away."""
-    result = GroupTotals(
-        runs_total=base.runs_total + delta.runs_total,
-        failures_total=base.failures_total + delta.failures_total,
-        read_bytes_total=base.read_bytes_total + delta.read_bytes_total,
-        written_bytes_total=base.written_bytes_total + delta.written_bytes_total,
-        last_success_timestamp=delta.last_success_timestamp or base.last_success_timestamp,
-    )
-    for source in (base, delta):
-        for op, hist in source.histograms.items():
-            result.histograms.setdefault(op, HistogramTotals()).add(hist.counts, hist.sum_seconds)
-    return result
-
-
 @dataclass(slots=True)
 class GroupTotals:
     """Everything cumulative about one Pushgateway group."""
@@ -73,13 +51,13 @@ class GroupTotals:
     read_bytes_total: int = 0
     written_bytes_total: int = 0
     last_success_timestamp: float | None = None
-    #: True while these totals hold only runs that were never combined with the
-    #: Pushgateway's earlier totals (it was unreachable when there was no state file yet).
-    needs_readback: bool = False
+
+    @property
+    def empty(self) -> bool:
+        return self.runs_total == 0 and not self.histograms
 
     def to_json(self) -> dict[str, object]:
         return {
-            "version": STATE_VERSION,
             "histograms": {
                 op: {"counts": h.counts, "sum_seconds": h.sum_seconds}
                 for op, h in sorted(self.histograms.items())
@@ -89,21 +67,13 @@ class GroupTotals:
             "read_bytes_total": self.read_bytes_total,
             "written_bytes_total": self.written_bytes_total,
             "last_success_timestamp": self.last_success_timestamp,
-            "needs_readback": self.needs_readback,
         }
 
     @classmethod
     def from_json(cls, data: object, where: str) -> GroupTotals:
+        """Totals from a state file, every number checked: a bad one is a StateError."""
         if not isinstance(data, dict):
-            raise StateError(f"{where}: state is not a JSON object")
-        version = data.get("version")
-        if not isinstance(version, int):
-            raise StateError(f"{where}: state has no version")
-        if version > STATE_VERSION:
-            raise StateError(
-                f"{where}: written by a newer fioprobe (state version {version}, this one "
-                f"reads {STATE_VERSION}); refusing to use or overwrite it"
-            )
+            raise StateError(f"{where}: state is corrupt (totals are not an object)")
         try:
             totals = cls(
                 runs_total=_count(data, "runs_total"),
@@ -111,17 +81,19 @@ class GroupTotals:
                 read_bytes_total=_count(data, "read_bytes_total"),
                 written_bytes_total=_count(data, "written_bytes_total"),
                 last_success_timestamp=_optional_float(data, "last_success_timestamp"),
-                needs_readback=data.get("needs_readback", False) is True,
             )
             for op, hist in data.get("histograms", {}).items():
-                counts = hist["counts"]
+                counts, seconds = hist["counts"], hist["sum_seconds"]
                 if (
                     op not in EXPORTED_OPS
                     or len(counts) != BUCKET_COUNT
-                    or any(type(c) is not int or c < 0 for c in counts)
+                    or any(type(c) is not int or not 0 <= c < 2**63 for c in counts)
+                    or isinstance(seconds, bool)
+                    or not isinstance(seconds, int | float)
+                    or not (math.isfinite(seconds) and seconds >= 0)
                 ):
                     raise ValueError(f"histogram {op!r} is malformed")
-                totals.histograms[op] = HistogramTotals(list(counts), float(hist["sum_seconds"]))
+                totals.histograms[op] = HistogramTotals(list(counts), float(seconds))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise StateError(f"{where}: state is corrupt ({exc})") from None
         return totals
@@ -129,7 +101,7 @@ class GroupTotals:
 
 def _count(data: dict[str, object], key: str) -> int:
     value = data.get(key, 0)
-    if type(value) is not int or value < 0:
+    if type(value) is not int or not 0 <= value < 2**63:
         raise ValueError(f"{key} is not a non-negative integer")
     return value
 
@@ -138,16 +110,110 @@ def _optional_float(data: dict[str, object], key: str) -> float | None:
     value = data.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise ValueError(f"{key} is not a number")
     return float(value)
+
+
+@dataclass(slots=True)
+class GroupState:
+    """What one writer keeps about one group between runs.
+
+    `writer` is this state's random identity, pushed as fioprobe_writer_info{writer}: a
+    group's counters have one owner, so that two writers (a hand-run probe beside the
+    CronJob, a pod rescheduled with a fresh volume while the old one still pushes) can never
+    make them go backwards or count a run twice. `totals` are what this writer pushes as the
+    owner (None until it owns the group); `pending` holds runs counted in no pushed totals
+    yet: kept while the Pushgateway could not be read, or while another writer owns the
+    group; they are added when this writer takes the group over. `last_push_at` is this
+    writer's clock at its last successful push, which decides when to look at the group again.
+    """
+
+    writer: str = field(default_factory=lambda: secrets.token_hex(8))
+    totals: GroupTotals | None = None
+    pending: GroupTotals = field(default_factory=GroupTotals)
+    last_push_at: float | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "version": STATE_VERSION,
+            "writer": self.writer,
+            "totals": None if self.totals is None else self.totals.to_json(),
+            "pending": self.pending.to_json(),
+            "last_push_at": self.last_push_at,
+        }
+
+    @classmethod
+    def from_json(cls, data: object, where: str) -> GroupState:
+        if not isinstance(data, dict):
+            raise StateError(f"{where}: state is corrupt (not a JSON object)")
+        version = data.get("version")
+        if type(version) is not int:
+            raise StateError(f"{where}: state is corrupt (no version)")
+        if version > STATE_VERSION:
+            raise StateError(
+                f"{where}: written by a newer fioprobe (state version {version}, this one "
+                f"reads {STATE_VERSION}); refusing to use or overwrite it"
+            )
+        if version == 1:  # the totals alone; runs never combined with the gateway's: pending
+            totals = GroupTotals.from_json(data, where)
+            if data.get("needs_readback") is True:
+                return cls(pending=totals)
+            return cls(totals=totals)
+        writer = data.get("writer")
+        if not isinstance(writer, str) or not 1 <= len(writer) <= 64 or not writer.isalnum():
+            raise StateError(f"{where}: state is corrupt (writer is not an identifier)")
+        try:
+            last_push_at = _optional_float(data, "last_push_at")
+        except ValueError as exc:
+            raise StateError(f"{where}: state is corrupt ({exc})") from None
+        raw_totals = data.get("totals")
+        return cls(
+            writer=writer,
+            totals=None if raw_totals is None else GroupTotals.from_json(raw_totals, where),
+            pending=GroupTotals.from_json(data.get("pending", {}), where),
+            last_push_at=last_push_at,
+        )
+
+
+def combine(base: GroupTotals, delta: GroupTotals) -> GroupTotals:
+    """`base` (read back from the Pushgateway) plus runs counted in no pushed totals yet."""
+    result = GroupTotals(
+        runs_total=base.runs_total + delta.runs_total,
+        failures_total=base.failures_total + delta.failures_total,
+        read_bytes_total=base.read_bytes_total + delta.read_bytes_total,
+        written_bytes_total=base.written_bytes_total + delta.written_bytes_total,
+        last_success_timestamp=_latest(base.last_success_timestamp, delta.last_success_timestamp),
+    )
+    for source in (base, delta):
+        for op, hist in source.histograms.items():
+            result.histograms.setdefault(op, HistogramTotals()).add(hist.counts, hist.sum_seconds)
+    return result
+
+
+def _latest(a: float | None, b: float | None) -> float | None:
+    return b if a is None else a if b is None else max(a, b)
+
+
+def load(file: StateFile) -> GroupState | None:
+    """The saved state, or None when there is none yet."""
+    data = file.read()
+    return None if data is None else GroupState.from_json(data, str(file.path))
+
+
+def save(file: StateFile, group: GroupState) -> None:
+    file.write(group.to_json())
 
 
 # --- merging a run ------------------------------------------------------------------------
 
 
 def op_histogram(stats: OpStats) -> tuple[list[int], float, str]:
-    """One operation's bucket counts, sum of latencies, and the source used."""
+    """One operation's bucket counts, sum of latencies, and the source used.
+
+    With source "none" the run adds nothing to the histogram: fio gave neither bins nor
+    percentiles that place its samples, and a guessed bucket could fire an alert.
+    """
     source = _source(stats)
     latency = stats.latency
     if source == "none" or latency is None:
@@ -157,25 +223,35 @@ def op_histogram(stats: OpStats) -> tuple[list[int], float, str]:
     total_seconds = latency.mean_s * samples
     if source == "bins":
         return counts_from_bins(latency.bins_ns), total_seconds, source
-    return counts_from_percentiles(latency, samples), total_seconds, source
+    counts = counts_from_percentiles(latency, samples)
+    if counts is None:
+        return [0] * BUCKET_COUNT, 0.0, "none"
+    return counts, total_seconds, source
 
 
 def _source(stats: OpStats) -> str:
-    """Which source `op_histogram` would use, without computing the counts."""
+    """Which source `op_histogram` uses, without computing the counts."""
     latency = stats.latency
     if latency is None or stats.sample_count == 0:
         return "none"
     if latency.bins_ns:
         return "bins"
-    return "percentiles" if latency.percentiles or latency.max_s else "none"
+    if latency.percentiles:
+        return "percentiles"
+    if latency.max_s and counts_from_percentiles(latency, 1) is not None:
+        return "percentiles"  # min and max in one bucket: placed exactly
+    return "none"
 
 
 def histogram_source(run: Run) -> str:
     """The weakest source any exported histogram of this run came from."""
     sources = {
-        _source(stats) for job in run.jobs for op, stats in job.ops.items() if op in EXPORTED_OPS
+        _source(stats)
+        for job in run.jobs
+        for op, stats in job.ops.items()
+        if op in EXPORTED_OPS and stats.sample_count > 0
     }
-    for source in ("percentiles", "bins"):
+    for source in ("none", "percentiles", "bins"):
         if source in sources:
             return source
     return "none"
@@ -199,7 +275,7 @@ def merge_run(totals: GroupTotals, run: Run | None, *, success: bool, finished_a
             if op not in EXPORTED_OPS:
                 continue
             counts, total_seconds, source = op_histogram(stats)
-            if source == "none" and op not in totals.histograms:
+            if source == "none":
                 continue
             histogram = totals.histograms.get(op)
             if histogram is None:
@@ -207,7 +283,7 @@ def merge_run(totals: GroupTotals, run: Run | None, *, success: bool, finished_a
             histogram.add(counts, total_seconds)
 
 
-# --- persistence --------------------------------------------------------------------------
+# --- the modelled gp2 credit balance --------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,81 +298,20 @@ class VolumeCredits:
     at: float
 
 
-def load_credits(path: Path) -> VolumeCredits | None:
-    data = _read_json(path)
+def load_credits(file: StateFile) -> VolumeCredits | None:
+    data = file.read()
     if data is None:
         return None
-    if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
-        raise StateError(f"{path}: credit state has an unknown layout or version")
+    if not isinstance(data, dict) or data.get("version") not in (1, STATE_VERSION):
+        raise StateError(f"{file.path}: credit state has an unknown layout or version")
     try:
-        return VolumeCredits(float(data["balance"]), float(data["at"]))
+        credits = VolumeCredits(float(data["balance"]), float(data["at"]))
     except (KeyError, TypeError, ValueError) as exc:
-        raise StateError(f"{path}: credit state is corrupt ({exc})") from None
+        raise StateError(f"{file.path}: credit state is corrupt ({exc})") from None
+    if not (math.isfinite(credits.balance) and math.isfinite(credits.at)) or credits.balance < 0:
+        raise StateError(f"{file.path}: credit state is corrupt (not a finite balance)")
+    return credits
 
 
-def save_credits(path: Path, credits: VolumeCredits) -> None:
-    _write_json(path, {"version": STATE_VERSION, "balance": credits.balance, "at": credits.at})
-
-
-def _read_json(path: Path) -> object | None:
-    try:
-        raw = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise StateError(f"{path}: cannot read state: {exc.strerror}") from None
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise StateError(f"{path}: state is corrupt (not JSON: {exc.msg})") from None
-
-
-def load(path: Path) -> GroupTotals | None:
-    """The saved totals, or None when there is no state file yet."""
-    data = _read_json(path)
-    return None if data is None else GroupTotals.from_json(data, str(path))
-
-
-def save(path: Path, totals: GroupTotals) -> None:
-    _write_json(path, totals.to_json())
-
-
-def _write_json(path: Path, data: object) -> None:
-    """Write atomically: a crash leaves either the old or the new file, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, sort_keys=True)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-@contextmanager
-def locked(path: Path, *, wait: bool) -> Iterator[None]:
-    """Hold an exclusive lock on `path`'s state for one read-merge-save-push cycle.
-
-    Two probes racing on the same state must not both read the old totals and each write
-    their own sum (one would be lost), and their pushes must reach the gateway in the order
-    of their totals. The lock is an flock on `<path>.lock` beside the state file (the state
-    file itself is replaced by rename, so its inode cannot carry the lock); one lock per
-    file, so groups sharing a state directory do not wait for each other.
-    With `wait=False` the second one fails at once.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lock_path = path.with_name(path.name + ".lock")
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-        except OSError as exc:
-            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-                raise StateError(f"{path}: another fioprobe holds its lock") from None
-            raise
-        yield
-    finally:
-        os.close(fd)
+def save_credits(file: StateFile, credits: VolumeCredits) -> None:
+    file.write({"version": STATE_VERSION, "balance": credits.balance, "at": credits.at})
