@@ -10,7 +10,16 @@ from conftest import CORPUS, fioprobe
 from fioprobe.histogram import BUCKET_COUNT, counts_from_bins, counts_from_percentiles, cumulative
 from fioprobe.metrics import LATENCY_BUCKETS_SECONDS
 from fioprobe.model import Bins, LatencyStats
-from fioprobe.state import STATE_VERSION, GroupTotals, HistogramTotals, StateError, load, save
+from fioprobe.state import (
+    STATE_VERSION,
+    GroupState,
+    GroupTotals,
+    HistogramTotals,
+    StateError,
+    load,
+    save,
+)
+from fioprobe.statefile import StateDir
 
 INDEX_10MS = LATENCY_BUCKETS_SECONDS.index(0.01)
 
@@ -59,9 +68,10 @@ def test_percentiles_give_monotone_counts_summing_to_n() -> None:
 def test_state_round_trip_and_atomic_save(tmp_path: Path) -> None:
     totals = GroupTotals(runs_total=3, failures_total=1, written_bytes_total=42)
     totals.histograms["sync"] = HistogramTotals([1] * BUCKET_COUNT, 0.5)
-    path = tmp_path / "state.json"
-    save(path, totals)
-    assert load(path) == totals
+    group = GroupState(totals=totals, pending=GroupTotals(runs_total=1), last_push_at=5.0)
+    file = StateDir(tmp_path).file("state.json")
+    save(file, group)
+    assert load(file) == group
     assert [p.name for p in tmp_path.iterdir()] == ["state.json"]  # no temp file left
 
 
@@ -69,8 +79,8 @@ def test_state_round_trip_and_atomic_save(tmp_path: Path) -> None:
     ("content", "problem"),
     [
         ("{not json", "state is corrupt (not JSON"),
-        ("[]", "state is not a JSON object"),
-        ('{"runs_total": 1}', "state has no version"),
+        ("[]", "state is corrupt (not a JSON object)"),
+        ('{"runs_total": 1}', "state is corrupt (no version)"),
         (json.dumps({"version": STATE_VERSION + 1}), "written by a newer fioprobe"),
         (json.dumps({"version": 1, "runs_total": -1}), "state is corrupt (runs_total is not"),
         (json.dumps({"version": 1, "histograms": {"sync": {"counts": [1], "sum_seconds": 0}}}),
@@ -81,7 +91,7 @@ def test_bad_state_is_a_clear_error(tmp_path: Path, content: str, problem: str) 
     path = tmp_path / "state.json"
     path.write_text(content)
     with pytest.raises(StateError) as caught:
-        load(path)
+        load(StateDir(tmp_path).file("state.json"))
     assert str(caught.value).startswith(f"{path}: ") and problem in str(caught.value)
 
 

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from conftest import fioprobe, gateway_group, gauge, wait_for
 from fioprobe import services
-from fioprobe.runner import ProbeRefused, check_fio_version
+from fioprobe.errors import ProbeFailure
+from fioprobe.fioexec import check_fio_version
 from support import fixtures as fx
 
 slow_dir_factory = fx.slow_dir_factory
@@ -39,7 +40,8 @@ def failure_reason(gateway: services.Service, profile: str = "etcd-fsync") -> st
 
 
 def fio_processes_in(directory: Path) -> list[int]:
-    """PIDs of live fio executables whose command line names `directory`."""
+    """PIDs of live fio processes working in `directory`: an open file or the command line
+    (fioprobe hands fio a /proc/<pid>/fd path, so the open files are what names it)."""
     pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -47,15 +49,21 @@ def fio_processes_in(directory: Path) -> list[int]:
         try:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
             state = (entry / "stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+            if Path(argv[0].decode()).name != "fio" or state == b"Z":
+                continue
+            links = [os.readlink(fd) for fd in (entry / "fd").iterdir()]
         except OSError:
             continue
-        if (
-            Path(argv[0].decode()).name == "fio"
-            and state != b"Z"
-            and any(str(directory).encode() in arg for arg in argv)
+        if any(str(directory).encode() in arg for arg in argv) or any(
+            link.startswith(str(directory)) for link in links
         ):
             pids.append(int(entry.name))
     return pids
+
+
+def probe_files(directory: Path) -> list[Path]:
+    """What a probe left in `directory`, besides its cumulative state."""
+    return [p for p in directory.iterdir() if p.name != ".fioprobe-state"]
 
 
 def test_successful_probe_leaves_no_file(tmp_path: Path, state_dir: Path, pushgateway) -> None:
@@ -63,7 +71,7 @@ def test_successful_probe_leaves_no_file(tmp_path: Path, state_dir: Path, pushga
     target.mkdir()
     result = probe(pushgateway, target)
     assert result.returncode == 0, result.stderr.decode()
-    assert list(target.iterdir()) == []
+    assert probe_files(target) == []
     group = gateway_group(pushgateway, storageclass="test", profile="etcd-fsync")
     assert gauge(group, "fioprobe_success") == 1
     assert "fioprobe_failure_reason_info" not in group
@@ -75,7 +83,7 @@ def test_symlinked_directory_is_refused(tmp_path: Path, state_dir: Path, pushgat
     link = tmp_path / "probe"
     link.symlink_to(real)
     result = probe(pushgateway, link)
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert "is a symlink" in result.stderr.decode()
     assert failure_reason(pushgateway) == "unsafe_target"
     assert list(real.iterdir()) == []
@@ -91,8 +99,8 @@ def test_planted_symlink_inside_the_directory_is_refused(
     target.mkdir()
     (target / ".fioprobe-run").symlink_to(outside)
     result = probe(pushgateway, target)
-    assert result.returncode == 1
-    assert "exists and is not our directory" in result.stderr.decode()
+    assert result.returncode == 2
+    assert "exists and is not a directory fioprobe made" in result.stderr.decode()
     assert failure_reason(pushgateway) == "unsafe_target"
     assert list(outside.iterdir()) == []
 
@@ -102,7 +110,7 @@ def test_block_device_is_refused(state_dir: Path, pushgateway) -> None:
     assert device.is_block_device()
     before = os.stat(device).st_mtime
     result = probe(pushgateway, device)
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert "is a device; fioprobe never writes to devices" in result.stderr.decode()
     assert failure_reason(pushgateway) == "unsafe_target"
     assert os.stat(device).st_mtime == before
@@ -119,16 +127,17 @@ def test_profile_naming_a_file_is_refused(tmp_path: Path, state_dir: Path, pushg
     target = tmp_path / "probe"
     target.mkdir()
     result = probe(pushgateway, target, "evil", "--jobs-dir", str(jobs))
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert "option 'filename' is not allowed" in result.stderr.decode()
     assert failure_reason(pushgateway, "evil") == "unsafe_target"
-    assert not victim.exists() and list(target.iterdir()) == []
+    assert not victim.exists() and probe_files(target) == []
 
 
 def test_no_space_is_refused_before_writing(
     state_dir: Path, pushgateway, loop_mount_factory
 ) -> None:
-    """A 20 MiB filesystem and a profile laying out a 64 MiB file: no_space, nothing written."""
+    """A 20 MiB filesystem and a profile laying out a 64 MiB file: no_space, and nothing
+    written but the probe's few-KiB state (which records the failure)."""
     small = loop_mount_factory(size_bytes=20 * 1024 * 1024)
     before = sorted(p.name for p in small.mountpoint.iterdir())
     usage_before = os.statvfs(small.mountpoint).f_bfree
@@ -136,8 +145,8 @@ def test_no_space_is_refused_before_writing(
     assert result.returncode == 1
     assert "nothing was written" in result.stderr.decode()
     assert failure_reason(pushgateway, "seqwrite-bw") == "no_space"
-    assert sorted(p.name for p in small.mountpoint.iterdir()) == before
-    assert os.statvfs(small.mountpoint).f_bfree == usage_before
+    assert sorted(p.name for p in probe_files(small.mountpoint)) == before
+    assert usage_before - os.statvfs(small.mountpoint).f_bfree <= 16  # blocks of the state
 
 
 def test_second_run_on_a_locked_directory_refuses(
@@ -167,7 +176,7 @@ def test_timeout_kills_fio_and_cleans_up(state_dir: Path, pushgateway, slow_dir_
     assert "fio did not finish within 2s" in result.stderr.decode()
     assert failure_reason(pushgateway) == "timeout"
     assert fio_processes_in(slow.mountpoint) == []
-    assert list(slow.mountpoint.iterdir()) == []
+    assert probe_files(slow.mountpoint) == []
 
 
 @pytest.mark.slow
@@ -193,7 +202,7 @@ def test_signal_mid_run_kills_fio_removes_files_pushes_failure(
     assert process.returncode == 128 + sig
     assert f"interrupted by {sig.name}" in stderr.decode()
     assert fio_processes_in(slow.mountpoint) == []
-    assert list(slow.mountpoint.iterdir()) == []
+    assert probe_files(slow.mountpoint) == []
     assert failure_reason(pushgateway) == "interrupted"
     group = gateway_group(pushgateway, storageclass="test", profile="etcd-fsync")
     assert gauge(group, "fioprobe_failures_total") == 1
@@ -217,5 +226,5 @@ def test_fio_version_check(version: str, ok: bool) -> None:
     if ok:
         check_fio_version("fio", version)
     else:
-        with pytest.raises(ProbeRefused, match=r"needs fio 3\.1 or newer"):
+        with pytest.raises(ProbeFailure, match=r"needs fio 3\.1 or newer"):
             check_fio_version("fio", version)

@@ -35,7 +35,7 @@ OUTPUT_FILE = "result.json"
 
 
 def fio_binary() -> str:
-    found = shutil.which("fio", path=FIO_ENVIRONMENT["PATH"])
+    found = shutil.which("fio")  # where the operator installed it; run with FIO_ENVIRONMENT
     if found is None:
         raise ProbeFailure(FailureReason.FIO_MISSING, "fio is not installed (apt-get install fio)")
     try:

@@ -124,7 +124,7 @@ class RunDir:
     @property
     def pinned_path(self) -> str:
         """A path that resolves to exactly this directory while it is open."""
-        return f"/proc/{os.getpid()}/fd/{self.fd}"
+        return f"/proc/{os.getpid()}/fd/{self.fd}/."
 
     def write_file(self, name: str, text: str) -> None:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC

@@ -35,7 +35,7 @@ from pathlib import Path
 from . import pushgateway, state
 from .collector import ProbeOutcome, registry_for
 from .errors import FailureReason
-from .pushgateway import PushError, Transport
+from .pushgateway import PushError, ReadBack, Transport
 from .state import GroupState, GroupTotals
 from .statefile import StateDir, StateError, StateFile, file_name
 
@@ -84,12 +84,17 @@ def publish(
                 outcome, grouping_key, transport, state_file, finished_at, adjust, lease_seconds
             )
     except StateError as exc:
-        if isinstance(exc, StateNotKept):
+        if isinstance(exc, StateNotKept | WriterConflict):
             raise
         # A run that failed already keeps its own reason (a missing directory also has no
         # state directory; the cause to report is the directory).
         reason = exc.reason if outcome.success else outcome.failure_reason or exc.reason
-        push_failure(transport, grouping_key, outcome.failed(reason))
+        try:
+            push_failure(transport, grouping_key, outcome.failed(reason))
+        except PushError as push_exc:
+            raise StateNotKept(
+                f"{exc}; the failure ({reason}) could not be pushed either: {push_exc}", reason
+            ) from None
         raise StateNotKept(
             f"{exc}; the failure ({reason}) was pushed, this run's counts were not", reason
         ) from None
@@ -104,11 +109,12 @@ def _publish_locked(
     adjust: Adjust | None,
     lease_seconds: float,
 ) -> ProbeOutcome:
-    group = state.load(file) or GroupState()
+    loaded = state.load(file)
+    group = loaded or GroupState()
     now = time.time()
     recent = group.last_push_at is not None and 0 <= now - group.last_push_at <= lease_seconds
     took_over = False
-    if group.totals is None or not recent:
+    if not (group.claimed and group.totals is not None and recent):
         try:
             back = pushgateway.read_group(transport, key)
         except PushError:
@@ -119,23 +125,21 @@ def _publish_locked(
             raise
         owner = None if back is None else back.writer
         if back is not None and owner not in (None, group.writer):
-            if back.push_time is not None and now - back.push_time < lease_seconds:
+            if back.push_time is None or now - back.push_time < lease_seconds:
                 return _refuse(outcome, key, transport, file, group, finished_at, owner)
             took_over = True
-        if back is None:
-            base = group.totals or GroupTotals()
-        elif took_over or group.totals is None:
-            base = back.totals
-        else:
-            base = group.totals
-        group.totals = state.combine(base, group.pending)
+        group.totals = state.combine(_base(group, back, took_over), group.pending)
         group.pending = GroupTotals()
+        # A state claims the group only once it has outlived a run: a state that is new at
+        # every run (a container without a volume) is no owner, just a reader-writer.
+        group.claimed = loaded is not None
     assert group.totals is not None
     state.merge_run(group.totals, outcome.run, success=outcome.success, finished_at=finished_at)
     if adjust is not None:
         outcome = adjust(outcome, group.totals)
     state.save(file, group)
-    pushgateway.push(transport, key, registry_for(outcome, group.totals, writer=group.writer))
+    writer = group.writer if group.claimed else None
+    pushgateway.push(transport, key, registry_for(outcome, group.totals, writer=writer))
     group.last_push_at = time.time()
     # If this save fails, only the lease clock is lost: the next run reads the group back.
     with contextlib.suppress(StateError):
@@ -143,6 +147,17 @@ def _publish_locked(
     if took_over:
         _delete_quietly(transport, {**key, "writer": group.writer})
     return outcome
+
+
+def _base(group: GroupState, back: ReadBack | None, took_over: bool) -> GroupTotals:
+    """The totals this push continues from (pending runs are added to them)."""
+    if back is None:  # no group: a new probe, or a gateway restarted without persistence
+        return group.totals or GroupTotals()
+    if took_over or group.totals is None or back.writer is None:
+        if group.totals is not None and group.totals.runs_total > back.totals.runs_total:
+            return group.totals  # the gateway lost runs this state pushed: never go back
+        return back.totals
+    return group.totals  # the group is this writer's: its own totals are the newest
 
 
 class WriterConflict(StateError):

@@ -53,7 +53,7 @@ def probe_once(
         return ExitCode.PROBE_FAILED
     except StateNotKept as exc:
         say(f"{key}: FAILED ({exc.reason}): {exc}")
-        return ExitCode.PROBE_FAILED
+        return exit_for(exc.reason)
     except FioprobeError as exc:  # a state newer than this fioprobe, and its kin
         say(f"{key}: error: {exc}")
         return exc.exit_code
@@ -67,9 +67,12 @@ def probe_once(
         return ExitCode.OK
     say(f"{key}: FAILED ({outcome.failure_reason}) in {outcome.duration_seconds:.1f}s: "
         f"{result.message}; the failure was pushed")  # fmt: skip
-    if outcome.failure_reason == FailureReason.UNSAFE_TARGET:
-        return ExitCode.USAGE
-    return ExitCode.PROBE_FAILED
+    return exit_for(outcome.failure_reason)
+
+
+def exit_for(reason: FailureReason | None) -> int:
+    """A refused profile or target is a configuration error (2); any other failure is 1."""
+    return ExitCode.USAGE if reason == FailureReason.UNSAFE_TARGET else ExitCode.PROBE_FAILED
 
 
 def probe_target(

@@ -120,7 +120,7 @@ class GroupState:
     """What one writer keeps about one group between runs.
 
     `writer` is this state's random identity, pushed as fioprobe_writer_info{writer}: a
-    group's counters have one owner, so that two writers (a hand-run probe beside the
+    group's counters have one owner (a state that has outlived a run), so that two writers (a hand-run probe beside the
     CronJob, a pod rescheduled with a fresh volume while the old one still pushes) can never
     make them go backwards or count a run twice. `totals` are what this writer pushes as the
     owner (None until it owns the group); `pending` holds runs counted in no pushed totals
@@ -133,6 +133,8 @@ class GroupState:
     totals: GroupTotals | None = None
     pending: GroupTotals = field(default_factory=GroupTotals)
     last_push_at: float | None = None
+    #: Whether this state's pushes carry its writer identity (it outlived a run).
+    claimed: bool = False
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -141,6 +143,7 @@ class GroupState:
             "totals": None if self.totals is None else self.totals.to_json(),
             "pending": self.pending.to_json(),
             "last_push_at": self.last_push_at,
+            "claimed": self.claimed,
         }
 
     @classmethod
@@ -173,6 +176,7 @@ class GroupState:
             totals=None if raw_totals is None else GroupTotals.from_json(raw_totals, where),
             pending=GroupTotals.from_json(data.get("pending", {}), where),
             last_push_at=last_push_at,
+            claimed=data.get("claimed") is True,
         )
 
 
