@@ -36,6 +36,7 @@ from fioprobe.collector import ProbeOutcome  # noqa: E402
 from fioprobe.fioparse import parse_file  # noqa: E402
 from fioprobe.publish import publish  # noqa: E402
 from fioprobe.pushgateway import JOB, Transport  # noqa: E402
+from fioprobe.statefile import StateDir  # noqa: E402
 
 CORPUS = REPO / "tests" / "data" / "fio-corpus"
 #: A json+ result with bins: the realistic (largest) payload of a probe.
@@ -153,7 +154,9 @@ def run_load(
 
         def one(index: int) -> float:
             key = keys[index]
-            state = workdir / "state" / str(index) / "state.json"  # one volume per probe
+            state = StateDir(workdir / "state" / str(index), create_parents=True).file(
+                "state.json"
+            )  # one volume per probe
             started = time.perf_counter()
             publish(outcome, key, transport, state)
             return time.perf_counter() - started

@@ -176,9 +176,9 @@ def test_gateway_unreachable_for_several_runs_loses_nothing(tmp_path: Path) -> N
             assert down.returncode == 4
             assert "cannot reach" in down.stderr.decode()
             assert push(gateway, container_state, "ro").returncode == 4
-        assert json.loads(volume_state.read_text())["runs_total"] == 5
+        assert json.loads(volume_state.read_text())["totals"]["runs_total"] == 5
         kept = json.loads(container_state.read_text())
-        assert kept["runs_total"] == 3 and kept["needs_readback"] is True
+        assert kept["totals"] is None and kept["pending"]["runs_total"] == 3
         gateway.start()
         assert group_value(gateway, "vol", "fioprobe_runs_total") == 2
         assert push(gateway, volume_state, "vol").returncode == 0
@@ -187,7 +187,8 @@ def test_gateway_unreachable_for_several_runs_loses_nothing(tmp_path: Path) -> N
         assert group_value(gateway, "vol", "fioprobe_read_latency_seconds") == 6 * READS
         # 1 before the outage + 3 kept while it lasted (combined with the read-back) + 1.
         assert group_value(gateway, "ro", "fioprobe_runs_total") == 5
-        assert json.loads(container_state.read_text())["needs_readback"] is False
+        after = json.loads(container_state.read_text())
+        assert after["pending"]["runs_total"] == 0 and after["totals"]["runs_total"] == 5
     finally:
         gateway.stop()
 
@@ -278,9 +279,9 @@ BAD_STATES = [
     pytest.param('{"version": 1, "runs_total": -5}', "state is corrupt", id="negative"),
     pytest.param('{"version": 1, "histograms": {"read": {"counts": [1, 2], "sum_seconds": 0}}}',
                  "state is corrupt (histogram 'read' is malformed)", id="short-histogram"),
-    pytest.param('{"runs_total": 3}', "state has no version", id="no-version"),
+    pytest.param('{"runs_total": 3}', "state is corrupt (no version)", id="no-version"),
     pytest.param('{"version": 99, "runs_total": 3}',
-                 "written by a newer fioprobe (state version 99, this one reads 1); refusing",
+                 "written by a newer fioprobe (state version 99, this one reads 2); refusing",
                  id="newer"),
     pytest.param("\x00\x00\x00\x00", "state is corrupt", id="zeros"),
 ]  # fmt: skip
@@ -385,8 +386,10 @@ def test_disk_fills_during_a_run(
 def test_state_on_a_full_filesystem_is_a_clear_error_and_nothing_is_lost(
     tmp_path: Path, pushgateway: services.Service
 ) -> None:
-    """The state cannot be saved: the run is still pushed, the stale state removed, and the
-    next run reads the totals back from the gateway, so no count goes backwards."""
+    """The state cannot be saved: the failure (no_space) is pushed beside the counters, which
+    are left as they are (totals that were not saved are never pushed: a later run would start
+    from the older file and push less); the next run reads the group back, nothing goes
+    backwards."""
     full = tmp_path / "full"
     full.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(full)], check=True)
@@ -404,12 +407,13 @@ def test_state_on_a_full_filesystem_is_a_clear_error_and_nothing_is_lost(
         assert failed.returncode == 2
         message = failed.stderr.decode().strip()
         assert message.count("\n") == 0
-        assert "cannot save state (No space left on device); this run was pushed" in message
-        assert not state.exists()
-        assert group_value(pushgateway, "full", "fioprobe_runs_total") == 2
+        assert "No space left on device; the failure (no_space) was pushed" in message
+        assert group_value(pushgateway, "full", "fioprobe_runs_total") == 1
+        assert group_value(pushgateway, "full", "fioprobe_success") == 0
         filler.unlink()
         assert subprocess.run(command, capture_output=True, timeout=60).returncode == 0
-        assert group_value(pushgateway, "full", "fioprobe_runs_total") == 3
-        assert json.loads(state.read_text())["runs_total"] == 3
+        assert group_value(pushgateway, "full", "fioprobe_runs_total") == 2
+        assert group_value(pushgateway, "full", "fioprobe_success") == 1
+        assert json.loads(state.read_text())["totals"]["runs_total"] == 2
     finally:
         subprocess.run(["umount", str(full)], check=False)

@@ -60,9 +60,25 @@ def test_percentiles_give_monotone_counts_summing_to_n() -> None:
     counts = counts_from_percentiles(latency, 1000)
     running = cumulative(counts)
     assert running == sorted(running) and running[-1] == 1000
-    assert running[LATENCY_BUCKETS_SECONDS.index(0.001)] == 500  # p50 = 0.9 ms
-    assert running[INDEX_10MS] == 900  # p90 = 3 ms, p99 = 12 ms
+    # At most p_next of the samples are at or below a bound (p_next: the first point above
+    # it): the count above a bound is never overstated.
+    assert running[LATENCY_BUCKETS_SECONDS.index(0.001)] == 900  # p50 0.9 ms, p90 3 ms
+    assert running[INDEX_10MS] == 990  # p99 = 12 ms: at most 1% above 10 ms, not 10%
+    assert running[LATENCY_BUCKETS_SECONDS.index(0.032)] == 999  # p99.9 = 40 ms
     assert running[LATENCY_BUCKETS_SECONDS.index(0.064)] == 1000  # max 50 ms
+
+
+def test_without_percentiles_no_bucket_is_invented() -> None:
+    """clat_percentiles=0: only min, max, mean. One 12 ms outlier must not put every sample
+    above 10 ms (which would fire the etcd alert); unless min and max share a bucket, the
+    samples go into no bucket at all."""
+    outlier = LatencyStats(min_s=0.00005, max_s=0.012, mean_s=0.00014, stddev_s=0.0005,
+                           samples=455, percentiles={}, bins_ns=None)  # fmt: skip
+    assert counts_from_percentiles(outlier, 455) is None
+    narrow = LatencyStats(min_s=0.0011, max_s=0.0019, mean_s=0.0015, stddev_s=0.0001,
+                          samples=10, percentiles={}, bins_ns=None)  # fmt: skip
+    counts = counts_from_percentiles(narrow, 10)
+    assert counts is not None and counts[LATENCY_BUCKETS_SECONDS.index(0.002)] == 10
 
 
 def test_state_round_trip_and_atomic_save(tmp_path: Path) -> None:

@@ -151,7 +151,8 @@ def test_gateway_down_without_state_keeps_the_run_until_readback(
     pushgateway.stop()
     state = tmp_path / "b.json"
     assert push(output, pushgateway, "--state", str(state), "--attempts", "1").returncode == 4
-    assert json.loads(state.read_text())["needs_readback"] is True
+    kept = json.loads(state.read_text())
+    assert kept["totals"] is None and kept["pending"]["runs_total"] == 1
     pushgateway.start()
     # The gateway restarted empty; its totals are 0, so the kept run plus this one: 2 runs.
     assert push(output, pushgateway, "--state", str(state)).returncode == 0

@@ -8,6 +8,7 @@ the documented exit status and one line that says why, and nothing was pushed ex
 documented failure.
 """
 
+# ruff: noqa: E501 - the case tables read best one case per line
 from __future__ import annotations
 
 import hashlib

@@ -15,8 +15,10 @@ import time
 from pathlib import Path
 
 from . import services
-from .pushgateway import PushError, Transport
-from .runner import Interrupted, ProbeTarget, run_and_publish
+from .errors import FioprobeError, Interrupted
+from .probe import ProbeTarget, run_and_publish
+from .pushgateway import Transport
+from .statefile import StateDir
 
 PROFILE = "etcd-fsync"
 THRESHOLD_SECONDS = 0.010
@@ -107,11 +109,13 @@ def run_demo(interval: float, iterations: int, workdir: str | None) -> int:
             count += 1
             cycle_start = time.monotonic()
             for target in targets:
-                state = root / "state" / f"{target.storageclass}.json"
+                state = StateDir(root / "state", create_parents=True).file(
+                    f"{target.storageclass}.json"
+                )
                 try:
-                    run_and_publish(target, transport, state)
-                except PushError as exc:
-                    print(f"  push failed: {exc}", file=sys.stderr)
+                    run_and_publish(target, transport, state_file=state)
+                except FioprobeError as exc:
+                    print(f"  {target.storageclass}: {exc}", file=sys.stderr)
             time.sleep(2.5)  # two scrapes at the default interval
             print(f"--- probe round {count} ({time.strftime('%H:%M:%S')})")
             print(summary(prometheus.url, targets), flush=True)

@@ -26,7 +26,7 @@ from .fioexec import fio_binary, run_fio
 from .model import Run
 from .probedir import STATE_SUBDIR, open_probe_directory
 from .profiles import load_profile
-from .publish import WRITER_LEASE_SECONDS, Adjust, publish
+from .publish import WRITER_LEASE_SECONDS, Adjust, StateNotKept, publish
 from .pushgateway import Transport
 from .state import GroupTotals
 from .statefile import StateDir, StateFile, file_name
@@ -194,7 +194,7 @@ def run_and_publish(
             # Another run holds this directory and publishes its own result.
             signals.raise_if_received()
             return result
-        with signals.deferred():
+        with signals.deferred(), _failure_first(result):
             result.outcome = publish(
                 _with_volume(result.outcome, target),
                 target.grouping_key,
@@ -206,6 +206,19 @@ def run_and_publish(
             )
         signals.raise_if_received()
     return result
+
+
+@contextmanager
+def _failure_first(result: RunResult) -> Iterator[None]:
+    """A run that failed on its own keeps its own story when its state is also unusable
+    (a missing directory has no state directory either): its failure was pushed, and the
+    reason to report is the run's, not the state's."""
+    try:
+        yield
+    except StateNotKept as exc:
+        if result.outcome.success or not exc.pushed:
+            raise
+        result.message += f" (its state could not be kept: {exc.args[0].split(';')[0]})"
 
 
 def _with_volume(outcome: ProbeOutcome, target: ProbeTarget) -> ProbeOutcome:

@@ -51,7 +51,12 @@ Adjust = Callable[[ProbeOutcome, GroupTotals], ProbeOutcome]
 
 
 class StateNotKept(StateError):
-    """The state could not be used; the run's failure was pushed, its counts were not."""
+    """The state could not be used; the run's counts were not pushed, its failure was
+    (unless `pushed` is False: the Pushgateway refused that too)."""
+
+    def __init__(self, message: str, reason: FailureReason, *, pushed: bool) -> None:
+        super().__init__(message, reason)
+        self.pushed = pushed
 
 
 def default_state_file(grouping_key: dict[str, str]) -> StateFile:
@@ -93,10 +98,14 @@ def publish(
             push_failure(transport, grouping_key, outcome.failed(reason))
         except PushError as push_exc:
             raise StateNotKept(
-                f"{exc}; the failure ({reason}) could not be pushed either: {push_exc}", reason
+                f"{exc}; the failure ({reason}) could not be pushed either: {push_exc}",
+                reason,
+                pushed=False,
             ) from None
         raise StateNotKept(
-            f"{exc}; the failure ({reason}) was pushed, this run's counts were not", reason
+            f"{exc}; the failure ({reason}) was pushed, this run's counts were not",
+            reason,
+            pushed=True,
         ) from None
 
 

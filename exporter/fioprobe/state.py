@@ -120,7 +120,8 @@ class GroupState:
     """What one writer keeps about one group between runs.
 
     `writer` is this state's random identity, pushed as fioprobe_writer_info{writer}: a
-    group's counters have one owner (a state that has outlived a run), so that two writers (a hand-run probe beside the
+    group's counters have one owner (a state that has outlived a run), so that two
+    writers (a hand-run probe beside the
     CronJob, a pod rescheduled with a fresh volume while the old one still pushes) can never
     make them go backwards or count a run twice. `totals` are what this writer pushes as the
     owner (None until it owns the group); `pending` holds runs counted in no pushed totals

@@ -89,9 +89,12 @@ class StateDir:
         parent, name = self.path.parent, self.path.name
         where = str(self.path)
         try:
+            flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
             if self.create_parents:
                 parent.mkdir(parents=True, exist_ok=True)
-            parent_fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            else:  # the probe directory: never through a symlink, as the probe itself
+                flags |= os.O_NOFOLLOW
+            parent_fd = os.open(parent, flags)
         except OSError as exc:
             raise state_error(f"{parent}", exc) from None
         try:
