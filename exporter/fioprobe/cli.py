@@ -76,6 +76,7 @@ def cmd_push(args: argparse.Namespace) -> int:
     from .convert import file_outcome
     from .fioparse import parse_text
     from .publish import default_state_file, publish
+    from .pushgateway import PushError
 
     key = _grouping_key(args)
     transport = _transport(args)
@@ -85,8 +86,14 @@ def cmd_push(args: argparse.Namespace) -> int:
     state_file = _state_file(args.state) if args.state else default_state_file(key)
     # The run's time is this machine's clock at the push: a fio file's own timestamp can be
     # years off, and last_success_timestamp must not jump back or forward with it.
-    publish(outcome, key, transport, state_file, finished_at=time.time(),
-            lease_seconds=args.writer_lease)  # fmt: skip
+    try:
+        publish(outcome, key, transport, state_file, finished_at=time.time(),
+                lease_seconds=args.writer_lease)  # fmt: skip
+    except PushError as exc:
+        raise PushError(
+            f"{exc}; the run is kept in the state file {state_file.path} and goes with the "
+            "next push"
+        ) from None
     _say(args, f"pushed {name} to {transport.url} for {key}")
     return EXIT_OK if outcome.success else EXIT_PROBE_FAILED
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -132,6 +133,8 @@ def _publish_locked(
                             finished_at=finished_at)  # fmt: skip
             state.save(file, group)
             raise
+        for note in back.dropped if back is not None else ():
+            print(f"fioprobe: read back of {key}: {note}", file=sys.stderr)
         owner = None if back is None else back.writer
         if back is not None and owner not in (None, group.writer):
             if back.push_time is None or now - back.push_time < lease_seconds:
