@@ -47,7 +47,7 @@ BAD = [
      "pushgateway.url: is required (found unknown key 'ur1': a typo?)"),
     (GOOD.replace("url: http://127.0.0.1:9091", "url: http://127.0.0.1:9091\n  timeout: 5"),
      "pushgateway.timeout: unknown key (expected one of: attempts, ca_file, cert_file, key_file, "
-     "password_file, timeout_seconds, url, username_file)"),
+     "password_file, timeout_seconds, url, username_file, writer_lease_seconds)"),
     (GOOD.replace("size: 100Gi", "size: 100 gigs"),
      "targets[0].volume.size: '100 gigs' is not a size (use e.g. 100Gi, 500Mi, 1Ti)"),
     (GOOD.replace("type: gp2", "type: gp4"),
@@ -75,7 +75,7 @@ BAD = [
     ("- just\n- a list\n", "top level must be a mapping"),
     (GOOD.replace("attempts", "x").replace("url: http://127.0.0.1:9091",
                                            "url: http://127.0.0.1:9091\n  attempts: 0"),
-     "pushgateway: timeout_seconds and attempts must be positive"),
+     "pushgateway: timeout_seconds, attempts and writer_lease_seconds must be positive"),
 ]  # fmt: skip
 
 

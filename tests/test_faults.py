@@ -236,7 +236,7 @@ def test_two_probes_on_one_directory(tmp_path: Path, pushgateway: services.Servi
     assert second.returncode == 1
     assert "another probe is running in this directory" in second.stderr.decode()
     assert "FAILED (busy)" in second.stderr.decode()
-    totals = json.loads(state.read_text())
+    totals = json.loads(state.read_text())["totals"]
     assert totals["runs_total"] == 1 and totals["failures_total"] == 0
     assert group_value(pushgateway, "sc", "fioprobe_runs_total") == 1
     assert group_value(pushgateway, "sc", "fioprobe_success") == 1
@@ -258,7 +258,7 @@ def test_racing_pushes_on_one_state_file_are_all_counted(
             _, err = process.communicate(timeout=60)
             assert process.returncode == 0, err.decode()
         expected = processes * round_number
-        totals = json.loads(state.read_text())
+        totals = json.loads(state.read_text())["totals"]
         assert totals["runs_total"] == expected
         assert (
             totals["histograms"]["read"]["counts"]

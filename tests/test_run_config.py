@@ -67,7 +67,7 @@ def test_run_probes_every_target_and_profile(tmp_path: Path, pushgateway: servic
         "storageclass-gp2-small_profile-etcd-fsync.json",
         "storageclass-gp2-small_profile-randwrite-iops.json",
     ]
-    written = json.loads(states[2].read_text())["written_bytes_total"]
+    written = json.loads(states[2].read_text())["totals"]["written_bytes_total"]
     assert gauge(group, "fioprobe_written_bytes_total") == written > 0
     assert [p.name for p in gp2.iterdir()] == [".fioprobe-state"]
 

@@ -59,7 +59,7 @@ def probe_once(
         return exc.exit_code
     outcome = result.outcome
     if outcome.failure_reason == FailureReason.BUSY:
-        say(f"{key}: skipped: {result.message}; that run pushes its own result")
+        say(f"{key}: FAILED (busy): {result.message}; that run pushes its own result")
         return ExitCode.PROBE_FAILED
     if outcome.success:
         if not quiet:
