@@ -13,7 +13,6 @@ cannot be read becomes an `Unreadable` with the reason, and the walk goes on.
 
 from __future__ import annotations
 
-import io
 import os
 import tarfile
 import zlib
@@ -28,6 +27,14 @@ RESULT_SUFFIXES = (".json", ".txt", ".log", ".out")
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".tar.bz2", ".tar.xz")
 #: A single result larger than this is not a fio output; it is listed, not loaded.
 MAX_RESULT_BYTES = 64 * 1024 * 1024
+#: Archives inside archives are followed this deep (the archive named or found is level 1).
+#: Batteries are at most an archive of per-host archives; deeper is a hostile file.
+MAX_ARCHIVE_DEPTH = 4
+#: Unpacked bytes one archive (nested archives included) may pass through the stream. fio
+#: results of a whole battery are megabytes; a compression bomb is gigabytes (gzip inflates
+#: ~1000:1, xz far more), and this bounds the time it can take, as MAX_RESULT_BYTES bounds
+#: the memory.
+MAX_ARCHIVE_BYTES = 4 * 1024**3
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,11 +119,19 @@ def _walk_dir(root: Path) -> Iterator[Source | Unreadable]:
 
 
 def _read_file(path: Path, parts: tuple[str, ...]) -> Source | Unreadable:
+    """A file's bytes, never more than MAX_RESULT_BYTES of them: its size on disk is not
+    trusted (a file that grows, /dev/zero, a pipe named on the command line)."""
     try:
-        stat = path.stat()
-        if stat.st_size > MAX_RESULT_BYTES:
-            return Unreadable(str(path), f"too large for a fio result ({stat.st_size} bytes)")
-        return Source(str(path), parts, path.read_bytes(), stat.st_mtime)
+        with open(path, "rb") as handle:
+            stat = os.fstat(handle.fileno())
+            if stat.st_size > MAX_RESULT_BYTES:
+                return Unreadable(str(path), f"too large for a fio result ({stat.st_size} bytes)")
+            data = handle.read(MAX_RESULT_BYTES + 1)
+        if len(data) > MAX_RESULT_BYTES:
+            return Unreadable(
+                str(path), f"too large for a fio result (over {MAX_RESULT_BYTES} bytes)"
+            )
+        return Source(str(path), parts, data, stat.st_mtime)
     except OSError as exc:
         return Unreadable(str(path), f"cannot read: {exc.strerror or exc}")
 
@@ -130,44 +145,104 @@ def _archive_stem(name: str) -> str:
 
 
 def _walk_archive(path: Path, parts: tuple[str, ...]) -> Iterator[Source | Unreadable]:
-    """Members of a tar archive, streamed: one pass over the (compressed) file, each member
-    read into memory from the stream; nothing is written to disk. Nested archives recurse."""
+    """Members of a tar archive, streamed: one pass over the (compressed) file, each result
+    read into memory from the stream; nothing is written to disk. Nested archives are
+    streamed too, from inside the outer stream, up to MAX_ARCHIVE_DEPTH levels, and the
+    whole walk stops after MAX_ARCHIVE_BYTES of unpacked members."""
     try:
         with open(path, "rb") as handle:
-            yield from _walk_tar_stream(handle, str(path), parts)
+            yield from _walk_tar_stream(
+                handle, str(path), parts, _Walk(str(path), MAX_ARCHIVE_BYTES), 1
+            )
+    except _BudgetSpent as spent:
+        yield Unreadable(spent.display, spent.reason)
     except OSError as exc:
         yield Unreadable(str(path), f"cannot read: {exc.strerror or exc}")
 
 
+class _BudgetSpent(Exception):
+    """The archive unpacks to more than MAX_ARCHIVE_BYTES: the rest of it is not read."""
+
+    def __init__(self, display: str, reason: str) -> None:
+        super().__init__(reason)
+        self.display = display
+        self.reason = reason
+
+
+@dataclass(slots=True)
+class _Walk:
+    """What one top-level archive may still cost: unpacked bytes left to pass over."""
+
+    display: str
+    left: int
+
+    def spend(self, size: int) -> None:
+        self.left -= size
+        if self.left < 0:
+            raise _BudgetSpent(
+                self.display,
+                f"unpacks to more than {_mib(MAX_ARCHIVE_BYTES)} (nested archives counted at "
+                "each level), more than any battery of fio results: the rest is not read",
+            )
+
+
+def _mib(size: int) -> str:
+    return f"{size / 2**20:g} MiB"
+
+
 def _walk_tar_stream(
-    handle: BinaryIO, display: str, parts: tuple[str, ...]
+    handle: BinaryIO, display: str, parts: tuple[str, ...], walk: _Walk, depth: int
 ) -> Iterator[Source | Unreadable]:
     try:
         archive = tarfile.open(fileobj=handle, mode="r|*")  # noqa: SIM115 (closed below)
-    except (tarfile.TarError, OSError, EOFError) as exc:
+    except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
         yield Unreadable(display, f"not a readable tar archive: {exc}")
         return
     try:
         with archive:
             for member in archive:
-                member_parts = tuple(p for p in member.name.split("/") if p not in ("", "."))
-                if not member.isfile() or not member_parts:
-                    continue
-                if any(p.startswith(".") for p in member_parts):
-                    continue
-                leaf = member_parts[-1]
-                if not (is_candidate(leaf) or is_archive(leaf)):
-                    continue
-                name = f"{display}/{'/'.join(member_parts)}"
-                if member.size > MAX_RESULT_BYTES and not is_archive(leaf):
-                    yield Unreadable(name, f"too large for a fio result ({member.size} bytes)")
-                    continue
-                extracted = archive.extractfile(member)
-                data = extracted.read() if extracted is not None else b""
-                if is_archive(leaf):
-                    inner = (*parts, *member_parts[:-1], _archive_stem(leaf))
-                    yield from _walk_tar_stream(io.BytesIO(data), name, inner)
-                else:
-                    yield Source(name, (*parts, *member_parts), data, float(member.mtime))
+                yield from _member(archive, member, display, parts, walk, depth)
     except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
         yield Unreadable(display, f"archive is damaged: {exc}")
+
+
+def _member(
+    archive: tarfile.TarFile,
+    member: tarfile.TarInfo,
+    display: str,
+    parts: tuple[str, ...],
+    walk: _Walk,
+    depth: int,
+) -> Iterator[Source | Unreadable]:
+    """One member of a streamed archive: a result, a nested archive, or nothing."""
+    member_parts = tuple(p for p in member.name.split("/") if p not in ("", "."))
+    if not member.isfile() or not member_parts:
+        return
+    # Every member is passed over in the stream, read or not, descended into or not: it
+    # costs its size (a nested archive's bytes count at each level they pass through).
+    walk.spend(member.size)
+    leaf = member_parts[-1]
+    name = f"{display}/{'/'.join(member_parts)}"
+    nested = is_archive(leaf)
+    if nested and depth < MAX_ARCHIVE_DEPTH and not any(p.startswith(".") for p in member_parts):
+        extracted = archive.extractfile(member)
+        if extracted is not None:
+            inner = (*parts, *member_parts[:-1], _archive_stem(leaf))
+            # Streamed from inside the outer stream: never the whole member in memory.
+            yield from _walk_tar_stream(extracted, name, inner, walk, depth + 1)
+        return
+    if any(p.startswith(".") for p in member_parts) or not (is_candidate(leaf) or nested):
+        return
+    if nested:
+        yield Unreadable(
+            name, f"an archive nested more than {MAX_ARCHIVE_DEPTH} archives deep; not read"
+        )
+    elif member.size > MAX_RESULT_BYTES:
+        yield Unreadable(name, f"too large for a fio result ({member.size} bytes)")
+    else:
+        extracted = archive.extractfile(member)
+        data = extracted.read(MAX_RESULT_BYTES + 1) if extracted is not None else b""
+        if len(data) > MAX_RESULT_BYTES:  # a header cannot lie about it, but never trust it
+            yield Unreadable(name, f"too large for a fio result (over {MAX_RESULT_BYTES} bytes)")
+        else:
+            yield Source(name, (*parts, *member_parts), data, float(member.mtime))
