@@ -59,6 +59,8 @@ class ProbeOutcome:
     provisioner: str = ""
     ran_on_node: str = ""
     volume: VolumeGauges = field(default_factory=VolumeGauges)
+    #: The configuration this group belongs to (fioprobe_owner_info), None for none.
+    owner: str | None = None
 
     def failed(self, reason: FailureReason) -> ProbeOutcome:
         """This outcome as a failure for `reason` (a failed run exports no last-run data)."""
@@ -195,6 +197,11 @@ class ProbeCollector(Collector):
             1.0,
         )
         yield info
+        if outcome.owner is not None:
+            # In every push, failures and refusals included: gc decides by it (see gc.py).
+            owner = self._family("fioprobe_owner_info")
+            owner.add_metric(self._values(outcome.owner), 1.0)
+            yield owner
 
     def _cost(self) -> Iterator[Metric]:
         for name, value in (

@@ -4,6 +4,7 @@ Unknown keys, duplicate keys and wrong types are errors that name the file and t
 a typo in a monitoring config must not silently turn a probe off. Defaults are applied at
 load, so the rest of the program sees complete values.
 
+    owner: storage-probes         # whose groups these are on the Pushgateway (default: default)
     pushgateway:
       url: http://fioprobe-pushgateway:9091
       username_file: /etc/fioprobe/auth/username   # optional; or env FIOPROBE_PUSHGATEWAY_*
@@ -99,11 +100,26 @@ class TargetConfig:
     require_mount_point: bool = False
 
 
+#: The owner of a configuration that names none. Configurations that share a Pushgateway
+#: must each name their own, or `fioprobe gc` with one of them takes the others' groups for
+#: its own removed probes (see docs/GC.md).
+DEFAULT_OWNER = "default"
+_OWNER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
+
+
 @dataclass(frozen=True, slots=True)
 class Config:
     path: Path
     pushgateway: PushgatewayConfig
     targets: tuple[TargetConfig, ...]
+    #: Pushed with every group as fioprobe_owner_info{owner}: which configuration the group
+    #: belongs to, so that `fioprobe gc` deletes only groups of the configurations it is given.
+    owner: str = DEFAULT_OWNER
+
+
+def valid_owner(owner: str) -> bool:
+    """Whether `owner` is a name fioprobe pushes as an owner (like a Kubernetes name)."""
+    return _OWNER.fullmatch(owner) is not None
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -242,6 +258,9 @@ def load_config(path: Path, jobs_dir: Path | None = None) -> Config:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ConfigError(f"{file}: {where}not valid YAML: {problem}") from None
     top = _Reader(data, "", file)
+    owner = top.take("owner", str, DEFAULT_OWNER)
+    if not valid_owner(owner):
+        raise top.error("owner", f"{owner!r:.80} must be a name (letters, digits, .-_; at most 63)")
     pushgateway = _pushgateway(top.take("pushgateway", dict, required=True), file)
     raw_targets = top.take("targets", list, required=True)
     top.done()
@@ -255,7 +274,7 @@ def load_config(path: Path, jobs_dir: Path | None = None) -> Config:
         if (target.name, target.node_local) in seen:
             raise ConfigError(f"{file}: targets: name {target.name!r} is used twice")
         seen.add((target.name, target.node_local))
-    return Config(path, pushgateway, targets)
+    return Config(path, pushgateway, targets, owner)
 
 
 def _pushgateway(raw: object, file: str) -> PushgatewayConfig:

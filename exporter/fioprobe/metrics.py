@@ -114,6 +114,12 @@ METRICS: tuple[MetricDef, ...] = (
         "Identity of the state that owns this group's counters (one writer per group)",
         ("writer",),
     ),
+    MetricDef(
+        "fioprobe_owner_info",
+        "gauge",
+        "Owner (configuration) this group belongs to; `fioprobe gc` deletes only its owner's",
+        ("owner",),
+    ),
     MetricDef("fioprobe_runs_total", "counter", "Probe runs, successful or not"),
     MetricDef("fioprobe_failures_total", "counter", "Probe runs that failed"),
     MetricDef("fioprobe_read_bytes_total", "counter", "Bytes the probe itself read (its cost)"),

@@ -50,6 +50,8 @@ class ProbeTarget:
     #: One exact state file (`fioprobe probe --state`), instead of one per group in state_dir.
     state_path: Path | None = None
     lease_seconds: float = WRITER_LEASE_SECONDS
+    #: The configuration the group belongs to, pushed as fioprobe_owner_info (see gc.py).
+    owner: str | None = None
 
     @property
     def grouping_key(self) -> dict[str, str]:
@@ -169,6 +171,7 @@ def _outcome(
         volume_type=volume.type,
         provisioner=volume.provisioner,
         ran_on_node=os.environ.get("NODE_NAME", os.uname().nodename),
+        owner=target.owner,
     )
 
 

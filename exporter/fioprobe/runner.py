@@ -28,7 +28,8 @@ def run_config(config: Config, *, only_node: str | None, jobs_dir: Path | None, 
             continue
         for profile in target_config.profiles:
             target = probe_target(target_config, profile.name, profile.overrides, only_node,
-                                  config.pushgateway.writer_lease_seconds)  # fmt: skip
+                                  config.pushgateway.writer_lease_seconds,
+                                  owner=config.owner)  # fmt: skip
             code = probe_once(target, transport, jobs_dir, quiet=quiet)
             status = max(status, code)
     return int(status)
@@ -81,6 +82,8 @@ def probe_target(
     overrides: dict[str, str],
     node: str | None,
     lease_seconds: float,
+    *,
+    owner: str | None = None,
 ) -> ProbeTarget:
     return ProbeTarget(
         storageclass=target.name,
@@ -93,6 +96,7 @@ def probe_target(
         require_mount_point=target.require_mount_point,
         state_dir=target.state_dir,
         lease_seconds=lease_seconds,
+        owner=owner,
     )
 
 
