@@ -1,13 +1,16 @@
-"""`fioprobe gc` against a real Pushgateway: removed probes' groups go, the rest stays."""
+"""`fioprobe gc` against a real Pushgateway: removed probes' groups of the given owners go,
+other owners' groups, unowned ones and fresh writer conflicts stay."""
 
 from __future__ import annotations
 
+import ast
 import json
+import time
 import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import fioprobe
+from conftest import corpus_files, fioprobe
 from fioprobe import services
 from fioprobe.pushgateway import Transport, push
 from prometheus_client import CollectorRegistry, Gauge
@@ -27,10 +30,14 @@ REMOVED = [
 ]
 
 
+OWNER = "team-a"
+
+
 def write_config(path: Path, gateway: services.Service) -> Path:
     path.write_text(
         json.dumps(
             {
+                "owner": OWNER,
                 "pushgateway": {"url": gateway.url, "attempts": 1},
                 "targets": [
                     {"name": "gp3", "directory": "/probe", "profiles": ["etcd-fsync",
@@ -44,9 +51,15 @@ def write_config(path: Path, gateway: services.Service) -> Path:
     return path
 
 
-def push_group(gateway: services.Service, key: dict[str, str], **extra: str) -> None:
+def push_group(
+    gateway: services.Service, key: dict[str, str], owner: str | None = OWNER, **extra: str
+) -> None:
+    """A group as a fioprobe push of `owner` leaves it (owner None: as before owners)."""
     registry = CollectorRegistry()
     Gauge("fioprobe_success", "test", registry=registry).set(1)
+    if owner is not None:
+        info = Gauge("fioprobe_owner_info", "test", ["owner"], registry=registry)
+        info.labels(owner).set(1)
     push(Transport(gateway.url, attempts=1), {**key, **extra}, registry)
 
 
@@ -84,7 +97,9 @@ def test_dry_run_lists_and_deletes_nothing(populated: services.Service, tmp_path
     assert result.returncode == 0, result.stderr.decode()
     lines = result.stdout.decode().splitlines()
     assert sorted(lines) == sorted(f"would delete {key}" for key in REMOVED)
-    assert "would delete 5 groups, kept 4" in result.stderr.decode()
+    assert "would delete 5 groups, kept 4; left alone 0 of other owners (none), 0 without" in (
+        result.stderr.decode()
+    )
     assert "left alone (not a fioprobe grouping key)" in result.stderr.decode()
     assert groups(populated) == before
 
@@ -125,3 +140,146 @@ def test_gc_unreachable_gateway_is_a_push_failure(tmp_path: Path) -> None:
     result = fioprobe("gc", "--config", str(config))
     assert result.returncode == 4
     assert f"cannot reach {gateway.url}" in result.stderr.decode()
+
+
+def test_unowned_and_other_owners_groups_are_left_alone(
+    pushgateway: services.Service, tmp_path: Path
+) -> None:
+    config = write_config(tmp_path / "config.yaml", pushgateway)
+    before_owners = {"storageclass": "gp2-old", "profile": "etcd-fsync"}  # removed, unowned
+    still_probed = {"storageclass": "gp3", "profile": "etcd-fsync"}  # configured, unowned
+    theirs = {"storageclass": "gp2-team-b", "profile": "etcd-fsync"}
+    push_group(pushgateway, before_owners, owner=None)
+    push_group(pushgateway, still_probed, owner=None)
+    push_group(pushgateway, theirs, owner="team-b")
+    result = fioprobe("gc", "--config", str(config))
+    assert result.returncode == 0, result.stderr.decode()
+    assert result.stdout == b""
+    assert "left alone 1 of other owners (team-b), 2 without an owner" in result.stderr.decode()
+    assert len(keys(groups(pushgateway))) == 3
+
+    # --unowned applies the configuration to groups from before owners; never to others'.
+    result = fioprobe("gc", "--config", str(config), "--unowned")
+    assert result.returncode == 0, result.stderr.decode()
+    assert result.stdout.decode().splitlines() == [f"deleted {before_owners}"]
+    assert keys(groups(pushgateway)) == keys(
+        [{"job": "fioprobe", **key} for key in (still_probed, theirs)]
+    )
+
+
+def run_config(path: Path, gateway: services.Service, owner: str | None, targets: dict) -> Path:
+    """A configuration of real probes (tiny etcd-fsync runs) in folders under `path`'s."""
+    entries = []
+    for name, profiles in targets.items():
+        directory = path.parent / f"probe-{name}"
+        directory.mkdir(exist_ok=True)
+        entries.append({"name": name, "directory": str(directory), "profiles": profiles})
+    document = {"pushgateway": {"url": gateway.url, "attempts": 1}, "targets": entries}
+    if owner is not None:
+        document["owner"] = owner
+    path.write_text(json.dumps(document))
+    return path
+
+
+TINY = {"name": "etcd-fsync", "size": "1m"}
+
+
+def test_two_configurations_sharing_a_gateway(
+    pushgateway: services.Service, tmp_path: Path
+) -> None:
+    """As the shipped manifests deploy it: one configuration per StorageClass, each with its
+    own owner. gc with one never deletes the other's groups; its own removed target goes."""
+    gp2 = run_config(tmp_path / "gp2.yaml", pushgateway, "gp2", {"gp2": [TINY], "gp2-b": [TINY]})
+    gp3 = run_config(tmp_path / "gp3.yaml", pushgateway, "gp3", {"gp3": [TINY]})
+    for config in (gp2, gp3):
+        ran = fioprobe("run", "--config", str(config))
+        assert ran.returncode == 0, ran.stderr.decode()
+    owners = {
+        group["labels"]["storageclass"]: group["fioprobe_owner_info"]["metrics"][0]["labels"]
+        for group in json.load(urllib.request.urlopen(pushgateway.url + "/api/v1/metrics"))["data"]
+    }
+    assert {name: labels["owner"] for name, labels in owners.items()} == {
+        "gp2": "gp2",
+        "gp2-b": "gp2",
+        "gp3": "gp3",
+    }
+    for config in (gp2, gp3):
+        result = fioprobe("gc", "--config", str(config))
+        assert result.returncode == 0 and result.stdout == b"", result.stderr.decode()
+    assert len(groups(pushgateway)) == 3
+
+    # gp2-b is removed from its configuration: its group goes, gp3's stays.
+    run_config(gp2, pushgateway, "gp2", {"gp2": [TINY]})
+    result = fioprobe("gc", "--config", str(gp2))
+    assert result.returncode == 0, result.stderr.decode()
+    assert result.stdout.decode().splitlines() == [
+        "deleted {'storageclass': 'gp2-b', 'profile': 'etcd-fsync'}"
+    ]
+    assert "left alone 1 of other owners (gp3)" in result.stderr.decode()
+    assert [g["storageclass"] for g in keys(groups(pushgateway))] == ["gp2", "gp3"]
+
+
+def test_configurations_of_one_owner_are_given_together(
+    pushgateway: services.Service, tmp_path: Path
+) -> None:
+    """Two configurations that name no owner share the default one: given together, gc
+    keeps the probes of both."""
+    one = run_config(tmp_path / "one.yaml", pushgateway, None, {"one": [TINY]})
+    two = run_config(tmp_path / "two.yaml", pushgateway, None, {"two": [TINY]})
+    for config in (one, two):
+        assert fioprobe("run", "--config", str(config)).returncode == 0
+    both = fioprobe("gc", "--config", str(one), "--config", str(two), "--dry-run")
+    assert both.returncode == 0 and both.stdout == b"", both.stderr.decode()
+    alone = fioprobe("gc", "--config", str(one), "--dry-run")
+    assert alone.stdout.decode().splitlines() == [
+        "would delete {'storageclass': 'two', 'profile': 'etcd-fsync'}"
+    ]
+    assert len(groups(pushgateway)) == 2
+
+
+def test_stale_writer_conflict_groups_go_fresh_ones_stay(
+    pushgateway: services.Service, tmp_path: Path
+) -> None:
+    """Real refusals (publish.py): a second writer's push into a group another writer owns
+    leaves a group with `writer`; gc deletes it once older than the writer lease."""
+    lease = 4.0
+    config = write_config(tmp_path / "config.yaml", pushgateway)
+    document = json.loads(config.read_text())
+    document["pushgateway"]["writer_lease_seconds"] = lease
+    config.write_text(json.dumps(document))
+    fio_output = str(corpus_files(negative=False)[0])
+    group = ["--storageclass", "gp3", "--profile", "etcd-fsync"]
+
+    def writer(name: str, *owner: str) -> int:
+        state = str(tmp_path / f"state-{name}.json")
+        return fioprobe(
+            "push", fio_output, *group, "--gateway", pushgateway.url, "--state", state,
+            "--writer-lease", str(lease), "--attempts", "1", "--quiet", *owner,
+        ).returncode  # fmt: skip
+
+    assert writer("a", "--owner", OWNER) == 0
+    assert writer("a", "--owner", OWNER) == 0  # a state that outlived a run owns the group
+    assert writer("b") == 1  # refused; a hand-run push without an owner
+    [stale] = [g for g in keys(groups(pushgateway)) if "writer" in g]
+    # Another owner's conflict beside it: never this configuration's business.
+    push_group(pushgateway, {"storageclass": "gp2-x", "profile": "p", "writer": "w"}, "team-b")
+    time.sleep(lease + 1)
+    assert writer("a", "--owner", OWNER) == 0  # the owner goes on
+    assert writer("c", "--owner", OWNER) == 1  # a fresh refusal
+    conflicts = [g for g in keys(groups(pushgateway)) if "writer" in g]
+    assert len(conflicts) == 3
+    result = fioprobe("gc", "--config", str(config))
+    assert result.returncode == 0, result.stderr.decode()
+    [deleted] = result.stdout.decode().splitlines()
+    assert ast.literal_eval(deleted.removeprefix("deleted ")) == stale
+    remaining = [g for g in keys(groups(pushgateway)) if "writer" in g]
+    assert stale not in remaining and len(remaining) == 2
+    assert {"storageclass": "gp2-x", "profile": "p", "writer": "w"} in remaining
+
+
+def test_configurations_of_different_gateways_are_refused(tmp_path: Path) -> None:
+    one = write_config(tmp_path / "one.yaml", services.pushgateway(tmp_path / "a"))
+    two = write_config(tmp_path / "two.yaml", services.pushgateway(tmp_path / "b"))
+    result = fioprobe("gc", "--config", str(one), "--config", str(two))
+    assert result.returncode == 2
+    assert b"name different Pushgateways" in result.stderr

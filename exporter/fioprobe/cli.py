@@ -17,6 +17,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from . import __version__
@@ -82,7 +83,7 @@ def cmd_push(args: argparse.Namespace) -> int:
     transport = _transport(args)
     text, name = _read_input(args.file)
     run = parse_text(text, source=name)  # raises before anything is merged or pushed
-    outcome = file_outcome(run)
+    outcome = replace(file_outcome(run), owner=_owner(args))
     state_file = _state_file(args.state) if args.state else default_state_file(key)
     # The run's time is this machine's clock at the push: a fio file's own timestamp can be
     # years off, and last_success_timestamp must not jump back or forward with it.
@@ -115,6 +116,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
         require_mount_point=args.require_mount_point,
         state_path=Path(args.state) if args.state else None,
         lease_seconds=args.writer_lease,
+        owner=_owner(args),
     )
     return probe_once(target, transport, _jobs_dir(args), quiet=args.quiet)
 
@@ -137,14 +139,26 @@ def cmd_gc(args: argparse.Namespace) -> int:
     from .config import load_config
     from .gc import collect, transport_for
 
-    config = load_config(Path(args.config))
-    result = collect(transport_for(config), config, nodes=args.node, dry_run=args.dry_run)
+    configs = [load_config(Path(path)) for path in dict.fromkeys(args.config)]
+    result = collect(
+        transport_for(configs),
+        configs,
+        nodes=args.node,
+        dry_run=args.dry_run,
+        unowned=args.unowned,
+    )
     verb = "would delete" if args.dry_run else "deleted"
     for key in result.deleted:
         print(f"{verb} {key}")
     for labels in result.foreign:
         _say(args, f"left alone (not a fioprobe grouping key): {labels}")
-    _say(args, f"{verb} {len(result.deleted)} groups, kept {len(result.kept)}")
+    owners = sorted({owner for _, owner in result.others})
+    _say(
+        args,
+        f"{verb} {len(result.deleted)} groups, kept {len(result.kept)}; left alone "
+        f"{len(result.others)} of other owners ({', '.join(owners) or 'none'}), "
+        f"{len(result.unowned)} without an owner (see --unowned)",
+    )
     return EXIT_OK
 
 
@@ -206,6 +220,16 @@ def _state_file(path: str) -> object:
 
     file = Path(path)
     return StateDir(file.parent, create_parents=True).file(file.name)
+
+
+def _owner(args: argparse.Namespace) -> str | None:
+    from .config import valid_owner
+
+    if args.owner is not None and not valid_owner(args.owner):
+        raise UsageError(
+            f"--owner must be a name (letters, digits, .-_; at most 63): {args.owner!r:.80}"
+        )
+    return args.owner
 
 
 def _say(args: argparse.Namespace, message: str) -> None:
@@ -289,6 +313,16 @@ def _add_group_options(parser: argparse.ArgumentParser, *, required: bool) -> No
     parser.add_argument("--node", help="node name, for node-local probes only (e.g. etcd disks)")
 
 
+def _add_owner_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--owner",
+        metavar="NAME",
+        help="the configuration this group belongs to, as `owner:` in a configuration "
+        "(fioprobe_owner_info); `fioprobe gc` deletes only groups of the owners it is given. "
+        "Default: none (gc leaves the group alone unless --unowned)",
+    )
+
+
 # Adding a subcommand: a cmd_<name> function above and its subparser below, each a small,
 # self-contained edit (see CONTRIBUTING.md); heavy imports go inside the cmd_ function so
 # that `fioprobe push` stays fast.
@@ -327,6 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
         "one file per group); without one, totals are read back from the Pushgateway",
     )
     push.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    _add_owner_option(push)
     _add_gateway_options(push)
     push.set_defaults(func=cmd_push)
 
@@ -357,6 +392,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     probe.add_argument("--jobs-dir", metavar="DIR", help="where profiles live (default: jobs/)")
     probe.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    _add_owner_option(probe)
     _add_gateway_options(probe)
     probe.set_defaults(func=cmd_probe)
 
@@ -391,16 +427,32 @@ def build_parser() -> argparse.ArgumentParser:
         "gc",
         help="delete Pushgateway groups of probes no longer in the configuration",
         description="The Pushgateway never forgets a group. Delete every job=fioprobe group "
-        "whose (storageclass, profile) is not a probe of the configuration. Node-local groups "
-        "match on any node unless --node lists the nodes that still exist. Groups with other "
-        "labels are never touched.",
+        "of the configurations' owners (fioprobe_owner_info, `owner:` in each configuration) "
+        "whose (storageclass, profile) no given configuration has, and their writer conflict "
+        "groups once older than the writer lease. Groups of other owners, groups without an "
+        "owner (unless --unowned) and groups with other labels are never touched. Node-local "
+        "groups match on any node unless --node lists the nodes that still exist. See "
+        "docs/GC.md.",
     )
-    gc.add_argument("--config", required=True, metavar="FILE", help="YAML configuration")
+    gc.add_argument(
+        "--config",
+        required=True,
+        action="append",
+        metavar="FILE",
+        help="YAML configuration (repeat for every configuration of one owner or Pushgateway)",
+    )
     gc.add_argument(
         "--node",
         action="append",
         metavar="NAME",
         help="a node that still exists (repeat); node-local groups of other nodes are deleted",
+    )
+    gc.add_argument(
+        "--unowned",
+        action="store_true",
+        help="also delete groups without an owner (pushed before owners existed) that no "
+        "given configuration has; only safe when every configuration of the Pushgateway is "
+        "given or has pushed since it named its owner",
     )
     gc.add_argument("--dry-run", action="store_true", help="only print what would be deleted")
     gc.add_argument("--quiet", action="store_true", help="no summary on stderr")

@@ -3,31 +3,44 @@
 The Pushgateway never forgets a group: when a StorageClass or a profile is removed from the
 configuration, its last push stays there and Prometheus keeps scraping it forever, so
 dashboards show a probe that no longer runs and `FioProbeStale` fires for it. This command
-compares the gateway's `job="fioprobe"` groups with the configuration and deletes the rest.
+compares the gateway's `job="fioprobe"` groups with the configurations it is given and
+deletes what they no longer have.
 
-Which groups are kept:
-- a shared target's group `{storageclass, profile}` when the configuration has a target of
-  that name (not node-local) with that profile;
-- a node-local target's group `{storageclass, profile, node}` when the configuration has a
-  node-local target of that name with that profile, *on any node*, unless `nodes` is given:
-  then only on those nodes. The configuration does not list nodes (every node that runs
-  the DaemonSet-like CronJob probes itself), so only the caller knows which nodes still
-  exist, e.g. from `kubectl get nodes -l node-role.kubernetes.io/control-plane`.
-- a `job="fioprobe"` group whose labels are not a fioprobe grouping key (other or missing
-  labels) is never touched: it was not pushed by fioprobe, and deleting what we do not
-  understand is worse than leaving it. It is reported as foreign.
+Several configurations often share one Pushgateway (the shipped manifests have one per
+StorageClass CronJob), and each knows only its own targets. So a group says whose it is:
+every push of `fioprobe run` carries `fioprobe_owner_info{owner}`, the configuration's
+`owner` (default "default"). gc deletes a group only when its owner is the owner of one of
+the configurations it was given; groups of other owners are never touched, whatever their
+labels. Which groups go (docs/GC.md has the whole story):
+- a probe's group `{storageclass, profile[, node]}` of a given owner that no given
+  configuration has (a node-local one: of that name and profile on any node, unless `nodes`
+  lists the nodes that still exist);
+- a writer conflict group (the probe's key plus `writer`, pushed when a second writer was
+  refused; see publish.py) of a given owner (its own, or else its probe group's) once its
+  last push is older than the writer lease: a refused writer that still runs pushes it again
+  at every run, so an older one is a writer that stopped or took the group over; or at once,
+  when its probe is no longer configured;
+- a group without an owner (pushed before owners existed, or by `push`/`probe` without
+  `--owner`) only with `unowned=True`, under the rules above: a probe that still runs gets
+  its owner at its next push, so only groups of probes removed before then stay unowned;
+- a `job="fioprobe"` group whose labels are not a fioprobe grouping key is never touched.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import math
+import time
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from .config import Config
-from .pushgateway import JOB, Transport, delete_group, list_groups
+from .errors import UsageError
+from .pushgateway import JOB, PUSH_TIME, Transport, delete_group, list_groups
 
+OWNER_INFO = "fioprobe_owner_info"
 _SHARED_KEY = frozenset({"job", "storageclass", "profile"})
 _NODE_KEY = _SHARED_KEY | {"node"}
+_CONFLICT_KEYS = (_SHARED_KEY | {"writer"}, _NODE_KEY | {"writer"})
 
 
 @dataclass(slots=True)
@@ -37,18 +50,29 @@ class GcResult:
     kept: list[dict[str, str]] = field(default_factory=list)
     deleted: list[dict[str, str]] = field(default_factory=list)
     foreign: list[dict[str, str]] = field(default_factory=list)
+    #: (grouping key, owner) of groups another configuration owns: never touched.
+    others: list[tuple[dict[str, str], str]] = field(default_factory=list)
+    #: Groups without an owner, left alone (deleted only with `unowned`).
+    unowned: list[dict[str, str]] = field(default_factory=list)
     dry_run: bool = False
 
 
-def transport_for(config: Config) -> Transport:
-    """The Pushgateway of a configuration, with its credentials and TLS settings."""
-    return Transport.from_config(config.pushgateway)
+def transport_for(configs: Sequence[Config]) -> Transport:
+    """The one Pushgateway of the configurations, with its credentials and TLS settings."""
+    urls = {config.pushgateway.url.rstrip("/") for config in configs}
+    if len(urls) != 1:
+        raise UsageError(
+            "the configurations name different Pushgateways; give gc the configurations of "
+            "one Pushgateway at a time"
+        )
+    return Transport.from_config(configs[0].pushgateway)
 
 
-def configured(config: Config) -> set[tuple[str, str, bool]]:
-    """(storageclass, profile, node_local) of every configured probe."""
+def configured(configs: Sequence[Config]) -> set[tuple[str, str, bool]]:
+    """(storageclass, profile, node_local) of every probe of every configuration."""
     return {
         (target.name, profile.name, target.node_local)
+        for config in configs
         for target in config.targets
         for profile in target.profiles
     }
@@ -68,31 +92,81 @@ def is_wanted(
 
 def grouping_key(labels: dict[str, str]) -> dict[str, str]:
     """The labels after `job`, in the order fioprobe pushes them."""
-    return {name: labels[name] for name in ("storageclass", "profile", "node") if name in labels}
+    order = ("storageclass", "profile", "node", "writer")
+    return {name: labels[name] for name in order if name in labels}
 
 
 def collect(
     transport: Transport,
-    config: Config,
+    configs: Sequence[Config],
     *,
     nodes: Collection[str] | None = None,
     dry_run: bool = False,
+    unowned: bool = False,
+    now: float | None = None,
 ) -> GcResult:
-    """Delete (or, with `dry_run`, only list) the groups no configured probe pushes."""
-    probes = configured(config)
-    result = GcResult(dry_run=dry_run)
+    """Delete (or, with `dry_run`, only list) the groups of the configurations' owners that
+    no configured probe pushes any more, and their stale writer conflict groups."""
+    now = time.time() if now is None else now
+    owners = {config.owner for config in configs}
+    probes = configured(configs)
+    lease = max(config.pushgateway.writer_lease_seconds for config in configs)
+    groups = []
     for group in list_groups(transport):
         labels = group.get("labels")
-        if not isinstance(labels, dict) or labels.get("job") != JOB:
-            continue
-        labels = {str(k): str(v) for k, v in labels.items()}
-        if set(labels) not in (_SHARED_KEY, _NODE_KEY) or not all(labels.values()):
+        if isinstance(labels, dict) and labels.get("job") == JOB:
+            groups.append(({str(k): str(v) for k, v in labels.items()}, group))
+    owner_of = {frozenset(labels.items()): _owner(group) for labels, group in groups}
+    result = GcResult(dry_run=dry_run)
+    for labels, group in groups:
+        names = set(labels)
+        if names not in (_SHARED_KEY, _NODE_KEY, *_CONFLICT_KEYS) or not all(labels.values()):
             result.foreign.append(labels)
-        elif is_wanted(labels, probes, nodes):
-            result.kept.append(grouping_key(labels))
-        else:
-            result.deleted.append(grouping_key(labels))
+            continue
+        key = grouping_key(labels)
+        owner = _owner(group)
+        conflict = "writer" in labels
+        if conflict and owner is None:  # a refused writer without an owner: its probe's
+            probe_labels = {k: v for k, v in labels.items() if k != "writer"}
+            owner = owner_of.get(frozenset(probe_labels.items()))
+        if owner is None and not unowned:
+            result.unowned.append(key)
+            continue
+        if owner is not None and owner not in owners:
+            result.others.append((key, owner))
+            continue
+        wanted = is_wanted(labels, probes, nodes)
+        if conflict and wanted:
+            pushed = _push_time(group)
+            wanted = pushed is not None and now - pushed <= lease
+        (result.kept if wanted else result.deleted).append(key)
     if not dry_run:
         for key in result.deleted:
             delete_group(transport, key)
     return result
+
+
+def _series(group: dict[str, object], name: str) -> dict[str, object] | None:
+    """The single series of family `name` in a group, None when absent or not single."""
+    family = group.get(name)
+    metrics = family.get("metrics") if isinstance(family, dict) else None
+    if not isinstance(metrics, list) or len(metrics) != 1 or not isinstance(metrics[0], dict):
+        return None
+    return metrics[0]
+
+
+def _owner(group: dict[str, object]) -> str | None:
+    series = _series(group, OWNER_INFO)
+    labels = series.get("labels") if series is not None else None
+    owner = labels.get("owner") if isinstance(labels, dict) else None
+    return owner if isinstance(owner, str) and owner else None
+
+
+def _push_time(group: dict[str, object]) -> float | None:
+    """The group's last push (the gateway's clock); None if it cannot be read."""
+    series = _series(group, PUSH_TIME)
+    try:
+        value = float(str(series.get("value"))) if series is not None else math.nan
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value > 0 else None
