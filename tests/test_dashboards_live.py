@@ -256,7 +256,7 @@ def live_stack(
             results = run_round(configs)
             assert results[PLAIN][0] == 0, results[PLAIN][1]
             assert results[SLOW][0] == 0, results[SLOW][1]
-            assert results[BROKEN][0] == 1, results[BROKEN][1]
+            assert results[BROKEN][0] == 2, results[BROKEN][1]
             assert "unsafe_target" in results[BROKEN][1] or "symlink" in results[BROKEN][1]
             services.wait_for(
                 lambda n=number: (

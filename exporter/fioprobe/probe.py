@@ -26,8 +26,8 @@ from .fioexec import fio_binary, run_fio
 from .model import Run
 from .probedir import STATE_SUBDIR, open_probe_directory
 from .profiles import load_profile
-from .publish import WRITER_LEASE_SECONDS, Adjust, StateNotKept, publish
-from .pushgateway import Transport
+from .publish import WRITER_LEASE_SECONDS, Adjust, StateNotKept, publish, push_failure
+from .pushgateway import PushError, Transport
 from .state import GroupTotals
 from .statefile import StateDir, StateFile, file_name
 from .volumes import GP2_CREDIT_BUCKET, credit_units, model, next_gp2_balance
@@ -59,6 +59,11 @@ class ProbeTarget:
         if self.node:
             key["node"] = self.node
         return key
+
+    @property
+    def state_inside(self) -> bool:
+        """Whether the state lives in the probe directory (the default)."""
+        return self.state_path is None and self.state_dir is None
 
     def state_file(self) -> StateFile:
         """State lives on the probe volume itself by default, so it persists with it."""
@@ -197,6 +202,13 @@ def run_and_publish(
             # Another run holds this directory and publishes its own result.
             signals.raise_if_received()
             return result
+        if result.outcome.failure_reason in _REFUSED_DIRECTORY and target.state_inside:
+            # The directory was refused (absent, not mounted, not safe): the state inside it
+            # is not ours to write, which would put it on the disk beneath the mount point.
+            with signals.deferred():
+                _publish_failure_only(result, target, transport)
+            signals.raise_if_received()
+            return result
         with signals.deferred(), _failure_first(result):
             result.outcome = publish(
                 _with_volume(result.outcome, target),
@@ -209,6 +221,23 @@ def run_and_publish(
             )
         signals.raise_if_received()
     return result
+
+
+#: Failures after which the probe directory, and so a state kept inside it, is not touched.
+_REFUSED_DIRECTORY = frozenset({FailureReason.NO_DIRECTORY, FailureReason.UNSAFE_TARGET})
+
+
+def _publish_failure_only(result: RunResult, target: ProbeTarget, transport: Transport) -> None:
+    """Push the failure beside the group's counters, which stay as they are."""
+    reason = result.outcome.failure_reason or FailureReason.FIO_ERROR
+    try:
+        push_failure(transport, target.grouping_key, _with_volume(result.outcome, target))
+    except PushError as exc:
+        raise StateNotKept(
+            f"{result.message}; the failure ({reason}) could not be pushed: {exc}",
+            reason,
+            pushed=False,
+        ) from None
 
 
 @contextmanager

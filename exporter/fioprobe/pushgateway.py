@@ -240,7 +240,16 @@ class Transport:
         """
 
         def send() -> None:
-            self._exchange(method, url, headers, data, limit=0)
+            answer = self._exchange(method, url, headers, data, limit=0)
+            # A Pushgateway accepts with an empty body. A web page with 200 is something else
+            # in the way (a login page, a proxy's error page): the push did not happen.
+            if answer.content_type.split(";")[0].strip().lower() in _PAGE_TYPES:
+                raise _Final(
+                    f"{self.shown_url} answered {method} with a web page "
+                    f"({answer.content_type}), not as a Pushgateway does: nothing was stored"
+                )
+
+        return send
 
         return send
 
@@ -364,6 +373,10 @@ class Transport:
 
 
 # --- one exchange -------------------------------------------------------------------------
+
+
+#: Content types no Pushgateway answers a push with: whoever sent them did not store it.
+_PAGE_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
 
 @dataclass(frozen=True, slots=True)

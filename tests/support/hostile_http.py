@@ -12,6 +12,7 @@ ends every drip at once and joins every thread with a timeout.
 
 from __future__ import annotations
 
+import http.client
 import json
 import socket
 import threading
@@ -232,3 +233,36 @@ def huge(total: int, announce: bool) -> Behaviour:
         exchange.stream(total)
 
     return behave
+
+
+# --- a faulty front of a real Pushgateway -----------------------------------------------------
+
+
+def forward(upstream: str, timeout: float = 10.0) -> Behaviour:
+    """Relay the request to `upstream` (a real Pushgateway on 127.0.0.1) and its answer back."""
+    host, _, port = upstream.removeprefix("http://").rstrip("/").partition(":")
+
+    def behave(exchange: Exchange) -> None:
+        request = exchange.request
+        conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
+        try:
+            headers = {k: v for k, v in request.headers.items() if k not in _HOP_BY_HOP}
+            conn.request(request.method, request.path, body=request.body or None, headers=headers)
+            upstream_answer = conn.getresponse()
+            body = upstream_answer.read()
+            kept = {k: v for k, v in upstream_answer.getheaders() if k.lower() == "content-type"}
+            exchange.send(response(upstream_answer.status, body, kept, upstream_answer.reason))
+        finally:
+            conn.close()
+
+    return behave
+
+
+_HOP_BY_HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "content-length"})
+
+
+def selective(
+    fault: Behaviour, applies: Callable[[Request], bool], otherwise: Behaviour
+) -> Behaviour:
+    """`fault` for the requests `applies` picks, `otherwise` for the rest."""
+    return lambda exchange: (fault if applies(exchange.request) else otherwise)(exchange)

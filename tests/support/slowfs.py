@@ -52,9 +52,11 @@ class Delays:
     and a lock would serialise every FUSE request for nothing.
     """
 
-    def __init__(self, fsync_s: float, write_s: float) -> None:
+    def __init__(self, fsync_s: float, write_s: float, fail_errno: int = 0) -> None:
         self.fsync_s = fsync_s
         self.write_s = write_s
+        #: Non-zero: every write and fsync fails with this errno (a dying disk: EIO).
+        self.fail_errno = fail_errno
 
 
 def _build_operations(backing: str, delays: Delays) -> Any:
@@ -162,6 +164,8 @@ def _build_operations(backing: str, delays: Delays) -> Any:
             return os.pread(fi.fh, size, offset)
 
         def write(self, path: str, data: bytes, offset: int, fi: Any) -> int:
+            if delays.fail_errno:
+                raise FuseOSError(delays.fail_errno)
             if delays.write_s > 0:
                 time.sleep(delays.write_s)
             return os.pwrite(fi.fh, data, offset)
@@ -180,6 +184,8 @@ def _build_operations(backing: str, delays: Delays) -> Any:
 
         def fsync(self, path: str, datasync: int, fi: Any) -> None:
             # The real sync first, then the injected delay: observed latency >= the delay.
+            if delays.fail_errno:
+                raise FuseOSError(delays.fail_errno)
             if datasync:
                 os.fdatasync(fi.fh)
             else:
@@ -200,7 +206,7 @@ def _build_operations(backing: str, delays: Delays) -> Any:
 
 
 def _watch_control_file(path: str, delays: Delays, stop: threading.Event) -> None:
-    """Apply "FSYNC_MS WRITE_MS" from ``path`` whenever its content changes.
+    """Apply "FSYNC_MS WRITE_MS [FAIL_ERRNO]" from ``path`` whenever its content changes.
 
     A polling thread, not a signal: the main thread sits inside libfuse's C loop, where a
     Python signal handler would never run.
@@ -223,7 +229,9 @@ def _watch_control_file(path: str, delays: Delays, stop: threading.Event) -> Non
             delays.fsync_s = fields[0] / 1000.0
         if len(fields) > 1:
             delays.write_s = fields[1] / 1000.0
-        print(f"slowfs: delays now fsync={delays.fsync_s}s write={delays.write_s}s", flush=True)
+        delays.fail_errno = int(fields[2]) if len(fields) > 2 else 0
+        print(f"slowfs: delays now fsync={delays.fsync_s}s write={delays.write_s}s "
+              f"fail_errno={delays.fail_errno}", flush=True)  # fmt: skip
 
 
 def serve(
@@ -351,15 +359,20 @@ class SlowFs:
         self.log_file = log_file
 
     def set_delays(
-        self, fsync_delay_ms: float, write_delay_ms: float = 0.0, settle_s: float = 0.3
+        self,
+        fsync_delay_ms: float,
+        write_delay_ms: float = 0.0,
+        settle_s: float = 0.3,
+        fail_errno: int = 0,
     ) -> None:
-        """Change the delays of the running filesystem (applied within ~50 ms).
+        """Change the delays of the running filesystem (applied within ~50 ms); with
+        `fail_errno`, every write and fsync fails with that errno instead.
 
         Written to a temporary file and renamed, so the watcher never reads half a line;
         then waits ``settle_s`` so the change is in effect when this returns.
         """
         tmp = self.control_file.with_suffix(".tmp")
-        tmp.write_text(f"{fsync_delay_ms} {write_delay_ms}\n")
+        tmp.write_text(f"{fsync_delay_ms} {write_delay_ms} {fail_errno}\n")
         os.replace(tmp, self.control_file)
         time.sleep(settle_s)
 
