@@ -227,7 +227,7 @@ def _owner(args: argparse.Namespace) -> str | None:
 
     if args.owner is not None and not valid_owner(args.owner):
         raise UsageError(
-            f"--owner must be a name (letters, digits, .-_; at most 63): {args.owner!r:.80}"
+            f"--owner must be a name (letters, digits, .-_; at most 253): {args.owner!r:.80}"
         )
     return args.owner
 

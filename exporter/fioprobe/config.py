@@ -104,7 +104,7 @@ class TargetConfig:
 #: must each name their own, or `fioprobe gc` with one of them takes the others' groups for
 #: its own removed probes (see docs/GC.md).
 DEFAULT_OWNER = "default"
-_OWNER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
+_OWNER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,7 +260,9 @@ def load_config(path: Path, jobs_dir: Path | None = None) -> Config:
     top = _Reader(data, "", file)
     owner = top.take("owner", str, DEFAULT_OWNER)
     if not valid_owner(owner):
-        raise top.error("owner", f"{owner!r:.80} must be a name (letters, digits, .-_; at most 63)")
+        raise top.error(
+            "owner", f"{owner!r:.80} must be a name (letters, digits, .-_; at most 253)"
+        )
     pushgateway = _pushgateway(top.take("pushgateway", dict, required=True), file)
     raw_targets = top.take("targets", list, required=True)
     top.done()

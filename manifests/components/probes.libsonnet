@@ -23,7 +23,9 @@ function(config) {
                                    } else {})
                               + (if pgw.tls.enabled then { ca_file: caDir + '/ca.crt' } else {}),
 
+  // owner: one per configuration, so that `fioprobe gc` with one never deletes another's.
   local fioprobeConfig(name, nodeLocal, volume, profiles) = {
+    owner: name,
     pushgateway: fioprobePushgateway,
     targets: [{
       name: name,
