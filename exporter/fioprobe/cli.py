@@ -19,6 +19,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import NoReturn
 
 from . import __version__
 from .errors import ExitCode, FioprobeError, Interrupted, UsageError
@@ -163,23 +164,30 @@ def cmd_gc(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from .report.load import GroupingError
+
+    # Options are checked before matplotlib is imported: a typo costs no font cache.
+    if not 0 < args.warn_ms <= args.crit_ms:
+        raise UsageError("--warn-ms and --crit-ms must be positive, warn at or below crit")
+    grouping = _grouping(args)
+    try:
+        grouping.validate()
+    except GroupingError as exc:
+        raise UsageError(str(exc)) from None
     try:
         from .report.build import BaselineError, ReportOptions, build_report
     except ImportError as exc:
         raise UsageError(
             f"fioprobe report needs matplotlib ({exc}): pip install 'fioprobe[report]'"
         ) from None
-    from .report.load import GroupingError
 
     options = ReportOptions(
-        grouping=_grouping(args),
+        grouping=grouping,
         baseline=args.baseline,
         warn_ms=args.warn_ms,
         crit_ms=args.crit_ms,
         title=args.title,
     )
-    if not 0 < args.warn_ms <= args.crit_ms:
-        raise UsageError("--warn-ms and --crit-ms must be positive, warn at or below crit")
     try:
         result = build_report(args.paths, args.output, options)
     except (GroupingError, BaselineError) as exc:
@@ -323,11 +331,22 @@ def _add_owner_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with its errors on one line, like every other fioprobe error: a CronJob's
+    log shows the problem, not a usage screen (`--help` has that)."""
+
+    def error(self, message: str) -> NoReturn:
+        line = " ".join(message.split())
+        command = self.prog.removeprefix("fioprobe").strip()
+        where = f"{command}: " if command else ""
+        self.exit(EXIT_USAGE, f"fioprobe: error: {where}{line} (see {self.prog} --help)\n")
+
+
 # Adding a subcommand: a cmd_<name> function above and its subparser below, each a small,
 # self-contained edit (see CONTRIBUTING.md); heavy imports go inside the cmd_ function so
 # that `fioprobe push` stays fast.
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="fioprobe",
         description="fio probes of Kubernetes storage, exported to Prometheus.",
         epilog=__doc__.split("\n", 2)[2],

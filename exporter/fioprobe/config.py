@@ -30,6 +30,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
+import reprlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -135,7 +136,7 @@ def _mapping_without_duplicates(loader: _StrictLoader, node: yaml.MappingNode) -
         except TypeError:  # a list or mapping as a key: construct_mapping reports it below
             continue
         if duplicate:
-            raise ConfigError(f"line {key_node.start_mark.line + 1}: duplicate key {key!r}")
+            raise ConfigError(f"line {key_node.start_mark.line + 1}: duplicate key {_show(key)}")
         seen.add(key)
     return loader.construct_mapping(node)
 
@@ -176,7 +177,7 @@ class _Reader:
         if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
             raise self.error(name, f"must be {_kind_name(kind)}, not a boolean")
         if not isinstance(value, kind):
-            raise self.error(name, f"must be {_kind_name(kind)}, got {value!r:.60}")
+            raise self.error(name, f"must be {_kind_name(kind)}, got {_show(value)}")
         return value
 
     def done(self) -> None:
@@ -184,6 +185,17 @@ class _Reader:
             raise self.error(
                 str(name), f"unknown key (expected one of: {', '.join(sorted(self.known))})"
             )
+
+
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel, _SHOWN.maxlist, _SHOWN.maxdict = 2, 3, 3
+_SHOWN.maxstring = _SHOWN.maxother = 60
+
+
+def _show(value: object) -> str:
+    """A value from the file, short, for a message. Never the whole repr: YAML aliases can
+    make a 1 kB file a value of millions of nodes, and repr() would walk all of them."""
+    return _SHOWN.repr(value)
 
 
 def _kind_name(kind: type | tuple[type, ...]) -> str:
@@ -205,10 +217,10 @@ def _quantity(reader: _Reader, name: str) -> int | None:
         return None
     match = _QUANTITY.match(str(value).strip())
     if not match:
-        raise reader.error(name, f"{value!r} is not a size (use e.g. 100Gi, 500Mi, 1Ti)")
+        raise reader.error(name, f"{_show(value)} is not a size (use e.g. 100Gi, 500Mi, 1Ti)")
     size = float(match.group(1)) * _QUANTITY_SCALE[match.group(2)]
     if not math.isfinite(size):
-        raise reader.error(name, f"{value!r:.60} is too large")
+        raise reader.error(name, f"{_show(value)} is too large")
     return int(size)
 
 
@@ -222,7 +234,7 @@ def _number(reader: _Reader, name: str) -> float | None:
     except OverflowError:  # a YAML integer beyond any float
         number = math.inf
     if not math.isfinite(number):
-        raise reader.error(name, f"must be a finite number, got {value!r:.60}")
+        raise reader.error(name, f"must be a finite number, got {_show(value)}")
     return number
 
 
@@ -261,7 +273,7 @@ def load_config(path: Path, jobs_dir: Path | None = None) -> Config:
     owner = top.take("owner", str, DEFAULT_OWNER)
     if not valid_owner(owner):
         raise top.error(
-            "owner", f"{owner!r:.80} must be a name (letters, digits, .-_; at most 253)"
+            "owner", f"{_show(owner)} must be a name (letters, digits, .-_; at most 253)"
         )
     pushgateway = _pushgateway(top.take("pushgateway", dict, required=True), file)
     raw_targets = top.take("targets", list, required=True)
@@ -283,7 +295,7 @@ def _pushgateway(raw: object, file: str) -> PushgatewayConfig:
     r = _Reader(raw, "pushgateway", file)
     url = r.take("url", str, required=True)
     if not url.startswith(("http://", "https://")):
-        raise r.error("url", f"must start with http:// or https://, got {url!r}")
+        raise r.error("url", f"must start with http:// or https://, got {_show(url)}")
     config = PushgatewayConfig(
         url=url,
         username_file=r.take("username_file", str),
@@ -310,10 +322,12 @@ def _target(raw: object, where: str, file: str, jobs_dir: Path | None) -> Target
     r = _Reader(raw, where, file)
     name = r.take("name", str, required=True)
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
-        raise r.error("name", f"{name!r} must be a StorageClass-like name (letters, digits, .-_)")
+        raise r.error(
+            "name", f"{_show(name)} must be a StorageClass-like name (letters, digits, .-_)"
+        )
     directory = r.take("directory", str, required=True)
     if not directory.startswith("/"):
-        raise r.error("directory", f"must be an absolute path, got {directory!r}")
+        raise r.error("directory", f"must be an absolute path, got {_show(directory)}")
     node_local = r.take("node_local", bool, False)
     require_mount_point = r.take("require_mount_point", bool, False)
     timeout = _number(r, "timeout_seconds")
@@ -342,7 +356,7 @@ def _volume(raw: object, where: str, file: str) -> VolumeConfig:
     r = _Reader(raw, where, file)
     volume_type = r.take("type", str, "unknown")
     if volume_type not in VOLUME_TYPES:
-        raise r.error("type", f"{volume_type!r} is not one of {', '.join(VOLUME_TYPES)}")
+        raise r.error("type", f"{_show(volume_type)} is not one of {', '.join(VOLUME_TYPES)}")
     size = _quantity(r, "size")
     iops = _number(r, "iops")
     throughput = _quantity(r, "throughput")
