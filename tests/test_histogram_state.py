@@ -60,12 +60,25 @@ def test_percentiles_give_monotone_counts_summing_to_n() -> None:
     counts = counts_from_percentiles(latency, 1000)
     running = cumulative(counts)
     assert running == sorted(running) and running[-1] == 1000
-    # At most p_next of the samples are at or below a bound (p_next: the first point above
-    # it): the count above a bound is never overstated.
-    assert running[LATENCY_BUCKETS_SECONDS.index(0.001)] == 900  # p50 0.9 ms, p90 3 ms
-    assert running[INDEX_10MS] == 990  # p99 = 12 ms: at most 1% above 10 ms, not 10%
-    assert running[LATENCY_BUCKETS_SECONDS.index(0.032)] == 999  # p99.9 = 40 ms
+    # fio's point (p, v): the sample of rank ceil(p% x n) is in v's bin, so below that bin
+    # there are at most rank - 1. The count above a bound is never overstated, and the p99
+    # rank (990) is only reached in the bucket of fio's p99.
+    assert running[LATENCY_BUCKETS_SECONDS.index(0.001)] == 899  # p50 0.9 ms, p90 3 ms
+    assert running[INDEX_10MS] == 989  # p99 = 12 ms: at most 1.1% above 10 ms, not 10%
+    assert running[LATENCY_BUCKETS_SECONDS.index(0.032)] == 998  # p99.9 = 40 ms
     assert running[LATENCY_BUCKETS_SECONDS.index(0.064)] == 1000  # max 50 ms
+
+
+def test_a_point_whose_bin_straddles_a_bound_claims_nothing_above_it() -> None:
+    """fio's p99 10.05 ms is the middle of a bin that starts below 10 ms: its sample may be
+    at or below 10 ms, so only the next point bounds the count (fewer above, never more)."""
+    latency = LatencyStats(
+        min_s=0.0002, max_s=0.05, mean_s=0.003, stddev_s=0.001, samples=1000,
+        percentiles={50.0: 0.0009, 99.0: 0.01005, 99.9: 0.04},
+        bins_ns=None,
+    )  # fmt: skip
+    running = cumulative(counts_from_percentiles(latency, 1000))
+    assert running[INDEX_10MS] == 998
 
 
 def test_without_percentiles_no_bucket_is_invented() -> None:

@@ -22,6 +22,9 @@ from .model import Bins, LatencyStats
 _BOUNDS_NS: tuple[int, ...] = tuple(round(le * 1e9) for le in LATENCY_BUCKETS_SECONDS)
 #: Number of buckets including +Inf.
 BUCKET_COUNT = len(_BOUNDS_NS) + 1
+#: fio splits every power of two of latency into 64 bins (FIO_IO_U_PLAT_BITS = 6), in every
+#: version that writes percentiles; a bin is therefore at most 1/64 of its value wide.
+FIO_BINS_PER_OCTAVE = 64
 
 
 def counts_from_bins(bins: Bins) -> list[int]:
@@ -49,13 +52,16 @@ def counts_from_bins(bins: Bins) -> list[int]:
 def counts_from_percentiles(latency: LatencyStats, samples: int) -> list[int] | None:
     """Per-bucket counts from fio's percentile points, `samples` in total; None if unknown.
 
-    Each point (p, v) says p% of the samples are at or below v. So the samples at or below a
-    bound `le` number at most p_next% of them, p_next being the first point above `le`;
-    this upper end is what is exported, so that the histogram never claims more samples
-    above a threshold (10 ms) than fio measured. Beyond the last point, all samples are at
-    or below `le` when fio's max is, else all but one (the max itself is above). min and max
-    are exact. Without any point, buckets are known only when min and max share one;
-    otherwise None: no bucket is invented (the run adds to no bucket, only its summary).
+    fio reports a point (p, v) when the sample of rank r = ceil(p% x samples) falls in its
+    latency bin whose middle is v. So every sample below that bin ranks below r: for a bound
+    `le` under the bin, at most r - 1 samples are at or below `le`. That upper end, from the
+    first point whose bin starts above `le`, is what is exported: the histogram then never
+    claims more samples above a threshold (10 ms) than fio measured, and its p99 lands in
+    the bucket of fio's own p99. A bin spans at most 1/64 of its value (fio's 64 bins per
+    power of two), so it starts no lower than v - v/64. Beyond the last point, all samples
+    are at or below `le` when fio's max is, else all but one (the max itself is above); min
+    and max are exact. Without any point, buckets are known only when min and max share
+    one; otherwise None: no bucket is invented (the run adds to no bucket, only its summary).
     """
     if samples <= 0:
         return [0] * BUCKET_COUNT
@@ -67,6 +73,7 @@ def counts_from_percentiles(latency: LatencyStats, samples: int) -> list[int] | 
         counts = [0] * BUCKET_COUNT
         counts[first] = samples
         return counts
+    bins = [(pct, value - value / FIO_BINS_PER_OCTAVE) for pct, value in points]
     counts = [0] * BUCKET_COUNT
     previous = 0
     for index, le in enumerate(LATENCY_BUCKETS_SECONDS):
@@ -75,9 +82,10 @@ def counts_from_percentiles(latency: LatencyStats, samples: int) -> list[int] | 
         elif latency.min_s > le:
             at_or_below = 0
         else:
-            above = [pct for pct, value in points if value > le]
+            above = [pct for pct, bin_start in bins if bin_start > le]
             if above:
-                at_or_below = min(samples, math.ceil(samples * above[0] / 100))
+                rank = math.ceil(samples * above[0] / 100)
+                at_or_below = min(samples, max(rank - 1, 0))
             else:
                 at_or_below = samples - 1
         at_or_below = max(at_or_below, previous)
