@@ -41,8 +41,11 @@ BAD = [
     ("pushgateway: {url: http://x}\n", "targets: is required"),
     ("pushgateway: {url: ftp://x}\ntargets: []\n",
      "pushgateway.url: must start with http:// or https://, got 'ftp://x'"),
+    ("owner: team a\n" + GOOD,
+     "owner: 'team a' must be a name (letters, digits, .-_; at most 253)"),
+    ("owner: [a]\n" + GOOD, "owner: must be a string, got ['a']"),
     (GOOD + "extra: 1\n",
-     "extra: unknown key (expected one of: pushgateway, targets)"),
+     "extra: unknown key (expected one of: owner, pushgateway, targets)"),
     (GOOD.replace("url:", "ur1:"),
      "pushgateway.url: is required (found unknown key 'ur1': a typo?)"),
     (GOOD.replace("url: http://127.0.0.1:9091", "url: http://127.0.0.1:9091\n  timeout: 5"),
@@ -92,3 +95,12 @@ def test_bad_config_is_rejected_with_exact_message(tmp_path: Path, text: str, me
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read: No such file or directory"):
         load_config(tmp_path / "nope.yaml")
+
+
+def test_owner_defaults_to_default_and_is_read(tmp_path: Path) -> None:
+    """Every configuration has an owner: gc decides by it (docs/GC.md)."""
+    path = tmp_path / "config.yaml"
+    path.write_text(GOOD)
+    assert load_config(path).owner == "default"
+    path.write_text("owner: gp2.team_a-1\n" + GOOD)
+    assert load_config(path).owner == "gp2.team_a-1"
