@@ -203,7 +203,7 @@ def _refuse(
     raise WriterConflict(
         f"group {key} is owned by another writer ({owner}) that pushed less than the writer "
         f"lease ago; this run (writer {group.writer}) was kept in {file.path}, not counted, "
-        "and the conflict was pushed with writer="
+        "and the conflict (writer_conflict) was pushed with writer="
         f"{group.writer}. Run one probe per group (see docs/FAULTS.md)",
         refused,
     )
