@@ -540,3 +540,56 @@ class _Sink:
 
     def sendall(self, data: bytes) -> None:
         del data
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_signal_while_the_push_is_in_flight(matrix: Matrix, signum: int) -> None:
+    """A stop signal during the faulty target's push: the push finishes (it is bounded by the
+    deadline), the run is counted once, the command then stops (128 + signal) and says what
+    was done; the last target is not started."""
+    m = matrix
+    holding = threading.Event()
+    armed = threading.Event()
+    relay = hostile.forward(m.gateway.url)
+
+    def slow_then_forward(exchange: hostile.Exchange) -> None:
+        holding.set()
+        time.sleep(1.0)  # within the 2 s deadline: the push succeeds
+        relay(exchange)
+
+    front = hostile.HostileServer(
+        hostile.selective(slow_then_forward, lambda r: armed.is_set() and is_faulty_push(r),
+                          relay),
+        max_connections=500,
+    )  # fmt: skip
+    with front:
+        m.url = front.url
+        healthy_round(m, 1)
+        healthy_round(m, 2)
+        armed.set()
+        m.write_config()
+        process = subprocess.Popen(m.command(), stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)  # fmt: skip
+        try:
+            assert holding.wait(60), "the faulty target's push never arrived"
+            process.send_signal(signum)
+            _, stderr_bytes = process.communicate(timeout=60)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait(30)
+        stderr = stderr_bytes.decode()
+        assert process.returncode == 128 + signum, stderr
+        assert "Traceback" not in stderr
+        name = signal.Signals(signum).name
+        assert f"interrupted by {name}; the run had finished; its outcome was pushed" in stderr
+        now = groups(m.gateway)
+        assert value(now[FAULTY], "fioprobe_runs_total") == 3
+        assert value(now[FAULTY], "fioprobe_success") == 1
+        assert value(now[LAST], "fioprobe_runs_total") == 2  # not started after the signal
+        armed.clear()
+        code, stderr, _ = m.run()
+        assert code == 0, stderr
+        after = groups(m.gateway)
+        runs = {name: value(after[name], "fioprobe_runs_total") for name in TARGETS}
+        assert runs == {FIRST: 4, FAULTY: 4, LAST: 3}

@@ -559,7 +559,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
     except Interrupted as exc:
-        return _fail(f"interrupted by {exc}; fio stopped, its files removed", exc.exit_code)
+        return _fail(f"interrupted by {exc}; {exc.what_happened}", exc.exit_code)
     except FioprobeError as exc:
         return _fail(str(exc), int(exc.exit_code))
 

@@ -118,7 +118,11 @@ class Interrupted(FioprobeError):
 
     reason = FailureReason.INTERRUPTED
 
-    def __init__(self, signum: int, name: str) -> None:
+    def __init__(
+        self, signum: int, name: str, what_happened: str = "fio stopped, its files removed"
+    ) -> None:
         super().__init__(name)
         self.signum = signum
+        #: What was done before the command ends, for the one line it prints.
+        self.what_happened = what_happened
         self.exit_code = 128 + signum  # type: ignore[assignment]

@@ -124,9 +124,10 @@ class _Signals:
         finally:
             self.deferring = False
 
-    def raise_if_received(self) -> None:
+    def raise_if_received(self, what_happened: str) -> None:
         if self.received is not None:
-            raise Interrupted(self.received, signal.Signals(self.received).name)
+            name = signal.Signals(self.received).name
+            raise Interrupted(self.received, name, what_happened)
 
 
 # --- one probe ----------------------------------------------------------------------------
@@ -200,26 +201,33 @@ def run_and_publish(
             result = RunResult(outcome, started, f"interrupted by {exc}")
         if result.outcome.failure_reason == FailureReason.BUSY:
             # Another run holds this directory and publishes its own result.
-            signals.raise_if_received()
+            signals.raise_if_received("nothing was pushed: the run holding the directory does")
             return result
-        if result.outcome.failure_reason in _REFUSED_DIRECTORY and target.state_inside:
-            # The directory was refused (absent, not mounted, not safe): the state inside it
-            # is not ours to write, which would put it on the disk beneath the mount point.
-            with signals.deferred():
-                _publish_failure_only(result, target, transport)
-            signals.raise_if_received()
-            return result
-        with signals.deferred(), _failure_first(result):
-            result.outcome = publish(
-                _with_volume(result.outcome, target),
-                target.grouping_key,
-                transport,
-                state_file,
-                finished_at=time.time(),
-                adjust=_credit_model(result, target, state_file),
-                lease_seconds=target.lease_seconds,
-            )
-        signals.raise_if_received()
+        stopped = result.outcome.failure_reason == FailureReason.INTERRUPTED
+        with signals.deferred():
+            try:
+                if result.outcome.failure_reason in _REFUSED_DIRECTORY and target.state_inside:
+                    # The directory was refused (absent, not mounted, not safe): the state
+                    # inside it is not ours to write; it would land beneath the mount point.
+                    _publish_failure_only(result, target, transport)
+                else:
+                    with _failure_first(result):
+                        result.outcome = publish(
+                            _with_volume(result.outcome, target),
+                            target.grouping_key,
+                            transport,
+                            state_file,
+                            finished_at=time.time(),
+                            adjust=_credit_model(result, target, state_file),
+                            lease_seconds=target.lease_seconds,
+                        )
+            except FioprobeError as exc:
+                # A signal that came during the publish still ends the command.
+                signals.raise_if_received(f"then publishing failed: {exc}")
+                raise
+        if stopped:
+            signals.raise_if_received("fio stopped, its files removed, the failure pushed")
+        signals.raise_if_received("the run had finished; its outcome was pushed first")
     return result
 
 
