@@ -3,14 +3,36 @@
 // Override any key the usual mixin way:
 //   (import 'mixin.libsonnet') + { _config+:: { clusterLabel: 'k8s_cluster' } }
 // or render the rule file with overrides (used by tests and the end-to-end setup):
-//   jsonnet -J . --tla-code config='{ latencyWindow: "1m" }' alerts/rules.jsonnet > rules.json
+//   jsonnet -J . --tla-code config='{ probeIntervalSeconds: 5 }' alerts/rules.jsonnet > rules.json
 //
-// Durations are Prometheus duration strings. Latency thresholds are in seconds (the metric
-// contract's base unit). Probes run on a CronJob schedule of a few minutes (think 5m), and a
-// Pushgateway only changes its series when a run pushes, so every window below must span
-// several runs: a window shorter than two runs sees no increase at all.
+// Every window is a number of probe runs, turned into a duration with the one probe interval
+// below (`windows` at the end). A Pushgateway series changes only when a run pushes and stays
+// flat in between, so a duration means nothing by itself: what counts is how many runs it
+// holds. Latency thresholds are in seconds (the metric contract's base unit).
+local probes = import 'manifests/lib/monitoring-config.libsonnet';
+local deployed = probes.mixinConfig(probes.merged(import 'manifests/config.libsonnet'));
+
 {
   _config+:: {
+    // --- The schedule and the probes that should exist -----------------------------------
+
+    // Seconds between two runs of a probe: the CronJobs' schedule. Its one place is
+    // manifests/config.libsonnet (everyMinutes); this default is read from there, and the
+    // manifests' PrometheusRule passes the value of the configuration it renders.
+    probeIntervalSeconds: deployed.probeIntervalSeconds,
+
+    // How late a run may push, as a fraction of the interval, before the rules treat it as
+    // missed: CronJob start delays, image pulls, a 20-60 s run and the 30 s scrape all fit in
+    // half an interval. `for` durations that wait for "the next run" end this long after it.
+    pushMarginFraction: 0.5,
+
+    // Every probe that should push, as {storageclass, profile, node (node-local only)}: one
+    // static recording rule each (probe:fioprobe_expected:info), so Prometheus knows a probe
+    // that never pushed or whose group is gone (FioProbeMissing). Read from the manifests'
+    // configuration; set it to [] when the probes are deployed some other way, then every
+    // stale probe is reported and absent ones cannot be.
+    expectedProbes: deployed.expectedProbes,
+
     // --- Identity and selection -------------------------------------------------------------
 
     // Label that names the cluster. It comes from Prometheus' external labels (one
@@ -27,6 +49,14 @@
     // pushed group carries a storageclass) and so selects everything.
     fioprobeSelector: 'storageclass!=""',
 
+    // Which probes measure a disk that holds etcd (PromQL matchers on the pushed labels).
+    // Only these can raise FioProbeEtcdFsyncLatencyHigh, whose critical severity pages;
+    // every other probe of the fsync profile gets FioProbeStorageClassLatencyHigh instead.
+    // Default: the node-local probes, which the manifests run on the control-plane nodes
+    // beside etcd's data directory. A cluster whose etcd lives on a StorageClass volume sets
+    // e.g. 'storageclass="etcd-gp3"'.
+    etcdDiskSelector: 'node!=""',
+
     // Profile (jobs/<name>.fio) whose fsync latency is the etcd disk's health signal.
     etcdProfile: 'etcd-fsync',
 
@@ -36,23 +66,47 @@
 
     // --- Shared recording rules -------------------------------------------------------------
 
-    // Rate window of the latency histograms behind probe:fioprobe_<op>_latency_seconds:p*.
-    // 30m holds six 5-minute runs: enough samples for a stable p99 (a single slow run
-    // cannot decide it alone), short enough to page within about half an hour.
-    latencyWindow: '30m',
+    // Runs in the rate window of probe:fioprobe_<op>_latency_seconds:p* (dashboards and the
+    // regression alert): six runs give a stable p99; 30 minutes at a 5-minute schedule.
+    latencyWindowRuns: 6,
 
     // --- FioProbeEtcdFsyncLatencyHigh -------------------------------------------------------
 
-    // etcd's documented requirement: WAL fsync p99 below 10 ms. 0.01 is a histogram bucket
-    // boundary, so "above 10 ms" is exact: it fires iff more than 1% of fsyncs took > 10 ms.
+    // etcd's documented requirement: WAL fsync p99 below 10 ms. Compared with each run's own
+    // p99 as fio computed it (fioprobe_last_sync_latency_seconds{quantile="0.99"}).
     etcdFsyncP99WarningSeconds: 0.01,
-    // Critical: above 32 ms (also a bucket boundary) etcd's commit latency eats a third of
-    // its default 100 ms heartbeat interval; leader elections and apiserver timeouts follow.
+    // Critical: above 32 ms etcd's commit latency eats a third of its default 100 ms
+    // heartbeat interval; leader elections and apiserver timeouts follow.
     etcdFsyncP99CriticalSeconds: 0.032,
-    // Held for 10m on top of the 30m window: a burst of noisy-neighbour IO (a backup, a
-    // compaction) must not page, a disk that stays slow for two more runs must.
-    etcdFsyncWarningFor: '10m',
-    etcdFsyncCriticalFor: '10m',
+    // Fires when at least this many of the last `etcdFsyncOfRuns` runs were above the
+    // threshold: one slow run (a backup, a compaction next door) never pages, a disk that is
+    // slow in two runs out of three does, one interval after its first slow run.
+    etcdFsyncSlowRuns: 2,
+    etcdFsyncOfRuns: 3,
+
+    // --- FioProbeStorageClassLatencyHigh ----------------------------------------------------
+
+    // The fsync profile run on ordinary volumes (not etcd's disks, see etcdDiskSelector).
+    storageClassLatencyProfile: 'etcd-fsync',
+    // Warning threshold of each run's fsync p99 by the volume's type (fioprobe_info's
+    // volume_type, from the probe's volume model). What each type is sold as: io1/io2
+    // provisioned-IOPS SSDs low single-digit ms; gp2/gp3 general-purpose SSDs single-digit ms;
+    // Ceph RBD a network round trip to three replicas; st1/sc1 hard disks, seeks of ~10 ms
+    // each and no latency promise.
+    storageClassFsyncP99WarningSeconds: {
+      io1: 0.005,
+      io2: 0.005,
+      gp2: 0.02,
+      gp3: 0.02,
+      'ceph-rbd': 0.032,
+      st1: 0.256,
+      sc1: 0.256,
+    },
+    // ... and for every type not in the table (`unknown`, a type added later).
+    storageClassFsyncP99DefaultWarningSeconds: 0.064,
+    // Not a page: three slow runs out of the last four.
+    storageClassSlowRuns: 3,
+    storageClassOfRuns: 4,
 
     // --- FioProbeBurstCreditsDepleted -------------------------------------------------------
 
@@ -68,42 +122,54 @@
     // credits). Excluded by fioprobe_info's volume_type even if a misconfigured volume
     // model claims burst IOPS, so these never report depletion.
     burstNonBurstingVolumeTypes: ['gp3', 'io1', 'io2', 'ceph-rbd'],
-    // Three consecutive 5-minute measurements at baseline: one throttled run (instance-level
-    // EBS burst, a neighbour on the node) does not alert.
-    burstDepletedFor: '15m',
+    // Consecutive runs at the baseline: one throttled run (the instance-level EBS burst, a
+    // neighbour on the node) does not alert.
+    burstDepletedRuns: 3,
 
     // --- FioProbeLatencyRegression ----------------------------------------------------------
 
-    // Compare with the same probe this long ago. One week compares like with like (same
-    // weekday, same hour: backups, batch jobs and traffic peaks are weekly).
+    // The baseline is the median of the probe's p99 over `regressionBaselineWindow`, ending
+    // `regressionOffset` ago: a week back compares like with like (weekly backups, batch jobs,
+    // traffic peaks), and a median over a whole day is neither blinded by a gap nor decided
+    // by one unusual half hour.
     regressionOffset: '1w',
-    // "Well above": p99 now more than this many times the old p99 ...
+    regressionBaselineWindow: '1d',
+    // The baseline day must hold at least this fraction of its runs, so a probe younger than
+    // eight days, or one that was down most of that day, cannot fire.
+    regressionMinBaselineFraction: 0.5,
+    // "Well above": p99 now more than this many times the baseline ...
     regressionRatio: 2,
     // ... AND at least this many seconds higher, so quiet disks stay quiet: 0.2 ms -> 0.6 ms
     // is 3x but harmless; 2 ms is a fifth of etcd's 10 ms budget.
     regressionMinIncreaseSeconds: 0.002,
-    // A regression is a trend, not an incident: it must hold for an hour.
-    regressionFor: '1h',
+    // A regression is a trend, not an incident: it must hold this many runs (an hour at a
+    // 5-minute schedule), longer than the latency window, so one slow run never fires it.
+    regressionForRuns: 12,
     // Series excluded from regression alerts (PromQL matchers on the recorded series). The
     // burst-ceiling profile's latency rises whenever credits run out; that has its own
     // alert, so it is excluded by default.
     regressionSelector: 'profile!="%s"' % self.burstProfile,
 
-    // --- FioProbeFailing / FioProbeStale ----------------------------------------------------
+    // --- FioProbeFailing / FioProbeStale / FioProbeMissing ----------------------------------
 
-    // The last run failed and no run has succeeded for this long: three 5-minute runs in a
-    // row, so one transient failure (node drain, image pull) stays silent.
-    failingFor: '15m',
-    // No successful run for this many seconds while the last run did not fail either: the
-    // probe is not running or not pushing (CronJob suspended, pod unschedulable, NetworkPolicy
-    // or Pushgateway unreachable). 30 minutes is six missed 5-minute runs.
-    // The threshold is itself a duration, so the alert has no `for`.
-    staleAfterSeconds: 1800,
+    // The last runs failed, this many in a row, while the probe still pushes: one transient
+    // failure (node drain, image pull) stays silent.
+    failingRuns: 3,
+    // No push at all (neither success nor failure) for this many intervals: the probe is
+    // not running or cannot reach the Pushgateway. Stale if its series are still there,
+    // Missing if an expected probe has none. Data older than this is never alerted on.
+    staleAfterRuns: 3,
 
     // --- Runbooks ---------------------------------------------------------------------------
 
     // runbook_url = runbookURLBase + '#' + lower-case alert name (the heading anchors of
     // docs/runbooks.md). Point it at your own copy (wiki, internal Git) to add local steps.
     runbookURLBase: 'https://github.com/fioprobe/fioprobe/blob/main/docs/runbooks.md',
+
+    // --- Derived; not to be set -------------------------------------------------------------
+
+    // Every window as a Prometheus duration, from the keys above. Rendering fails here, with
+    // the reason, when a window would hold fewer than two runs.
+    windows:: (import 'alerts/windows.libsonnet')(self),
   },
 }

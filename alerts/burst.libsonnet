@@ -7,7 +7,9 @@
 // a factor (gp3/io1/io2 report burst == baseline, Ceph RBD reports no volume model at all),
 // and volume types listed as non-bursting in the config are excluded by fioprobe_info even
 // if their volume model is misconfigured. A failed last run (whose IOPS mean nothing) does
-// not count either.
+// not count either, and neither does a measurement that is no longer fresh: a probe that
+// stopped (or a group left behind by a removed one) is FioProbeStale, not depleted forever.
+// It fires after `burstDepletedRuns` runs in a row measured the baseline.
 local u = import 'util.libsonnet';
 
 {
@@ -45,7 +47,10 @@ local u = import 'util.libsonnet';
               )
               unless %(onVolume)s
               fioprobe_info{%(nonBursting)s}
+              and on (%(probeBy)s)
+              (%(fresh)s)
             ||| % {
+              fresh: u.fresh(c),
               probeBy: u.probeBy(c),
               burstMatchers: burstMatchers,
               onVolume: onVolume,
@@ -57,19 +62,19 @@ local u = import 'util.libsonnet';
                 'volume_type=~"%s"' % std.join('|', c.burstNonBurstingVolumeTypes),
               ]),
             },
-            'for': c.burstDepletedFor,
+            'for': c.windows.burstFor,
             labels: { severity: 'warning' },
             annotations: {
               summary: 'A volume that should burst only delivers its baseline IOPS: burst credits are likely exhausted.',
               description: (
                 'The IOPS-ceiling probe of %(probe)s measured {{ $value | printf "%%.0f" }} '
                 + 'write IOPS, within the lowest %(gapPercent)s%% of the range between the '
-                + "volume's baseline and burst IOPS, for %(for)s. IO beyond the baseline is "
-                + 'throttled until credits are earned back.'
+                + "volume's baseline and burst IOPS, in each of its last %(runs)d runs. IO beyond "
+                + 'the baseline is throttled until credits are earned back.'
               ) % {
                 probe: u.probeText(c),
                 gapPercent: u.num(c.burstDepletedGapFraction * 100),
-                'for': c.burstDepletedFor,
+                runs: c.burstDepletedRuns,
               },
               runbook_url: u.runbookURL(c, 'FioProbeBurstCreditsDepleted'),
             },

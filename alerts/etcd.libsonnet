@@ -1,34 +1,36 @@
-// FioProbeEtcdFsyncLatencyHigh: the etcd-fsync profile (fdatasync after every 2300-byte
-// write, as etcd's WAL does) shows an fsync p99 above etcd's 10 ms requirement. Warning at
-// the requirement, critical well above it; both from the shared p99 recording rule over
-// the configured latency window.
+// FioProbeEtcdFsyncLatencyHigh (disks that hold etcd) and FioProbeStorageClassLatencyHigh
+// (every other volume probed with the fsync profile). Both decide per probe run: a run is
+// slow when its own fsync p99, as fio computed it from all its fsyncs, is above the
+// threshold; an alert fires when enough of the last runs were slow. So one slow run never
+// fires, however slow it was, and how long the trouble lasted is what counts, not how many
+// fsyncs of a long window it touched. Runs that failed or are stale never count as slow.
 local u = import 'util.libsonnet';
 
 {
   prometheusAlerts+:: {
     local c = $._config,
-    local alert(severity, threshold, forDuration, consequence) = {
+    local w = c.windows,
+    local lastRun = u.probeLookup(
+      c, u.lastRunRecord('sync'), ' The last run measured {{ . | first | value | humanizeDuration }}.', pushed=false
+    ),
+    local etcd(severity, threshold, consequence) = {
       alert: 'FioProbeEtcdFsyncLatencyHigh',
-      expr: |||
-        %(record)s{profile="%(profile)s"} > %(threshold)s
-      ||| % {
-        record: u.quantileRecord('sync', 'p99'),
-        profile: c.etcdProfile,
-        threshold: u.num(threshold),
-      },
-      'for': forDuration,
+      expr: u.slowRunsAtLeast(
+        c, 'probe:fioprobe_runs_total:etcd_fsync_%s_slow' % severity, w.etcdRuns, c.etcdFsyncSlowRuns, c.etcdFsyncOfRuns
+      ),
       labels: { severity: severity },
       annotations: {
-        summary: 'Disk fsync p99 measured by the etcd probe is above what etcd needs.',
+        summary: 'The disk that holds etcd is too slow to fsync for several probe runs.',
         description: (
-          'fsync p99 of fioprobe %(probe)s is {{ $value | humanizeDuration }} over the last '
-          + '%(window)s, above the %(severity)s threshold of {{ %(threshold)s | humanizeDuration }}. '
+          '{{ $value }} of the last %(of)d runs of fioprobe %(probe)s measured an fsync p99 '
+          + 'above the %(severity)s threshold of {{ %(threshold)s | humanizeDuration }}.%(last)s '
           + '%(consequence)s'
         ) % {
+          of: c.etcdFsyncOfRuns,
           probe: u.probeText(c),
-          window: c.latencyWindow,
           severity: severity,
           threshold: u.num(threshold),
+          last: lastRun,
           consequence: consequence,
         },
         runbook_url: u.runbookURL(c, 'FioProbeEtcdFsyncLatencyHigh'),
@@ -38,18 +40,45 @@ local u = import 'util.libsonnet';
       {
         name: 'fioprobe-etcd',
         rules: [
-          alert(
+          etcd(
             'warning',
             c.etcdFsyncP99WarningSeconds,
-            c.etcdFsyncWarningFor,
             'etcd on this disk commits slower than it should; expect slow API requests.',
           ),
-          alert(
+          etcd(
             'critical',
             c.etcdFsyncP99CriticalSeconds,
-            c.etcdFsyncCriticalFor,
             'etcd on this disk risks missed heartbeats, leader elections and API timeouts.',
           ),
+        ],
+      },
+      {
+        name: 'fioprobe-storageclass-latency',
+        rules: [
+          {
+            alert: 'FioProbeStorageClassLatencyHigh',
+            expr: u.slowRunsAtLeast(
+              c, 'probe:fioprobe_runs_total:storageclass_fsync_slow', w.storageClassRuns, c.storageClassSlowRuns, c.storageClassOfRuns
+            ),
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'A volume is slower to fsync than its volume type should be, for several probe runs.',
+              description: (
+                '{{ $value }} of the last %(of)d runs of fioprobe %(probe)s measured an fsync p99 above '
+                + '%(threshold)s, the threshold for its volume type%(type)s.%(last)s Applications that '
+                + 'sync their writes (databases, queues) on this StorageClass wait that long.'
+              ) % {
+                of: c.storageClassOfRuns,
+                probe: u.probeText(c),
+                threshold: u.probeLookup(
+                  c, u.lastRunRecord('sync') + '_threshold', '{{ . | first | value | humanizeDuration }}', pushed=false
+                ),
+                type: u.probeLookup(c, 'fioprobe_info', ' ({{ . | first | label "volume_type" }})'),
+                last: lastRun,
+              },
+              runbook_url: u.runbookURL(c, 'FioProbeStorageClassLatencyHigh'),
+            },
+          },
         ],
       },
     ],

@@ -1,72 +1,94 @@
-// FioProbeFailing and FioProbeStale: the probe itself is not delivering measurements, so
-// every other fioprobe alert for it is blind. They are disjoint on purpose, one cause one
-// alert: Failing means runs happen and fail (fioprobe_success == 0, with
-// fioprobe_failure_reason_info telling why); Stale means no run has succeeded for a long
-// time although the last pushed run did not fail, i.e. runs stopped happening or stopped
-// reaching the Pushgateway. A Pushgateway never forgets a group, so a probe that stops
-// pushing keeps its last values forever and only its timestamp ages.
+// FioProbeFailing, FioProbeStale and FioProbeMissing: the probe itself is not delivering
+// measurements, so every other fioprobe alert for it is blind. A probe in trouble is in
+// exactly one of them, one cause one alert:
+//   Failing  runs happen and fail: the last `failingRuns` runs failed, and the probe still
+//            pushes (fioprobe_failure_reason_info says why);
+//   Stale    the probe's series are there but nothing (success or failure) was pushed for
+//            `staleAfterRuns` intervals: the probe stopped running or cannot reach the
+//            Pushgateway, and its group was left behind;
+//   Missing  an expected probe (config.libsonnet's expectedProbes, from the manifests) has no
+//            series at all for as long: it never pushed, its group was deleted, or the
+//            Pushgateway lost it while the probe was not running.
+// Failing requires a fresh push, Stale a push older than the same threshold, Missing no push
+// at all, so they never overlap, and a probe that stops after a failed run ends as Stale
+// instead of Failing forever. When expected probes are configured, only they can be Stale:
+// a probe removed from the configuration whose group was left behind stays silent (delete it
+// with `fioprobe gc`).
 local u = import 'util.libsonnet';
 
 {
   prometheusAlerts+:: {
     local c = $._config,
+    local w = c.windows,
+    local by = u.probeBy(c),
+    local expected = std.length(c.expectedProbes) > 0,
+    local expectedRecord = 'probe:fioprobe_expected:info',
+    local identity = 'storageclass, profile, node',
     // Go template appending the last failure's reason, looked up at notification time
-    // (fioprobe_failure_reason_info exists only while the last run failed). Absent labels
-    // render as "", which matches series without them (node, or cluster in a single
-    // Prometheus where it is an external label).
-    local reasonText =
-      '{{ with printf `fioprobe_failure_reason_info{'
-      + u.matchers(c, [c.clusterLabel + '="%s"', 'storageclass="%s"', 'profile="%s"', 'node="%s"'])
-      + '}` $labels.' + c.clusterLabel + ' $labels.storageclass $labels.profile $labels.node | query }}'
-      + '{{ range . }} Reason of the last failure: {{ .Labels.reason }}.{{ end }}{{ end }}',
-    local lastRunFailed = |||
-      min by (%(probeBy)s) (fioprobe_success{%(matchers)s}) == 0
-    ||| % { probeBy: u.probeBy(c), matchers: u.matchers(c) },
+    // (fioprobe_failure_reason_info exists only while the last run failed).
+    local reasonText = u.probeLookup(
+      c, 'fioprobe_failure_reason_info', '{{ range . }} Reason of the last failure: {{ .Labels.reason }}.{{ end }}'
+    ),
     groups+: [
       {
         name: 'fioprobe-probe-health',
         rules: [
           {
             alert: 'FioProbeFailing',
-            expr: lastRunFailed,
-            'for': c.failingFor,
+            expr: |||
+              min by (%(by)s) (fioprobe_success{%(matchers)s}) == 0
+              and on (%(by)s)
+              (%(fresh)s)
+            ||| % { by: by, matchers: u.matchers(c), fresh: u.fresh(c) },
+            'for': w.failingFor,
             labels: { severity: 'warning' },
             annotations: {
               summary: 'A fioprobe probe keeps failing, so its disk is not being measured.',
               description: (
-                'The runs of fioprobe %(probe)s have failed for %(for)s.%(reason)s'
-              ) % { probe: u.probeText(c), 'for': c.failingFor, reason: reasonText },
+                'The last %(runs)d runs of fioprobe %(probe)s failed.%(reason)s'
+              ) % { probe: u.probeText(c), runs: c.failingRuns, reason: reasonText },
               runbook_url: u.runbookURL(c, 'FioProbeFailing'),
             },
           },
           {
             alert: 'FioProbeStale',
             expr: |||
-              (
-                time() - max by (%(probeBy)s) (fioprobe_last_success_timestamp_seconds{%(matchers)s})
-                > %(staleAfter)s
-              )
-              unless on (%(probeBy)s)
-              (
-                %(lastRunFailed)s)
-            ||| % {
-              probeBy: u.probeBy(c),
-              matchers: u.matchers(c),
-              staleAfter: u.num(c.staleAfterSeconds),
-              lastRunFailed: lastRunFailed,
-            },
+                    time() - %(pushTime)s > %(staleAfter)s
+                  ||| % { pushTime: u.pushTimeRecord, staleAfter: u.num(w.staleAfterSeconds) }
+                  + (if expected then 'and on (%s)\n%s\n' % [identity, expectedRecord] else ''),
             labels: { severity: 'warning' },
             annotations: {
-              summary: 'A fioprobe probe has not produced a successful run for a long time.',
+              summary: 'A fioprobe probe stopped pushing results, so its disk is not being measured.',
               description: (
-                'The last successful run of fioprobe %(probe)s was {{ $value | humanizeDuration }} '
-                + 'ago and no failed run has been pushed since: the probe is not running or '
-                + 'cannot reach the Pushgateway.'
-              ) % { probe: u.probeText(c) },
+                'fioprobe %(probe)s last pushed a result {{ $value | humanizeDuration }} ago, '
+                + 'more than %(runs)d probe intervals: it is not running or cannot reach the '
+                + 'Pushgateway. Its last values are kept there but no alert uses them.'
+              ) % { probe: u.probeText(c), runs: c.staleAfterRuns },
               runbook_url: u.runbookURL(c, 'FioProbeStale'),
             },
           },
-        ],
+        ] + (if !expected then [] else [
+               {
+                 alert: 'FioProbeMissing',
+                 expr: |||
+                   %(expected)s
+                   unless on (%(identity)s)
+                   push_time_seconds{%(matchers)s}
+                 ||| % { expected: expectedRecord, identity: identity, matchers: u.matchers(c) },
+                 'for': w.staleAfter,
+                 labels: { severity: 'warning' },
+                 annotations: {
+                   summary: 'A deployed fioprobe probe has no data in Prometheus at all.',
+                   description: (
+                     'fioprobe %(probe)s is deployed but Prometheus has had none of its series '
+                     + 'for %(runs)d probe intervals (%(for)s): it never pushed, or its Pushgateway '
+                     + 'group is gone (deleted, or a Pushgateway restart without persistence) '
+                     + 'while the probe is not running.'
+                   ) % { probe: u.probeText(c), runs: c.staleAfterRuns, 'for': w.staleAfter },
+                   runbook_url: u.runbookURL(c, 'FioProbeMissing'),
+                 },
+               },
+             ]),
       },
     ],
   },

@@ -1,18 +1,60 @@
-// Recording rules shared by alerts and dashboards (docs/CONTRACT-NOTES.md):
-//   probe:fioprobe_<op>_latency_seconds:p50|p99|p999 for op in sync, write, read,
-// one series per cluster, StorageClass, node and profile. The histograms are cumulative
-// across runs, so rate() over a window of several runs is the latency distribution of
-// those runs; histogram_quantile of it is exact at the bucket boundaries (10 ms is one).
+// Recording rules shared by alerts and dashboards (docs/CONTRACT-NOTES.md, docs/MIXIN.md).
+// Every probe series is first reduced to one series per probe (cluster, StorageClass, node,
+// profile): the labels prometheus-operator adds (pod, service, endpoint, namespace) change
+// when the Pushgateway pod is replaced, and per-probe series keep range functions
+// continuous across that.
+//
+//   probe:fioprobe_<op>_latency_seconds:p50|p99|p999   latency over the last
+//       latencyWindowRuns runs, from the cumulative histograms; exact at bucket boundaries
+//       (10 ms is one). Dashboards and the regression alert. No value (not NaN) while the
+//       window holds no run.
+//   probe:fioprobe_last_sync_latency_seconds:p99       the last run's own fsync p99 (fio's)
+//   probe:push_time_seconds:max                        when the probe last pushed anything
+//   probe:fioprobe_runs_total:<check>_slow             the run number while the current run
+//       is slow by <check>; what the "N of the last M runs" alerts count
+//   probe:fioprobe_last_sync_latency_seconds:p99_threshold   the StorageClass alert's
+//       threshold for the probe's volume type
+//   probe:fioprobe_expected:info                       one static series per expected probe
 local u = import 'util.libsonnet';
 
 {
   prometheusRules+:: {
     local c = $._config,
+    local by = u.probeBy(c),
     local quantiles = [
       { name: 'p50', q: '0.5' },
       { name: 'p99', q: '0.99' },
       { name: 'p999', q: '0.999' },
     ],
+    local lastP99 = u.lastRunRecord('sync'),
+    local thresholds = c.storageClassFsyncP99WarningSeconds,
+    local knownTypes = std.objectFields(thresholds),
+    local thresholdValues = std.set([thresholds[t] for t in knownTypes]),
+    local scMatchers(extra) = u.matchers(c, ['profile="%s"' % c.storageClassLatencyProfile] + extra),
+
+    // The run number of the probes selected by `matchers` while their last run satisfies
+    // `condition`, succeeded and is fresh.
+    local slowRun(check, matchers, condition, extra='') = {
+      record: 'probe:fioprobe_runs_total:%s_slow' % check,
+      expr: |||
+        max by (%(by)s) (fioprobe_runs_total{%(matchers)s})
+        and on (%(by)s)
+        (%(condition)s)
+        and on (%(by)s)
+        (min by (%(by)s) (fioprobe_success{%(all)s}) == 1)
+        and on (%(by)s)
+        (%(fresh)s)%(extra)s
+      ||| % {
+        by: by,
+        matchers: matchers,
+        condition: condition,
+        all: u.matchers(c),
+        fresh: u.fresh(c),
+        extra: extra,
+      },
+    },
+    local etcdMatchers = u.matchers(c, [c.etcdDiskSelector, 'profile="%s"' % c.etcdProfile]),
+
     groups+: [
       {
         name: 'fioprobe.rules',
@@ -22,17 +64,75 @@ local u = import 'util.libsonnet';
             expr: |||
               histogram_quantile(%(q)s, sum by (%(by)s, le) (
                 rate(fioprobe_%(op)s_latency_seconds_bucket{%(matchers)s}[%(window)s])
-              ))
+              )) >= 0
             ||| % {
               q: quantile.q,
-              by: u.probeBy(c),
+              by: by,
               op: op,
               matchers: u.matchers(c),
-              window: c.latencyWindow,
+              window: c.windows.latency,
             },
           }
           for op in ['sync', 'write', 'read']
           for quantile in quantiles
+        ] + [
+          {
+            record: u.pushTimeRecord,
+            expr: 'max by (%s) (push_time_seconds{%s})\n' % [by, u.matchers(c)],
+          },
+          {
+            record: lastP99,
+            expr: 'max by (%s) (fioprobe_last_sync_latency_seconds{%s})\n'
+                  % [by, u.matchers(c, ['quantile="0.99"'])],
+          },
+          {
+            record: lastP99 + '_threshold',
+            expr: std.join('\nor\n', [
+              '%s * max by (%s) (fioprobe_info{%s})' % [
+                u.num(value),
+                by,
+                scMatchers(['volume_type=~"%s"' % std.join('|', [t for t in knownTypes if thresholds[t] == value])]),
+              ]
+              for value in thresholdValues
+            ] + [
+              '%s * max by (%s) (fioprobe_info{%s})' % [
+                u.num(c.storageClassFsyncP99DefaultWarningSeconds),
+                by,
+                scMatchers(['volume_type!~"%s"' % std.join('|', knownTypes)]),
+              ],
+            ]) + '\n',
+          },
+          slowRun(
+            'etcd_fsync_warning',
+            etcdMatchers,
+            '%s > %s' % [lastP99, u.num(c.etcdFsyncP99WarningSeconds)],
+          ),
+          slowRun(
+            'etcd_fsync_critical',
+            etcdMatchers,
+            '%s > %s' % [lastP99, u.num(c.etcdFsyncP99CriticalSeconds)],
+          ),
+          slowRun(
+            'storageclass_fsync',
+            scMatchers([]),
+            '%s > on (%s) %s_threshold' % [lastP99, by, lastP99],
+            '\nunless on (%s)\nfioprobe_runs_total{%s}' % [by, u.matchers(c, [c.etcdDiskSelector])],
+          ),
+        ],
+      },
+      {
+        // Static: which probes the configuration deploys. FioProbeMissing and FioProbeStale
+        // compare with them; they carry no cluster label (each cluster's Prometheus
+        // evaluates its own rules; its external label is added on the way out).
+        name: 'fioprobe.expected',
+        rules: [
+          {
+            record: 'probe:fioprobe_expected:info',
+            expr: 'vector(1)',
+            labels: { storageclass: p.storageclass, profile: p.profile }
+                    + (if std.objectHas(p, 'node') then { node: p.node } else {}),
+          }
+          for p in c.expectedProbes
         ],
       },
     ],

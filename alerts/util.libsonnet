@@ -29,4 +29,79 @@
 
   // Name of the shared latency quantile recording rule (see recording.libsonnet).
   quantileRecord(op, quantile):: 'probe:fioprobe_%s_latency_seconds:%s' % [op, quantile],
+
+  // Seconds as a Prometheus duration ("1h30m", "12s500ms"): windows are computed in seconds
+  // from the probe interval, and Prometheus takes only integer units.
+  duration(seconds)::
+    local ms = std.floor(seconds * 1000 + 0.5);
+    assert ms > 0 : 'a window of %s s is not a duration' % seconds;
+    local units = [['h', 3600000], ['m', 60000], ['s', 1000], ['ms', 1]];
+    local part(rest, i) =
+      if i == std.length(units) then ''
+      else
+        local n = std.floor(rest / units[i][1]);
+        (if n > 0 then '%d%s' % [n, units[i][0]] else '') + part(rest - n * units[i][1], i + 1);
+    part(ms, 0),
+
+  // A Prometheus duration ("1w", "1d", "90m", "1h30m") in seconds, for the checks of
+  // alerts/windows.libsonnet.
+  seconds(text)::
+    local factors = { y: 31536000, w: 604800, d: 86400, h: 3600, m: 60, s: 1, ms: 0.001 };
+    local digits = std.set(std.stringChars('0123456789'));
+    local parse(chars, i, number, total) =
+      if i == std.length(chars) then
+        assert number == '' : 'duration %s ends without a unit' % text;
+        total
+      else if std.member(digits, chars[i]) then parse(chars, i + 1, number + chars[i], total)
+      else
+        local unit = if chars[i] == 'm' && i + 1 < std.length(chars) && chars[i + 1] == 's' then 'ms' else chars[i];
+        assert number != '' && std.objectHas(factors, unit) : 'not a Prometheus duration: %s' % text;
+        parse(chars, i + std.length(unit), '', total + std.parseInt(number) * factors[unit]);
+    parse(std.stringChars(text), 0, '', 0),
+
+  // Name of the per-probe recording rule holding the last run's fio p99 of `op`.
+  lastRunRecord(op):: 'probe:fioprobe_last_%s_latency_seconds:p99' % op,
+
+  // The recorded time of the probe's last push (any outcome), from the Pushgateway's own
+  // push_time_seconds of the probe's group(s).
+  pushTimeRecord:: 'probe:push_time_seconds:max',
+
+  // "The probe pushed recently": its last push (success or failure) is younger than the
+  // stale threshold. Every alert on pushed gauges requires it, so frozen values of a probe
+  // that stopped never keep an alert firing; that probe is FioProbeStale instead.
+  fresh(c)::
+    'time() - %s < %s' % [$.pushTimeRecord, $.num(c.windows.staleAfterSeconds)],
+
+  // "At least `slow` of the last `of` runs were slow", from a recorded series that holds
+  // the probe's run number (fioprobe_runs_total) while its current run is slow and fresh,
+  // and is absent otherwise. Over `window` ((of - 1) intervals plus the push margin):
+  //   distinct slow runs = changes() + 1 (a fast run in between is a gap, not a change);
+  //   the run just before the last `of` is in view during the margin after a push; if it
+  //   was slow it is the oldest number, and it is taken off again by comparing with the
+  //   probe's current run number (the highest in the window, so a Pushgateway restart that
+  //   hides the series until the next push neither resolves nor re-fires the alert).
+  // $value is the number of slow runs among the last `of`.
+  slowRunsAtLeast(c, record, window, slow, of)::
+    local by = $.probeBy(c);
+    |||
+      (
+        changes(%(record)s[%(window)s]) + 1
+        - (
+          min_over_time(%(record)s[%(window)s])
+          <= bool on (%(by)s)
+          (max by (%(by)s) (max_over_time(fioprobe_runs_total{%(matchers)s}[%(window)s])) - %(of)d)
+        )
+      ) >= %(slow)d
+    ||| % { record: record, window: window, by: by, matchers: $.matchers(c), of: of, slow: slow },
+
+  // Go template: the first value of a PromQL query on the alert's own probe (absent labels
+  // render as "", which matches series without them), through `format` ("{{ . | first |
+  // value | humanizeDuration }}" and the like).
+  // `pushed`: the metric is a pushed fioprobe_* one (the configured selector applies), not
+  // a recording rule (whose other labels were aggregated away).
+  probeLookup(c, metric, format, pushed=true)::
+    '{{ with printf `' + metric + '{'
+    + $.matchers(if pushed then c else c { fioprobeSelector: '' }, [c.clusterLabel + '="%s"', 'storageclass="%s"', 'profile="%s"', 'node="%s"'])
+    + '}` $labels.' + c.clusterLabel + ' $labels.storageclass $labels.profile $labels.node | query }}'
+    + format + '{{ end }}',
 }

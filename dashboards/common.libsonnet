@@ -61,7 +61,11 @@ function(c) {
     + var.query.generalOptions.withLabel('Cluster')
     + var.query.generalOptions.withDescription(
       'Value of the `%s` label (a Prometheus external label); empty in a single Prometheus.' % cl
-    ),
+
+    )
+    // Hidden where there is one cluster only (showClusterVariable: false); the variable
+    // stays, so every query keeps its cluster matcher.
+    + (if d.showClusterVariable then {} else var.query.generalOptions.showOnDashboard.withNothing()),
 
   // A multi-value variable over a label of fioprobe_success; "All" is the regex `.*`, which
   // also matches series without the label (node is present only on node-local probes).
@@ -242,5 +246,13 @@ function(c) {
     + db.time.withFrom(d.timeFrom)
     + db.graphTooltip.withSharedCrosshair()
     + db.withVariables(variables)
+    // Every fioprobe dashboard links to the others by tag, as a dropdown that keeps the
+    // time range and the variables (cluster, StorageClass, node, profile).
+    + db.withLinks([
+      db.link.dashboards.new('fioprobe', [d.linkTag])
+      + db.link.dashboards.options.withAsDropdown()
+      + db.link.dashboards.options.withIncludeVars()
+      + db.link.dashboards.options.withKeepTime(),
+    ])
     + db.withPanels(g.util.grid.wrapPanels(panels, 12, 8)),
 }

@@ -11,6 +11,11 @@
         etcd: 'fioprobe-etcd-disks',
       },
       tags: ['fioprobe', 'storage'],
+      // Tag the dashboard links select: every dashboard carrying it appears in each one's
+      // "fioprobe" dropdown.
+      linkTag: 'fioprobe',
+      // false hides the cluster variable (single-cluster setups, where it is empty anyway).
+      showClusterVariable: true,
       timezone: 'utc',
       refresh: '1m',
       timeFrom: 'now-24h',
@@ -21,14 +26,14 @@
       // Probes push every few minutes; a Pushgateway series keeps its value in between, so
       // lines need no gap-bridging, but a missing push should show as a gap after an hour.
       spanNulls: 3600000,
-      // Heatmap cells at least this wide: narrower ones would mostly fall between two runs
-      // and be empty. About one probe interval.
-      heatmapMinInterval: '5m',
+      // Heatmap cells at least one probe interval wide: narrower ones would mostly fall
+      // between two runs and be empty. Derived from the schedule (probeIntervalSeconds).
+      heatmapMinInterval: $._config.windows.interval,
       // Window of the probe-cost panels (bytes per day).
       costWindow: '1d',
       // Comparison dashboard: rate windows offered for its histogram quantiles (the first
       // is the default, the recording rules' window), and how far back B may be shifted.
-      comparisonWindows: [$._config.latencyWindow, '1h', '6h', '1d', '7d'],
+      comparisonWindows: [$._config.windows.latency, '1h', '6h', '1d', '7d'],
       comparisonShifts: [
         // PromQL has no `offset 0`; 1ms stands for "now".
         { key: 'now', value: '1ms' },

@@ -62,7 +62,7 @@ function(c)
       ),
       k.latencyTimeSeries(
         'fsync p99 per node',
-        'Probe fsync p99 per control-plane node over the last %s of runs ' % c.latencyWindow
+        'Probe fsync p99 per control-plane node over the last %s of runs ' % c.windows.latency
         + '(recording rule probe:fioprobe_sync_latency_seconds:p99, the same series '
         + 'FioProbeEtcdFsyncLatencyHigh uses). ' + thresholdsText,
         k.target('max by (node) (probe:fioprobe_sync_latency_seconds:p99%s)' % fsyncRec, '{{node}}'),
@@ -73,7 +73,7 @@ function(c)
         'Probe fsync p99 vs etcd WAL fsync p99',
         "The probe's fsync p99 per node beside etcd's own WAL fsync p99 per member "
         + '(histogram_quantile over etcd_disk_wal_fsync_duration_seconds_bucket, same '
-        + '%s window). Their buckets share every boundary. ' % c.latencyWindow
+        + '%s window). Their buckets share every boundary. ' % c.windows.latency
         + "etcd's lines appear only where Prometheus scrapes etcd. " + thresholdsText,
         [
           k.target(
@@ -83,7 +83,7 @@ function(c)
           k.target(
             'histogram_quantile(0.99, sum by (%s, le) ' % d.etcdMemberLabel
             + '(rate(etcd_disk_wal_fsync_duration_seconds_bucket%s[%s])))'
-              % [k.ext(d.etcdSelector), c.latencyWindow],
+              % [k.ext(d.etcdSelector), c.windows.latency],
             'etcd {{%s}}' % d.etcdMemberLabel
           ),
         ],

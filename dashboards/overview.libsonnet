@@ -105,13 +105,13 @@ function(c)
       'Oldest last success',
       'Time since the least recent successful run among the selected probes that have ever '
       + 'succeeded (fioprobe_last_success_timestamp_seconds; "Never succeeded" counts the '
-      + 'others). Red from %s s, when FioProbeStale fires.' % c.staleAfterSeconds,
+      + 'others). Red from %s s, the age at which FioProbeStale fires for a probe that stopped pushing.' % c.windows.staleAfterSeconds,
       's',
       k.instant('max(time() - fioprobe_last_success_timestamp_seconds%s)' % raw),
       [
         { color: 'green', value: null },
-        { color: 'yellow', value: c.staleAfterSeconds / 2 },
-        { color: 'red', value: c.staleAfterSeconds },
+        { color: 'yellow', value: c.windows.staleAfterSeconds / 2 },
+        { color: 'red', value: c.windows.staleAfterSeconds },
       ],
       w=4,
     ),
@@ -142,7 +142,7 @@ function(c)
     + g.panel.timeSeries.standardOptions.thresholds.withMode('absolute')
     + g.panel.timeSeries.standardOptions.thresholds.withSteps([
       { color: 'green', value: null },
-      { color: 'red', value: c.staleAfterSeconds },
+      { color: 'red', value: c.windows.staleAfterSeconds },
     ])
     + g.panel.timeSeries.fieldConfig.defaults.custom.thresholdsStyle.withMode('dashed'),
     k.timeSeries(
@@ -216,7 +216,7 @@ function(c)
       k.row('Latency over time'),
       k.latencyTimeSeries(
         'fsync p99 over time',
-        'fsync p99 over the last %s of runs, from the cumulative histogram ' % c.latencyWindow
+        'fsync p99 over the last %s of runs, from the cumulative histogram ' % c.windows.latency
         + '(recording rule probe:fioprobe_sync_latency_seconds:p99, shared with the alerts). '
         + 'Dashed lines at %s s and %s s; etcd needs p99 below 10 ms.'
           % [k.num(d.latencyYellowSeconds), k.num(d.latencyRedSeconds)],
@@ -224,14 +224,14 @@ function(c)
       ),
       k.latencyTimeSeries(
         'fsync p99.9 over time',
-        'fsync p99.9 over the last %s of runs ' % c.latencyWindow
+        'fsync p99.9 over the last %s of runs ' % c.windows.latency
         + '(recording rule probe:fioprobe_sync_latency_seconds:p999): the tail that single '
         + 'slow runs move first.',
         k.target('probe:fioprobe_sync_latency_seconds:p999%s' % rec, legend),
       ),
       k.latencyTimeSeries(
         'Write and read completion latency p99',
-        'Completion latency p99 of writes and reads over the last %s of runs ' % c.latencyWindow
+        'Completion latency p99 of writes and reads over the last %s of runs ' % c.windows.latency
         + '(recording rules probe:fioprobe_write_latency_seconds:p99 and '
         + 'probe:fioprobe_read_latency_seconds:p99).',
         [

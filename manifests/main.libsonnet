@@ -2,10 +2,10 @@
 // configuration (manifests/config.libsonnet by default). Nested objects merge key by key
 // (std.mergePatch), so a config that sets `etcd: { nodes: [...] }` keeps the default
 // tolerations; lists replace.
-local defaults = import 'lib/defaults.libsonnet';
+local monitoringConfig = import 'lib/monitoring-config.libsonnet';
 
 function(config=(import 'config.libsonnet'), overrides={})
-  local c = std.mergePatch(std.mergePatch(defaults, config), overrides);
+  local c = monitoringConfig.merged(config, overrides);
   // Locals, not fields: jsonnet caches a local's value but re-evaluates a field on every
   // access, and the monitoring component (the mixin's dashboards) takes seconds.
   local pushgateway = (import 'components/pushgateway.libsonnet')(c);
@@ -13,6 +13,9 @@ function(config=(import 'config.libsonnet'), overrides={})
   local monitoring = (import 'components/monitoring.libsonnet')(c);
   {
     config:: c,
+    // The monitoring mixin's _config keys this configuration implies (probe interval,
+    // expected probes), for a mixin rendered elsewhere (kube-prometheus' addMixin).
+    mixinConfig:: monitoringConfig.mixinConfig(c),
     pushgateway: pushgateway,
     probes: probes,
     monitoring: monitoring,

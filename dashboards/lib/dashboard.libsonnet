@@ -42,6 +42,29 @@ local asArray(v) = if std.isArray(v) then v else [v];
     withSharedTooltip():: { graphTooltip: 2 },
   },
   withVariables(value):: { templating+: { list: asArray(value) } },
+  withLinks(value):: { links: asArray(value) },
+  // grafonnet's dashboard.link.dashboards: a link to every dashboard with the given tags.
+  link:: {
+    dashboards:: {
+      new(title, tags):: {
+        title: title,
+        type: 'dashboards',
+        tags: asArray(tags),
+        asDropdown: false,
+        includeVars: false,
+        keepTime: false,
+        targetBlank: false,
+        icon: 'external link',
+        tooltip: '',
+        url: '',
+      },
+      options:: {
+        withAsDropdown(value=true):: { asDropdown: value },
+        withIncludeVars(value=true):: { includeVars: value },
+        withKeepTime(value=true):: { keepTime: value },
+      },
+    },
+  },
   // Unlike grafonnet, numbers the panels (see g.libsonnet).
   withPanels(value):: { panels: util.panel.setPanelIDs(asArray(value)) },
 

@@ -9,7 +9,10 @@ local common = import '../lib/common.libsonnet';
 function(config)
   local c = config;
   local m = c.monitoring;
-  local mixin = (import '../../mixin.libsonnet') + { _config+:: m.mixinConfig };
+  // The schedule and the expected probes of exactly this configuration (overrides
+  // included), then the user's own mixin overrides.
+  local deployed = (import '../lib/monitoring-config.libsonnet').mixinConfig(c);
+  local mixin = (import '../../mixin.libsonnet') + { _config+:: deployed + m.mixinConfig };
   local groups = mixin.prometheusAlerts.groups + mixin.prometheusRules.groups;
   local dashboards = mixin.grafanaDashboards;
   local dashboardJson = {

@@ -11,16 +11,19 @@ local addMixin = import 'kube-prometheus/lib/mixin.libsonnet';
 local namespace = 'monitoring';
 
 // The mixin at the repository root: prometheusAlerts, prometheusRules, grafanaDashboards.
+local fioprobe = (import 'fioprobe/manifests/kube-prometheus/fioprobe.libsonnet')(namespace);
+
 local fioprobeMixin = addMixin({
   name: 'fioprobe',
   namespace: namespace,
   dashboardFolder: 'fioprobe',
   mixin: (import 'fioprobe/mixin.libsonnet') + {
-    _config+:: {},  // e.g. clusterLabel, thresholds: see config.libsonnet
+    // The probe interval and the expected probes of the deployed probes, so the alerts'
+    // windows follow their schedule. Add your own keys (clusterLabel, thresholds: see
+    // config.libsonnet) in a second `_config+::` after this object.
+    _config+:: fioprobe.mixinConfig,
   },
 });
-
-local fioprobe = (import 'fioprobe/manifests/kube-prometheus/fioprobe.libsonnet')(namespace);
 
 local kp = (import 'kube-prometheus/main.libsonnet') + {
   values+:: {

@@ -1,0 +1,805 @@
+"""promtool unit tests of the mixin's alerts, generated from scenarios of pushed probe runs.
+
+Why generated: the same scenarios must run at several probe schedules (5, 10 and 15 minutes;
+tests/test_mixin_schedules.py renders the rules for each and measures when each alert fires),
+and they must look like what Prometheus really scrapes from a Pushgateway, which is too long
+to write by hand: one sample every 30 s; each value steps once per probe run (the run pushes
+~20 s after its slot starts and the next scrape sees it) and stays flat in between; the
+labels prometheus-operator adds to a ServiceMonitor's targets (namespace, service, pod,
+endpoint, container) besides the pushed job and instance="" (honorLabels); an optional
+cluster label. A Pushgateway restart without persistence drops every series until the
+probe's next push, and the new pod comes back with a new `pod` label.
+
+`python alerts/tests/scenarios.py [outdir]` writes the committed 5-minute files
+(scripts/generate.d/15-alert-tests.sh). Time 0 of every test is the start of run 0; "first
+bad run" in docs/MIXIN.md's table is the start of the first slot whose run is bad.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+SCRAPE_S = 30
+#: A staleness marker (promtool's `stale`).
+STALE = float("inf")
+RULES = "../out/rules.yaml"
+RUNBOOKS = "https://github.com/fioprobe/fioprobe/blob/main/docs/runbooks.md"
+POD = "fioprobe-pushgateway-7c9d6b5f4-x2x9q"
+POD_AFTER_RESTART = "fioprobe-pushgateway-7c9d6b5f4-k8r2m"
+OPERATOR_LABELS = {
+    "job": "fioprobe",
+    "instance": "",
+    "namespace": "fioprobe",
+    "service": "fioprobe-pushgateway",
+    "endpoint": "http",
+    "container": "pushgateway",
+}
+#: The default configuration's expected probes (manifests/config.libsonnet).
+ETCD_SC, ETCD_NODES = "etcd-disk", ["control-plane-0", "control-plane-1", "control-plane-2"]
+
+
+@dataclass
+class Run:
+    """One probe run: what its push carries."""
+
+    success: bool = True
+    p99: float | None = 0.002  # last run's fsync p99 (etcd-fsync profile)
+    write_iops: float | None = None  # burst-ceiling profile
+    buckets: dict[str, int] | None = None  # this run's own fsync histogram counts, by le
+    reason: str = "fio_error"
+
+
+@dataclass
+class Probe:
+    storageclass: str
+    profile: str
+    node: str | None = None
+    cluster: str | None = None
+    volume_type: str = "unknown"
+    baseline_iops: float | None = None
+    burst_iops: float | None = None
+    #: runs[k] is run k (slot k), None where no run pushed (the probe was not running).
+    runs: list[Run | None] = field(default_factory=list)
+    #: From this sample on the group is gone from the Pushgateway (deleted), until a push.
+    deleted_at: int | None = None
+    #: Replace OPERATOR_LABELS' job/instance by OpenShift's exported_job/exported_instance.
+    openshift: bool = False
+
+    def labels(self) -> dict[str, str]:
+        out = {"storageclass": self.storageclass, "profile": self.profile}
+        if self.node:
+            out["node"] = self.node
+        if self.cluster:
+            out["cluster"] = self.cluster
+        return out
+
+
+def fmt_labels(labels: dict[str, str]) -> str:
+    return "{" + ", ".join(f'{k}="{v}"' for k, v in labels.items()) + "}"
+
+
+def compress(values: list[float | None]) -> str:
+    """promtool's series notation: `vxN` is N+1 samples of v, `_xN` is N missing ones."""
+    out: list[str] = []
+    i = 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and values[j + 1] == values[i]:
+            j += 1
+        n = j - i + 1
+        v = values[i]
+        if v is None:
+            out.append("_" if n == 1 else f"_x{n}")
+        elif v == STALE:
+            out += ["stale"] * n
+        else:
+            text = f"{v:.10g}"
+            out.append(text if n == 1 else f"{text}x{n - 1}")
+        i = j + 1
+    return " ".join(out)
+
+
+@dataclass
+class Scenario:
+    name: str
+    interval_min: int
+    probes: list[Probe]
+    samples: int
+    #: Pushgateway restarts without persistence, at these samples.
+    gateway_restarts: list[int] = field(default_factory=list)
+    checks: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def per_run(self) -> int:
+        return self.interval_min * 60 // SCRAPE_S
+
+    def push_sample(self, k: int) -> int:
+        """The run of slot k pushes ~20 s after the slot starts: the next scrape has it."""
+        return k * self.per_run + 1
+
+    def series(self) -> list[dict[str, str]]:
+        out: list[dict[str, str]] = []
+        for probe in self.probes:
+            out += self._probe_series(probe)
+        return out
+
+    def _probe_series(self, p: Probe) -> list[dict[str, str]]:
+        streams: dict[tuple[str, str], list[float | None]] = {}
+        base = dict(OPERATOR_LABELS)
+        if p.openshift:
+            base = {("exported_" + k if k in ("job", "instance") else k): v for k, v in base.items()}
+
+        def put(s: int, metric: str, extra: dict[str, str], value: float | None, pod: str) -> None:
+            labels = {**base, "pod": pod, **p.labels(), **extra}
+            key = (metric, fmt_labels(labels))
+            streams.setdefault(key, [None] * self.samples)[s] = value
+
+        runs_total = 0
+        last_success_ts: float | None = None
+        cumulative: dict[str, int] = {}
+        state: dict[str, Any] | None = None
+        visible = False
+        pushes = {self.push_sample(k): k for k, r in enumerate(p.runs) if r is not None}
+        for s in range(self.samples):
+            pod = POD if not any(r <= s for r in self.gateway_restarts) else POD_AFTER_RESTART
+            if s in self.gateway_restarts or (p.deleted_at is not None and s == p.deleted_at):
+                visible = False
+            if s in pushes:
+                k = pushes[s]
+                run = p.runs[k]
+                assert run is not None
+                runs_total += 1
+                push_time = k * self.interval_min * 60 + 20
+                if run.success:
+                    last_success_ts = push_time
+                    for le, n in (run.buckets or {}).items():
+                        cumulative[le] = cumulative.get(le, 0) + n
+                state = {"run": run, "push_time": push_time, "runs_total": runs_total}
+                visible = True
+            if not visible or state is None:
+                continue
+            run = state["run"]
+            put(s, "push_time_seconds", {}, state["push_time"], pod)
+            put(s, "fioprobe_runs_total", {}, state["runs_total"], pod)
+            put(s, "fioprobe_success", {}, 1.0 if run.success else 0.0, pod)
+            if last_success_ts is not None:
+                put(s, "fioprobe_last_success_timestamp_seconds", {}, last_success_ts, pod)
+            info = {
+                "fio_version": "fio-3.33",
+                "version": "0.1.0",
+                "volume_type": p.volume_type,
+                "provisioner": "ebs.csi.aws.com",
+                "ran_on_node": p.node or "worker-1",
+                "histogram_source": "bins",
+            }
+            put(s, "fioprobe_info", info, 1.0, pod)
+            if p.baseline_iops is not None:
+                put(s, "fioprobe_volume_baseline_iops", {}, p.baseline_iops, pod)
+                put(s, "fioprobe_volume_burst_iops", {}, p.burst_iops, pod)
+            if not run.success:
+                put(s, "fioprobe_failure_reason_info", {"reason": run.reason}, 1.0, pod)
+                continue
+            if run.p99 is not None:
+                put(
+                    s,
+                    "fioprobe_last_sync_latency_seconds",
+                    {"fio_job": p.profile, "quantile": "0.99"},
+                    run.p99,
+                    pod,
+                )
+            if run.write_iops is not None:
+                put(s, "fioprobe_write_iops", {"fio_job": p.profile}, run.write_iops, pod)
+            for le, n in cumulative.items():
+                put(s, "fioprobe_sync_latency_seconds_bucket", {"le": le}, n, pod)
+        # Prometheus writes a staleness marker when a series is gone from a scrape (or its
+        # target is): the series disappears at once, not five minutes later.
+        for values in streams.values():
+            for s in range(1, len(values)):
+                if values[s] is None and values[s - 1] not in (None, STALE):
+                    values[s] = STALE
+        return [
+            {"series": metric + labels, "values": compress(values)}
+            for (metric, labels), values in streams.items()
+        ]
+
+
+    def test(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "interval": f"{SCRAPE_S}s",
+            "input_series": self.series(),
+            "alert_rule_test": self.checks,
+        }
+
+
+def seen(i: int, slot: float, after: int = 0) -> str:
+    """eval_time: the first evaluation that sees the push of `slot` (30 s after the slot
+    starts), plus `after` seconds."""
+    return f"{int(slot * i * 60) + SCRAPE_S + after}s"
+
+
+def pushed_at(i: int, slot: int) -> int:
+    return slot * i * 60 + 20
+
+
+# --- expected alerts ------------------------------------------------------------------------
+
+
+def humanize_duration(v: float) -> str:
+    """Prometheus' humanizeDuration for the values used here."""
+    if v == 0:
+        return "0s"
+    if abs(v) >= 1:
+        seconds = int(v)
+        days, hours = seconds // 86400, seconds // 3600 % 24
+        minutes, secs = seconds // 60 % 60, seconds % 60
+        parts = []
+        if days:
+            parts.append(f"{days}d")
+        if days or hours:
+            parts.append(f"{hours}h")
+        if days or hours or minutes:
+            parts.append(f"{minutes}m")
+        parts.append(f"{secs}s")
+        return " ".join(parts)
+    for prefix, factor in (("m", 1e3), ("u", 1e6), ("n", 1e9)):
+        if abs(v) * factor >= 1:
+            return f"{v * factor:.4g}{prefix}s"
+    return f"{v:.4g}s"
+
+
+def probe_text(p: Probe) -> str:
+    text = f"storageclass {p.storageclass}, profile {p.profile}"
+    if p.node:
+        text += f" on node {p.node}"
+    if p.cluster:
+        text += f" in cluster {p.cluster}"
+    return text
+
+
+def etcd_alert(p: Probe, severity: str, slow: int, last_p99: float | None) -> dict[str, Any]:
+    threshold, consequence = {
+        "warning": (0.01, "etcd on this disk commits slower than it should; expect slow API requests."),
+        "critical": (
+            0.032,
+            "etcd on this disk risks missed heartbeats, leader elections and API timeouts.",
+        ),
+    }[severity]
+    return {
+        "exp_labels": {"severity": severity, **p.labels()},
+        "exp_annotations": {
+            "summary": "The disk that holds etcd is too slow to fsync for several probe runs.",
+            "description": (
+                f"{slow} of the last 3 runs of fioprobe {probe_text(p)} measured an fsync p99 "
+                f"above the {severity} threshold of {humanize_duration(threshold)}."
+                + ("" if last_p99 is None else f" The last run measured {humanize_duration(last_p99)}.")
+                + f" {consequence}"
+            ),
+            "runbook_url": f"{RUNBOOKS}#fioprobeetcdfsynclatencyhigh",
+        },
+    }
+
+
+def sc_alert(p: Probe, slow: int, threshold: float, last_p99: float) -> dict[str, Any]:
+    return {
+        "exp_labels": {"severity": "warning", **p.labels()},
+        "exp_annotations": {
+            "summary": "A volume is slower to fsync than its volume type should be, for several "
+            "probe runs.",
+            "description": (
+                f"{slow} of the last 4 runs of fioprobe {probe_text(p)} measured an fsync p99 above "
+                f"{humanize_duration(threshold)}, the threshold for its volume type "
+                f"({p.volume_type}). The last run measured {humanize_duration(last_p99)}. "
+                "Applications that sync their writes (databases, queues) on this StorageClass "
+                "wait that long."
+            ),
+            "runbook_url": f"{RUNBOOKS}#fioprobestorageclasslatencyhigh",
+        },
+    }
+
+
+def burst_alert(p: Probe, iops: float) -> dict[str, Any]:
+    return {
+        "exp_labels": {"severity": "warning", **p.labels()},
+        "exp_annotations": {
+            "summary": "A volume that should burst only delivers its baseline IOPS: burst "
+            "credits are likely exhausted.",
+            "description": (
+                f"The IOPS-ceiling probe of {probe_text(p)} measured {iops:.0f} write IOPS, within "
+                "the lowest 25% of the range between the volume's baseline and burst IOPS, in "
+                "each of its last 3 runs. IO beyond the baseline is throttled until credits are "
+                "earned back."
+            ),
+            "runbook_url": f"{RUNBOOKS}#fioprobeburstcreditsdepleted",
+        },
+    }
+
+
+def failing_alert(p: Probe, reason: str | None) -> dict[str, Any]:
+    why = f" Reason of the last failure: {reason}." if reason else ""
+    return {
+        "exp_labels": {"severity": "warning", **p.labels()},
+        "exp_annotations": {
+            "summary": "A fioprobe probe keeps failing, so its disk is not being measured.",
+            "description": f"The last 3 runs of fioprobe {probe_text(p)} failed.{why}",
+            "runbook_url": f"{RUNBOOKS}#fioprobefailing",
+        },
+    }
+
+
+def stale_alert(p: Probe, age_s: float) -> dict[str, Any]:
+    return {
+        "exp_labels": {"severity": "warning", **p.labels()},
+        "exp_annotations": {
+            "summary": "A fioprobe probe stopped pushing results, so its disk is not being "
+            "measured.",
+            "description": (
+                f"fioprobe {probe_text(p)} last pushed a result {humanize_duration(age_s)} ago, "
+                "more than 3 probe intervals: it is not running or cannot reach the "
+                "Pushgateway. Its last values are kept there but no alert uses them."
+            ),
+            "runbook_url": f"{RUNBOOKS}#fioprobestale",
+        },
+    }
+
+
+def missing_alert(p: Probe, interval_min: int) -> dict[str, Any]:
+    return {
+        "exp_labels": {"severity": "warning", **p.labels()},
+        "exp_annotations": {
+            "summary": "A deployed fioprobe probe has no data in Prometheus at all.",
+            "description": (
+                f"fioprobe {probe_text(p)} is deployed but Prometheus has had none of its series "
+                f"for 3 probe intervals ({duration(3.5 * interval_min * 60)}): it never pushed, "
+                "or its Pushgateway group is gone (deleted, or a Pushgateway restart without "
+                "persistence) while the probe is not running."
+            ),
+            "runbook_url": f"{RUNBOOKS}#fioprobemissing",
+        },
+    }
+
+
+def regression_alert(p: Probe, value: float, interval_min: int) -> dict[str, Any]:
+    return {
+        "exp_labels": {"severity": "warning", "operation": "sync", **p.labels()},
+        "exp_annotations": {
+            "summary": "A probe measures a much higher p99 latency than it did a week earlier.",
+            "description": (
+                f"sync p99 of fioprobe {probe_text(p)} over its last 6 runs is "
+                f"{humanize_duration(value)}: more than 2x and over 2ms above its median over "
+                "1d 1w earlier, for 12 runs now."
+            ),
+            "runbook_url": f"{RUNBOOKS}#fioprobelatencyregression",
+        },
+    }
+
+
+def duration(seconds: float) -> str:
+    """util.libsonnet's duration()."""
+    ms = round(seconds * 1000)
+    out = ""
+    for unit, size in (("h", 3600000), ("m", 60000), ("s", 1000), ("ms", 1)):
+        n, ms = divmod(ms, size)
+        if n:
+            out += f"{n}{unit}"
+    return out
+
+
+# --- scenarios ------------------------------------------------------------------------------
+
+FAST = Run(p99=0.0021)
+
+
+def runs(*spec: tuple[int, Run | None]) -> list[Run | None]:
+    """(count, run) pairs, e.g. runs((4, FAST), (3, SLOW))."""
+    out: list[Run | None] = []
+    for n, run in spec:
+        out += [run] * n
+    return out
+
+
+def etcd_probe(node: str, rs: list[Run | None], **kw: Any) -> Probe:
+    return Probe(ETCD_SC, "etcd-fsync", node=node, runs=rs, **kw)
+
+
+def after_stale(i: int, slot: int) -> int:
+    """Seconds of the first evaluation at which a probe whose last push was at `slot` is
+    stale (its push is older than 3.5 intervals)."""
+    return (pushed_at(i, slot) + 210 * i) // SCRAPE_S * SCRAPE_S + SCRAPE_S
+
+
+def check(alertname: str, at: str | int, *alerts: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "eval_time": at if isinstance(at, str) else f"{at}s",
+        "alertname": alertname,
+        "exp_alerts": list(alerts),
+    }
+
+
+ETCD = "FioProbeEtcdFsyncLatencyHigh"
+
+
+def etcd_scenarios(i: int) -> list[Scenario]:
+    """FioProbeEtcdFsyncLatencyHigh, 2 of the last 3 runs. Bad runs start at slot 4."""
+    slow, very_slow, under = Run(p99=0.015), Run(p99=0.048), Run(p99=0.0098)
+    n = 12
+    samples = n * i * 2
+    sustained = etcd_probe("control-plane-0", runs((4, FAST), (n - 4, slow)))
+    critical = etcd_probe("control-plane-1", runs((4, FAST), (n - 4, very_slow)), openshift=True)
+    clustered = etcd_probe("control-plane-2", runs((4, FAST), (n - 4, slow)), cluster="a")
+    cp0, cp1 = etcd_probe("control-plane-0", []), etcd_probe("control-plane-1", [])
+    return [
+        Scenario(
+            "sustained slow fsync on etcd disks: warning from the second slow run, critical "
+            "above 32 ms; OpenShift's exported_job; clusters kept apart",
+            i,
+            [
+                sustained,
+                critical,
+                clustered,
+                etcd_probe("control-plane-2", runs((n, FAST)), cluster="b"),
+            ],
+            samples,
+            checks=[
+                check(ETCD, seen(i, 5, -SCRAPE_S)),
+                check(
+                    ETCD,
+                    seen(i, 5),
+                    etcd_alert(sustained, "warning", 2, 0.015),
+                    etcd_alert(critical, "warning", 2, 0.048),
+                    etcd_alert(critical, "critical", 2, 0.048),
+                    etcd_alert(clustered, "warning", 2, 0.015),
+                ),
+                check(
+                    ETCD,
+                    seen(i, 9),
+                    etcd_alert(sustained, "warning", 3, 0.015),
+                    etcd_alert(critical, "warning", 3, 0.048),
+                    etcd_alert(critical, "critical", 3, 0.048),
+                    etcd_alert(clustered, "warning", 3, 0.015),
+                ),
+            ],
+        ),
+        Scenario(
+            "one slow run (every fsync in (10, 16] ms, p99 15 ms; or in (32, 64] ms, p99 48 ms) "
+            "among fast ones never fires; p99 just under 10 ms (every fsync in (8, 10] ms) "
+            "never fires; a StorageClass volume running the same profile is no etcd disk",
+            i,
+            [
+                etcd_probe("control-plane-0", runs((4, FAST), (1, slow), (n - 5, FAST))),
+                etcd_probe("control-plane-1", runs((4, FAST), (1, very_slow), (n - 5, FAST))),
+                etcd_probe("control-plane-2", runs((n, under))),
+                Probe("gp2", "etcd-fsync", volume_type="gp2", runs=runs((n, very_slow))),
+            ],
+            samples,
+            checks=[check(ETCD, seen(i, slot, after)) for slot in (4, 5, 6, 7, 11) for after in (0, 120)],
+        ),
+        Scenario(
+            "two slow runs out of three (slow, fast, slow) fire; a probe that stops after slow "
+            "runs (its group left behind) stops firing, at the latest once its data is stale",
+            i,
+            [
+                etcd_probe("control-plane-0", runs((4, FAST), (1, slow), (1, FAST), (1, slow), (n - 7, FAST))),
+                etcd_probe("control-plane-1", runs((4, FAST), (3, slow))),
+            ],
+            samples,
+            checks=[
+                check(ETCD, seen(i, 6, -SCRAPE_S), etcd_alert(cp1, "warning", 2, 0.015)),
+                check(
+                    ETCD,
+                    seen(i, 6),
+                    etcd_alert(cp0, "warning", 2, 0.015),
+                    etcd_alert(cp1, "warning", 3, 0.015),
+                ),
+                check(ETCD, after_stale(i, 6)),
+                check(ETCD, seen(i, 11)),
+            ],
+        ),
+        Scenario(
+            "a Pushgateway restart without persistence (new pod, every series gone until the "
+            "next push) while an etcd disk is slow: the alert stays, no second one; nothing on "
+            "a fast disk",
+            i,
+            [
+                etcd_probe("control-plane-0", runs((4, FAST), (n - 4, slow))),
+                etcd_probe("control-plane-1", runs((n, FAST))),
+            ],
+            samples,
+            gateway_restarts=[10 * i + 6],
+            checks=[
+                check(ETCD, seen(i, 5, 6 * SCRAPE_S), etcd_alert(cp0, "warning", 2, None)),
+                check(ETCD, seen(i, 6), etcd_alert(cp0, "warning", 3, 0.015)),
+                check(ETCD, seen(i, 8), etcd_alert(cp0, "warning", 3, 0.015)),
+            ],
+        ),
+    ]
+
+
+SC = "FioProbeStorageClassLatencyHigh"
+
+
+def storageclass_scenarios(i: int) -> list[Scenario]:
+    """FioProbeStorageClassLatencyHigh: 3 of the last 4 runs above the volume type's threshold."""
+    n = 12
+    samples = n * i * 2
+    io2 = Probe("io2-fast", "etcd-fsync", volume_type="io2", runs=runs((4, FAST), (n - 4, Run(p99=0.006))))
+    sc1 = Probe("sc1-cold", "etcd-fsync", volume_type="sc1", runs=runs((4, FAST), (n - 4, Run(p99=0.3))))
+    unknown = Probe("local-path", "etcd-fsync", cluster="a", runs=runs((4, FAST), (n - 4, Run(p99=0.07))))
+    quiet = [
+        # 6 ms would fire on io2 but is well within what an sc1 (256 ms) or gp3 (20 ms) promises.
+        Probe("sc1-ok", "etcd-fsync", volume_type="sc1", runs=runs((n, Run(p99=0.006)))),
+        Probe("gp3", "etcd-fsync", volume_type="gp3", runs=runs((n, Run(p99=0.012)))),
+        # two slow runs out of four: not sustained enough for a warning about a StorageClass
+        Probe("gp2", "etcd-fsync", volume_type="gp2", runs=runs((4, FAST), (2, Run(p99=0.05)), (n - 6, FAST))),
+        # an etcd disk (node-local): FioProbeEtcdFsyncLatencyHigh's business, not this alert's
+        etcd_probe("control-plane-0", runs((n, Run(p99=0.3)))),
+    ]
+    return [
+        Scenario(
+            "per-volume-type thresholds: io2 above 5 ms, sc1 above 256 ms, an unknown type above "
+            "64 ms fire from the third slow run; sc1 at 6 ms, gp3 at 12 ms, two slow runs of "
+            "four, and an etcd disk do not",
+            i,
+            [io2, sc1, unknown, *quiet],
+            samples,
+            checks=[
+                check(SC, seen(i, 6, -SCRAPE_S)),
+                check(SC, seen(i, 6), sc_alert(io2, 3, 0.005, 0.006), sc_alert(sc1, 3, 0.256, 0.3), sc_alert(unknown, 3, 0.064, 0.07)),
+                check(SC, seen(i, 11), sc_alert(io2, 4, 0.005, 0.006), sc_alert(sc1, 4, 0.256, 0.3), sc_alert(unknown, 4, 0.064, 0.07)),
+            ],
+        ),
+    ]
+
+
+BURST = "FioProbeBurstCreditsDepleted"
+
+
+def burst_scenarios(i: int) -> list[Scenario]:
+    """FioProbeBurstCreditsDepleted: three runs in a row at the baseline (`for` 2.5 intervals)."""
+    n = 12
+    samples = n * i * 2
+    ok, depleted = Run(p99=None, write_iops=2950), Run(p99=None, write_iops=301)
+    gp2: dict[str, Any] = {"volume_type": "gp2", "baseline_iops": 300.0, "burst_iops": 3000.0}
+    small = Probe("gp2", "burst-ceiling", runs=runs((4, ok), (n - 4, depleted)), **gp2)
+    other = Probe("gp2", "burst-ceiling", cluster="b", runs=runs((n, ok)), **gp2)
+    quiet = [
+        # gp2 of 1 TiB and more: a baseline of 3,072 (and up) at or above the 3,000 burst
+        Probe("gp2-large", "burst-ceiling", volume_type="gp2", baseline_iops=3072.0, burst_iops=3072.0, runs=runs((n, Run(p99=None, write_iops=3072)))),
+        # provisioned or credit-free volumes, even with a volume model that claims a burst
+        Probe("gp3", "burst-ceiling", volume_type="gp3", baseline_iops=3000.0, burst_iops=16000.0, runs=runs((n, Run(p99=None, write_iops=3000)))),
+        Probe("io2", "burst-ceiling", volume_type="io2", baseline_iops=1000.0, burst_iops=3000.0, runs=runs((n, Run(p99=None, write_iops=1000)))),
+        Probe("ocs-storagecluster-ceph-rbd", "burst-ceiling", volume_type="ceph-rbd", baseline_iops=100.0, burst_iops=3000.0, runs=runs((n, Run(p99=None, write_iops=150)))),
+        # one throttled run, and two in a row, among bursting ones
+        Probe("gp2-one", "burst-ceiling", runs=runs((4, ok), (1, depleted), (n - 5, ok)), **gp2),
+        Probe("gp2-two", "burst-ceiling", runs=runs((4, ok), (2, depleted), (n - 6, ok)), **gp2),
+        # depleted, then the runs fail: a failed run's IOPS mean nothing
+        Probe("gp2-failed", "burst-ceiling", runs=runs((2, depleted), (n - 2, Run(success=False, p99=None, reason="timeout"))), **gp2),
+    ]
+    removed = Probe("gp2", "burst-ceiling", runs=runs((6, depleted)), **gp2)
+    removed_deleted = Probe("gp2-deleted", "burst-ceiling", runs=runs((6, depleted)), deleted_at=7 * i * 2, **gp2)
+    return [
+        Scenario(
+            "a small gp2 volume at its baseline fires from the third run in a row; gp2 >= 1 TiB, "
+            "gp3, io2 and Ceph RBD never; one or two throttled runs never; failed runs never",
+            i,
+            [small, other, *quiet],
+            samples,
+            checks=[
+                check(BURST, seen(i, 4, 150 * i - SCRAPE_S)),
+                check(BURST, seen(i, 4, 150 * i), burst_alert(small, 301)),
+                check(BURST, seen(i, 11), burst_alert(small, 301)),
+            ],
+        ),
+        Scenario(
+            "removed probes, depleted at their last run, with their group left behind (stops once "
+            "stale: FioProbeStale's business) or deleted (stops at once)",
+            i,
+            [removed, removed_deleted],
+            samples,
+            checks=[
+                check(BURST, seen(i, 5), burst_alert(removed, 301), burst_alert(removed_deleted, 301)),
+                check(BURST, 7 * i * 60, burst_alert(removed, 301)),
+                check(BURST, after_stale(i, 5)),
+                check(BURST, seen(i, 11)),
+            ],
+        ),
+    ]
+
+
+FAILING, STALE, MISSING = "FioProbeFailing", "FioProbeStale", "FioProbeMissing"
+
+
+def health_scenarios(i: int) -> list[Scenario]:
+    """FioProbeFailing, FioProbeStale, FioProbeMissing: one alert per stopped probe."""
+    n = 12
+    samples = n * i * 2
+    fail = Run(success=False, p99=None, reason="timeout")
+    failing = Probe("gp2", "randread-iops", runs=runs((4, FAST), (n - 4, fail)))
+    failing_node = etcd_probe("control-plane-0", runs((4, FAST), (n - 4, Run(success=False, p99=None, reason="no_space"))))
+    stopped_after_failure = Probe("gp3", "etcd-fsync", runs=runs((4, FAST), (3, fail)))
+    stopped = Probe("gp3", "randread-iops", runs=runs((5, FAST)))
+    deleted = etcd_probe("control-plane-1", runs((5, FAST)), deleted_at=6 * i * 2)
+    never = etcd_probe("control-plane-2", [])
+    quiet = [
+        # removed from the configuration: not expected any more, group left behind or deleted
+        Probe("gp2-old", "etcd-fsync", runs=runs((3, FAST))),
+        Probe("gp2-older", "etcd-fsync", runs=runs((3, FAST)), deleted_at=4 * i * 2),
+        # every other run fails: never three in a row
+        Probe("gp2", "etcd-fsync", runs=[FAST if k % 2 else fail for k in range(n)]),
+        Probe("gp2", "burst-ceiling", runs=runs((n, FAST))),
+    ]
+    expected_all = [
+        Probe(sc, profile, runs=runs((n, FAST)))
+        for sc, profile in (
+            ("gp2", "etcd-fsync"), ("gp2", "randread-iops"), ("gp2", "burst-ceiling"),
+            ("gp3", "etcd-fsync"), ("gp3", "randread-iops"),
+        )
+    ] + [etcd_probe(node, runs((n, FAST))) for node in ETCD_NODES]
+    return [
+        Scenario(
+            "failing probes; a probe that stops after failed runs (Stale, not Failing forever); "
+            "stopped probes with their group left behind (Stale) or deleted (Missing); an "
+            "expected probe that never pushed (Missing); removed probes and intermittent "
+            "failures (nothing)",
+            i,
+            [failing, failing_node, stopped_after_failure, stopped, deleted, never, *quiet],
+            samples,
+            checks=[
+                check(FAILING, seen(i, 4, 150 * i - SCRAPE_S)),
+                check(
+                    FAILING,
+                    seen(i, 4, 150 * i),
+                    failing_alert(failing, "timeout"),
+                    failing_alert(failing_node, "no_space"),
+                    failing_alert(stopped_after_failure, "timeout"),
+                ),
+                check(FAILING, after_stale(i, 6), failing_alert(failing, "timeout"), failing_alert(failing_node, "no_space")),
+                check(STALE, after_stale(i, 4) - SCRAPE_S),
+                check(STALE, after_stale(i, 4), stale_alert(stopped, after_stale(i, 4) - pushed_at(i, 4))),
+                check(
+                    STALE,
+                    after_stale(i, 6),
+                    stale_alert(stopped_after_failure, after_stale(i, 6) - pushed_at(i, 6)),
+                    stale_alert(stopped, after_stale(i, 6) - pushed_at(i, 4)),
+                ),
+                check(MISSING, 210 * i - SCRAPE_S),
+                check(MISSING, 210 * i, missing_alert(never, i)),
+                check(MISSING, 570 * i - SCRAPE_S, missing_alert(never, i)),
+                check(MISSING, 570 * i, missing_alert(deleted, i), missing_alert(never, i)),
+                check(STALE, 570 * i, stale_alert(stopped, 570 * i - pushed_at(i, 4))),
+            ],
+        ),
+        Scenario(
+            "a Pushgateway restart without persistence (new pod, every series gone until each "
+            "probe's next push) while every expected probe runs: no alert",
+            i,
+            expected_all,
+            samples,
+            gateway_restarts=[10 * i + 6],
+            checks=[
+                check(name, seen(i, slot, after))
+                for name in (FAILING, STALE, MISSING)
+                for slot, after in ((5, 4 * SCRAPE_S), (6, 0), (9, 0))
+            ],
+        ),
+    ]
+
+
+def regression_scenarios(i: int) -> list[Scenario]:
+    """FioProbeLatencyRegression: p99 over the last 6 runs against the median of a day one
+    week back. The probe ran for a day a week ago (8 days before "now"), then not at all
+    for almost a week (a gap the baseline must survive), then again for the last hours."""
+    per_day = 24 * 60 // i
+    # Cumulative per-run bucket counts (le -> fsyncs at or below it) of 1,000 fsyncs.
+    healthy = {"0.001": 990, "0.002": 1000, "0.004": 1000, "0.008": 1000, "+Inf": 1000}
+    slow = {"0.001": 500, "0.002": 500, "0.004": 500, "0.008": 995, "+Inf": 1000}
+    recent = 3 * 60 // i  # three hours of runs now, ending at day 8
+    end = 8 * per_day
+
+    def history(now_runs: list[Run | None], baseline_runs: int) -> list[Run | None]:
+        """A baseline day (day 0) holding `baseline_runs` runs, a gap, then `now_runs`."""
+        return (
+            [None] * (per_day - baseline_runs)
+            + [Run(buckets=healthy)] * baseline_runs
+            + [None] * (end - recent - per_day)
+            + now_runs
+        )
+
+    half = recent // 2
+    healthy_now = [Run(buckets=healthy)] * recent
+    degraded_now = [Run(buckets=healthy)] * half + [Run(buckets=slow)] * (recent - half)
+    once_now = [Run(buckets=healthy)] * half + [Run(buckets=slow)] + [Run(buckets=healthy)] * (recent - half - 1)
+    regressed = Probe("gp2", "etcd-fsync", volume_type="gp2", runs=history(degraded_now, per_day))
+    quiet = [
+        Probe("gp3", "etcd-fsync", volume_type="gp3", runs=history(healthy_now, per_day)),
+        # the same degradation without enough baseline: a quarter of the day a week ago
+        Probe("gp2-thin", "etcd-fsync", volume_type="gp2", runs=history(degraded_now, per_day // 4)),
+        # a new probe: only the last hours
+        Probe("gp2-new", "etcd-fsync", volume_type="gp2", runs=[None] * (end - recent) + degraded_now),
+        # a single slow run now, on a probe with a full baseline
+        Probe("gp2-once", "etcd-fsync", volume_type="gp2", runs=history(once_now, per_day)),
+    ]
+    first_bad = end - recent + half
+    # Alerts are evaluated every 5 minutes here (a week of 30 s evaluations takes promtool
+    # minutes); the pushed series still have 30 s samples.
+    fire = (first_bad * i * 60 + SCRAPE_S + 299) // 300 * 300 + 12 * i * 60
+    return [
+        Scenario(
+            "p99 quadruples (1 ms -> 7.96 ms) on a probe with a full baseline day a week ago, "
+            "after six days without data: fires after an hour; the same on a probe with a thin "
+            "baseline, on a new probe, and a single slow run: never",
+            i,
+            [regressed, *quiet],
+            end * i * 2,
+            checks=[
+                check("FioProbeLatencyRegression", fire - 300),
+                check("FioProbeLatencyRegression", fire, regression_alert(regressed, 0.0079596, i)),
+            ],
+        ),
+    ]
+
+
+GROUPS = {
+    "etcd": etcd_scenarios,
+    "storageclass-latency": storageclass_scenarios,
+    "burst": burst_scenarios,
+    "probe-health": health_scenarios,
+    "latency-regression": regression_scenarios,
+}
+
+
+#: Recording rules before alerts, as their order in the rule file: at each evaluation the
+#: alerts see this evaluation's recorded series. (A real Prometheus evaluates groups
+#: independently, so there an alert may see them up to one evaluation interval later.)
+GROUP_ORDER = [
+    "fioprobe.rules",
+    "fioprobe.expected",
+    "fioprobe-etcd",
+    "fioprobe-storageclass-latency",
+    "fioprobe-burst",
+    "fioprobe-latency-regression",
+    "fioprobe-probe-health",
+]
+
+
+def document(group: str, interval_min: int, rules: str = RULES) -> dict[str, Any]:
+    return {
+        "rule_files": [rules],
+        "evaluation_interval": "5m" if group == "latency-regression" else f"{SCRAPE_S}s",
+        "group_eval_order": GROUP_ORDER,
+        "tests": [s.test() for s in GROUPS[group](interval_min)],
+    }
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+_Dumper.add_representer(
+    str,
+    lambda d, v: d.represent_scalar("tag:yaml.org,2002:str", v, style="'" if "{" in v else None),
+)
+
+
+def dump(doc: dict[str, Any], group: str) -> str:
+    head = (
+        f"# Generated by alerts/tests/scenarios.py ({group}), a 5-minute probe schedule, 30 s\n"
+        "# scrapes. Do not edit: change the scenarios and run scripts/generate.sh.\n"
+        f"# promtool test rules alerts/tests/{group}.yaml\n"
+    )
+    return head + yaml.dump(doc, Dumper=_Dumper, sort_keys=False, width=100000)
+
+
+def main(argv: list[str]) -> None:
+    out = Path(argv[1]) if len(argv) > 1 else Path(__file__).parent
+    for group in GROUPS:
+        (out / f"{group}.yaml").write_text(dump(document(group, 5), group))
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,27 @@
+// What the monitoring mixin must know about the deployed probes, from the manifests'
+// configuration (defaults merged with manifests/config.libsonnet and any overrides): the
+// schedule, and every probe that should push. The mixin's config.libsonnet takes its
+// defaults from here, and the manifests' PrometheusRule passes the same values for the
+// configuration it renders, so the alerts' windows and the list of expected probes can never
+// disagree with the CronJobs.
+local defaults = import 'defaults.libsonnet';
+
+{
+  // The manifests' configuration as main.libsonnet merges it.
+  merged(config, overrides={}):: std.mergePatch(std.mergePatch(defaults, config), overrides),
+
+  // _config keys of the mixin for a merged manifests configuration.
+  mixinConfig(c):: {
+    local profileName(p) = if std.isString(p) then p else p.name,
+    probeIntervalSeconds: c.everyMinutes * 60,
+    expectedProbes: [
+      { storageclass: sc.name, profile: profileName(p) }
+      for sc in c.storageClasses
+      for p in sc.profiles
+    ] + [
+      { storageclass: c.etcd.name, profile: profileName(p), node: node }
+      for node in c.etcd.nodes
+      for p in c.etcd.profiles
+    ],
+  },
+}
