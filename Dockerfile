@@ -3,19 +3,28 @@
 # a read-only root filesystem; nothing here writes outside /probe and /tmp at run time.
 #   docker build -t registry.example.com/fioprobe:0.1.0 .
 # and set `image` in manifests/config.libsonnet to where you pushed it.
-FROM debian:12-slim
 
-# fio from Debian (3.33, as in the tests); python3-venv for an isolated install of the
-# package with the exact pins of pyproject.toml.
+# Build stage: the package in a venv at /opt/fioprobe with the exact pins of pyproject.toml.
+# pip and setuptools stay here: the runtime never installs anything, and a smaller image has
+# fewer packages to patch.
+FROM debian:12-slim AS build
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends fio python3 python3-venv ca-certificates \
+    && apt-get install -y --no-install-recommends python3 python3-venv ca-certificates \
     && rm -rf /var/lib/apt/lists/*
-
 COPY pyproject.toml /src/
 COPY exporter/ /src/exporter/
 RUN python3 -m venv /opt/fioprobe \
     && /opt/fioprobe/bin/pip install --no-cache-dir --disable-pip-version-check /src \
-    && rm -rf /src
+    && /opt/fioprobe/bin/pip uninstall -y --disable-pip-version-check pip setuptools \
+    && rm -f /opt/fioprobe/bin/activate*
+
+# Runtime: fio from Debian (3.33, as in the tests) and the same python3 the venv was made with
+# (same base image, so the venv's /usr/bin/python3 link holds).
+FROM debian:12-slim
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends fio python3 ca-certificates \
+    && rm -rf /var/lib/apt/lists/*
+COPY --from=build /opt/fioprobe /opt/fioprobe
 
 # The runner finds the profiles here ($FIOPROBE_JOBS_DIR; /usr/share/fioprobe/jobs is also
 # its fallback when the package is not a checkout).

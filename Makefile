@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup setup-core demo test lint generate bench
+.PHONY: setup setup-core demo test e2e lint generate bench
 setup:
 	@bash scripts/setup.sh
 
@@ -20,6 +20,12 @@ demo: setup-core
 ## The whole test suite (what .ci/run calls).
 test: setup lint
 	@bash scripts/run-tests.sh
+
+## fioprobe on a real single-node Kubernetes cluster built here (scripts/e2e/run.sh): the image
+## from the Dockerfile, `kubectl apply -k`, CronJobs firing, metrics in Prometheus. Root only, and
+## only on a disposable machine: it refuses unless CI=true or FIOPROBE_E2E_ALLOW=1.
+e2e: setup
+	@bash scripts/e2e/run.sh
 
 lint: setup
 	@$(VENV)/bin/ruff check exporter tests bench scripts

@@ -1,5 +1,5 @@
-"""The probe image, checked statically: there is no container engine on this machine, so
-the Dockerfile cannot be built here. What can be checked is that it agrees with the
+"""The probe image, checked statically (`make e2e` builds and runs it, tests/e2e; `make test`
+has no container engine). What can be checked is that it agrees with the
 manifests (user, entrypoint, profile directory) and with the package."""
 
 from __future__ import annotations
@@ -32,9 +32,18 @@ def _cronjob() -> dict:
     )
 
 
-def test_debian_slim_with_fio_and_a_numeric_non_root_user() -> None:
+def _final_stage() -> list[tuple[str, str]]:
+    """The instructions of the last stage (the image that runs), from its FROM on."""
     steps = _instructions()
-    assert steps[0][0] == "FROM" and re.fullmatch(r"debian:\d+-slim", steps[0][1])
+    last = max(i for i, (op, _) in enumerate(steps) if op == "FROM")
+    return steps[last:]
+
+
+def test_debian_slim_with_fio_and_a_numeric_non_root_user() -> None:
+    steps = _final_stage()
+    for op, args in _instructions():
+        if op == "FROM":
+            assert re.fullmatch(r"debian:\d+-slim( AS \w+)?", args), args
     runs = " ".join(args for op, args in steps if op == "RUN")
     assert re.search(r"apt-get install [^&]*\bfio\b", runs)
     (user,) = [args for op, args in steps if op == "USER"]
@@ -49,8 +58,12 @@ def test_debian_slim_with_fio_and_a_numeric_non_root_user() -> None:
 
 
 def test_jobs_directory_and_entrypoint_match_the_package() -> None:
-    steps = _instructions()
-    copies = {args.split()[0]: args.split()[1] for op, args in steps if op == "COPY"}
+    steps = _final_stage()
+    copies = {
+        args.split()[0]: args.split()[1]
+        for op, args in steps
+        if op == "COPY" and not args.startswith("--from=")
+    }
     env = " ".join(args for op, args in steps if op == "ENV")
     jobs_dir = re.search(r"FIOPROBE_JOBS_DIR=(\S+)", env)
     assert jobs_dir and copies["jobs/"].rstrip("/") == jobs_dir.group(1)
@@ -69,9 +82,22 @@ def test_jobs_directory_and_entrypoint_match_the_package() -> None:
     assert "/opt/fioprobe/bin" in env  # where the venv's console script lands
 
 
+def test_runtime_stage_has_no_installer() -> None:
+    """pip and setuptools are removed from the venv, and the runtime stage installs no venv
+    tooling (python3-venv brings pip and setuptools wheels)."""
+    runs = " ".join(args for op, args in _final_stage() if op == "RUN")
+    assert "python3-venv" not in runs and "pip install" not in runs
+    build = " ".join(args for op, args in _instructions() if op == "RUN")
+    assert re.search(r"pip uninstall -y [^&]*\bpip\b[^&]*\bsetuptools\b", build)
+
+
 def test_dockerignore_lets_in_what_the_dockerfile_copies() -> None:
     ignore = (REPO / ".dockerignore").read_text().splitlines()
-    copied = [args.split()[0] for op, args in _instructions() if op == "COPY"]
+    copied = [
+        args.split()[0]
+        for op, args in _instructions()
+        if op == "COPY" and not args.startswith("--from=")
+    ]
     for source in copied:
         assert f"!{source}" in ignore, source
         assert (REPO / source).exists(), source

@@ -1,0 +1,3 @@
+module fioprobe.local/e2e/pause
+
+go 1.26.0

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# `make e2e`: fioprobe on a real single-node Kubernetes cluster on this machine.
+#   1. builds what the cluster needs (scripts/e2e/setup.sh; cached, idempotent)
+#   2. brings the cluster up (scripts/e2e/cluster.sh up) and builds the image from the
+#      unmodified Dockerfile into it
+#   3. does what docs/MANIFESTS.md tells a user: configuration -> generate -> the
+#      prometheus-operator CRDs -> `kubectl apply -k`; the only configuration change is a
+#      one-minute interval (everyMinutes), so the CronJobs fire within the test's time
+#   4. runs the scenario tests (tests/e2e, pytest)
+#   5. tears everything down, also on failure and on SIGINT/SIGTERM/SIGHUP
+# It changes the machine (network addresses, iptables, sysctls, mounts, cgroups, processes) for
+# its duration, so it runs only as root and only where told that the machine is disposable:
+# CI=true (CI machines are thrown away) or FIOPROBE_E2E_ALLOW=1.
+set -euo pipefail
+cd "$(dirname "$(realpath "$0")")/../.."
+REPO=$PWD
+export FIOPROBE_E2E_RUN=${FIOPROBE_E2E_RUN:-/tmp/fioprobe-e2e}
+RUN=$FIOPROBE_E2E_RUN
+CACHE_ROOT=${XDG_CACHE_HOME:-$HOME/.cache}/fioprobe-e2e
+say() { printf 'e2e: %s\n' "$*" >&2; }
+
+if [[ $(id -u) != 0 ]]; then
+  say "refusing to run: the cluster needs root (network, mounts, cgroups)"
+  exit 2
+fi
+if [[ ${CI:-} != true && ${FIOPROBE_E2E_ALLOW:-} != 1 ]]; then
+  say "refusing to run: it changes this machine's network, iptables, sysctls and mounts while"
+  say "it runs. Set FIOPROBE_E2E_ALLOW=1 on a disposable machine (CI=true does the same)."
+  exit 2
+fi
+
+export PATH=$REPO/.tools/bin:$REPO/.venv/bin:$PATH
+t_start=$SECONDS
+bash scripts/e2e/setup.sh
+echo "setup_seconds $((SECONDS - t_start))" >"$CACHE_ROOT/last-setup"
+
+pytest_pid=""
+finish() {
+  local rc=$?
+  trap - EXIT INT TERM HUP
+  if [[ -n $pytest_pid ]] && kill -0 "$pytest_pid" 2>/dev/null; then
+    kill -TERM -- "-$pytest_pid" 2>/dev/null
+    local i
+    for i in $(seq 1 50); do
+      kill -0 "$pytest_pid" 2>/dev/null || break
+      sleep 0.2
+    done
+    kill -KILL -- "-$pytest_pid" 2>/dev/null
+  fi
+  if [[ -f $RUN/measurements ]]; then
+    cp "$RUN/measurements" "$CACHE_ROOT/last-measurements"
+    say "measurements (also in $CACHE_ROOT/last-measurements):"
+    sed 's/^/  /' "$RUN/measurements" >&2
+  fi
+  if [[ ${FIOPROBE_E2E_KEEP:-} == 1 && $rc != 0 ]]; then
+    say "FIOPROBE_E2E_KEEP=1: cluster left up for inspection; scripts/e2e/cluster.sh down ends it"
+  else
+    say "tearing down"
+    bash scripts/e2e/cluster.sh down
+  fi
+  exit "$rc"
+}
+trap finish EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+# A run that was killed without its trap (SIGKILL, power) left its state behind: undo it first.
+if [[ -e $RUN ]]; then
+  say "removing what an earlier run left in $RUN"
+  bash scripts/e2e/cluster.sh down
+fi
+bash scripts/e2e/cluster.sh up
+export KUBECONFIG=$RUN/admin.kubeconfig
+kubectl_() { "$REPO/.tools/kube/bin/kubectl" "$@"; }
+
+# The configuration a user would write: the repository's config.libsonnet, with a one-minute
+# interval and the etcd probe directory inside the run directory (the node list stays: the
+# node of this cluster is control-plane-0; the other two are the "missing node" case).
+etcd_dir=$RUN/etcd-fioprobe
+overrides="{everyMinutes: 1, etcd: {hostPath: '$etcd_dir'}}"
+echo "$overrides" >"$RUN/overrides.jsonnet"
+bash scripts/generate.d/30-manifests.sh "$RUN/manifests" --tla-code "overrides=$overrides"
+# docs/MANIFESTS.md: the etcd probe directory is prepared once per node.
+install -d -o 65532 -g 65532 -m 0700 "$etcd_dir"
+
+kubectl_ apply --server-side -f "$REPO/.tools/kube/crds" >/dev/null
+kubectl_ wait --for=condition=Established --timeout=60s crd/servicemonitors.monitoring.coreos.com \
+  crd/prometheusrules.monitoring.coreos.com >/dev/null
+date +%s.%N >"$RUN/applied-at"
+kubectl_ apply -k "$RUN/manifests" >"$RUN/logs/apply.log"
+say "applied $(wc -l <"$RUN/logs/apply.log") objects"
+
+# The scenario tests, in their own process group so that the trap can end them.
+set +e
+setsid "$REPO/.venv/bin/python" -m pytest -p no:cacheprovider -c "$REPO/tests/e2e/pytest.ini" \
+  "$REPO/tests/e2e" "$@" &
+pytest_pid=$!
+wait "$pytest_pid"
+rc=$?
+pytest_pid=""
+set -e
+echo "total_seconds $((SECONDS - t_start))" >>"$RUN/measurements"
+exit "$rc"

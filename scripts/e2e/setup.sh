@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Installs and builds everything the end-to-end cluster needs (`make e2e`), idempotently:
+#   - Debian packages: containerd, runc, podman, debootstrap, CNI plugins, iptables, conntrack;
+#   - from Go modules: kubelet, kube-controller-manager, kube-scheduler, kube-proxy
+#     (scripts/e2e/kube, the same k8s.io/kubernetes pin as the project's kube-apiserver),
+#     a minimal CoreDNS (scripts/e2e/coredns) and the pause program (scripts/e2e/pause);
+#   - a Debian bookworm minbase root filesystem made by debootstrap (the mirror apt already
+#     uses), the base of every image of the cluster.
+# Builds are cached under ${XDG_CACHE_HOME:-~/.cache}/fioprobe-e2e/<what>-<hash of inputs>/, so a
+# second run does nothing. Only package registries are contacted (apt, the Go module proxy).
+set -euo pipefail
+SELF=$(realpath "$0")
+HERE=$(dirname "$SELF")
+cd "$HERE/../.."
+CACHE_ROOT=${XDG_CACHE_HOME:-$HOME/.cache}/fioprobe-e2e
+mkdir -p "$CACHE_ROOT"
+say() { printf 'e2e-setup: %s\n' "$*"; }
+
+# --- Debian packages ---------------------------------------------------------------------
+APT_PACKAGES=(containerd runc podman debootstrap containernetworking-plugins iptables conntrack
+  iproute2 util-linux fuse3)
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  say "installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  # policy-rc.d: no package may start its service here; the cluster starts its own containerd
+  # with its own configuration and state directories.
+  policy=/usr/sbin/policy-rc.d
+  created_policy=false
+  if [[ ! -e $policy ]]; then
+    printf '#!/bin/sh\nexit 101\n' >"$policy"
+    chmod +x "$policy"
+    created_policy=true
+  fi
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  if $created_policy; then rm -f "$policy"; fi
+fi
+
+# --- Go builds ---------------------------------------------------------------------------
+# One cache entry per module: its go.mod/go.sum/sources and the link flags name the entry, so
+# a change to them rebuilds and an unchanged tree reuses it (editing this script does not).
+build_module() { # <name> <module dir> <output dir var> <packages...>
+  local name=$1 dir=$2 var=$3
+  shift 3
+  local hash entry
+  hash=$( (cat "$dir"/go.mod "$dir"/go.sum "$dir"/*.go && echo "$LDFLAGS $*") 2>/dev/null | sha256sum | cut -c1-12)
+  entry=$CACHE_ROOT/$name-$hash
+  if [[ ! -f $entry/.complete ]]; then
+    say "building $name (cold Kubernetes build: ~15 min on 2 cores; warm: ~2 min)"
+    local tmp=$entry.tmp.$$
+    rm -rf "$tmp"
+    mkdir -p "$tmp"
+    (cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "$LDFLAGS" -o "$tmp/" "$@")
+    touch "$tmp/.complete"
+    rm -rf "$entry"
+    mv "$tmp" "$entry"
+  fi
+  printf -v "$var" '%s' "$entry"
+}
+
+kube_version=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' scripts/e2e/kube/go.mod)
+minor=$(cut -d. -f2 <<<"$kube_version")
+LDFLAGS="-s -w"
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  LDFLAGS+=" -X $pkg.gitVersion=$kube_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+done
+build_module "kube-$kube_version" scripts/e2e/kube KUBE_BIN \
+  k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-controller-manager \
+  k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-proxy
+LDFLAGS="-s -w"
+build_module coredns scripts/e2e/coredns COREDNS_BIN .
+build_module pause scripts/e2e/pause PAUSE_BIN .
+
+# --- Debian root filesystem ---------------------------------------------------------------
+# minbase bookworm from the mirror apt uses; a tarball that `podman import` turns into the
+# Dockerfile's base image. Rebuilt when this script changes.
+mirror=$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+mirror=${mirror:-http://deb.debian.org/debian}
+rootfs_hash=$(printf '%s minbase bookworm v1' "$mirror" | sha256sum | cut -c1-12)
+ROOTFS_TAR=$CACHE_ROOT/bookworm-minbase-$rootfs_hash.tar
+if [[ ! -f $ROOTFS_TAR ]]; then
+  say "debootstrap --variant=minbase bookworm ($mirror)"
+  tmp=$(mktemp -d "$CACHE_ROOT/rootfs.XXXXXX")
+  debootstrap --variant=minbase bookworm "$tmp/root" "$mirror" >"$tmp/log" 2>&1 ||
+    { tail -20 "$tmp/log" >&2; rm -rf "$tmp"; exit 1; }
+  rm -rf "$tmp"/root/var/cache/apt/archives/*.deb "$tmp"/root/var/lib/apt/lists/*
+  tar -C "$tmp/root" -cf "$tmp/rootfs.tar" .
+  mv "$tmp/rootfs.tar" "$ROOTFS_TAR"
+  rm -rf "$tmp"
+fi
+
+# Where the cluster scripts find everything (sourced by scripts/e2e/cluster.sh).
+cat >"$CACHE_ROOT/paths.env" <<EOF
+KUBE_BIN=$KUBE_BIN
+COREDNS_BIN=$COREDNS_BIN
+PAUSE_BIN=$PAUSE_BIN
+ROOTFS_TAR=$ROOTFS_TAR
+KUBE_VERSION=$kube_version
+EOF

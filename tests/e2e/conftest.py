@@ -1,0 +1,246 @@
+"""Fixtures of the end-to-end scenarios: the cluster of scripts/e2e/cluster.sh, its kubectl, the
+Pushgateway through its ClusterIP, and a Prometheus and Alertmanager on this machine with the
+mixin's rules from the applied PrometheusRule.
+
+These tests need the cluster that `make e2e` (scripts/e2e/run.sh) brings up; anywhere else
+(`make test`) the directory is not collected at all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+RUN_DIR = os.environ.get("FIOPROBE_E2E_RUN", "")
+IN_E2E = bool(RUN_DIR) and Path(RUN_DIR, "admin.kubeconfig").is_file()
+# Not under `make test`: nothing here can run without the cluster.
+collect_ignore_glob = [] if IN_E2E else ["test_*.py"]
+
+REPO = Path(__file__).resolve().parents[2]
+KUBECTL = REPO / ".tools" / "kube" / "bin" / "kubectl"
+NAMESPACE = "fioprobe"
+ETCD_NAMESPACE = "fioprobe-etcd"
+NODE = "control-plane-0"
+
+
+class Kube:
+    """kubectl against the e2e cluster, with bounded waits that say what they waited for."""
+
+    def __init__(self, run: Path) -> None:
+        self.run = run
+        self.kubeconfig = run / "admin.kubeconfig"
+
+    def __call__(
+        self, *args: str, timeout: float = 60, check: bool = True, stdin: str | None = None
+    ) -> str:
+        result = subprocess.run(
+            [str(KUBECTL), f"--kubeconfig={self.kubeconfig}", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            input=stdin,
+        )
+        if check and result.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)}: {result.stderr.strip()}")
+        return result.stdout
+
+    def json(self, *args: str) -> Any:
+        return json.loads(self("get", *args, "-o", "json"))
+
+    def wait(
+        self, predicate: Callable[[], Any], timeout: float, what: str, interval: float = 2.0
+    ) -> Any:
+        deadline = time.monotonic() + timeout
+        last_error = ""
+        while True:
+            try:
+                value = predicate()
+                if value:
+                    return value
+            except (AssertionError, subprocess.TimeoutExpired, OSError, ValueError) as exc:
+                last_error = f" (last error: {exc})"
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"timed out after {timeout:g}s waiting for {what}{last_error}")
+            time.sleep(interval)
+
+
+@dataclass
+class Measurements:
+    path: Path
+
+    def record(self, name: str, value: float | int | str) -> None:
+        with self.path.open("a") as f:
+            f.write(f"{name} {value}\n")
+
+
+@pytest.fixture(scope="session")
+def run_dir() -> Path:
+    return Path(RUN_DIR)
+
+
+@pytest.fixture(scope="session")
+def kube(run_dir: Path) -> Kube:
+    return Kube(run_dir)
+
+
+@pytest.fixture(scope="session")
+def measurements(run_dir: Path) -> Measurements:
+    return Measurements(run_dir / "measurements")
+
+
+@pytest.fixture(scope="session")
+def applied_at(run_dir: Path) -> float:
+    return float((run_dir / "applied-at").read_text())
+
+
+@pytest.fixture(scope="session")
+def manifests(run_dir: Path) -> list[dict[str, Any]]:
+    """Every object that `kubectl apply -k` applied (the rendered files)."""
+    docs: list[dict[str, Any]] = []
+    for path in sorted((run_dir / "manifests" / "generated").glob("*.yaml")):
+        docs.extend(d for d in yaml.safe_load_all(path.read_text()) if d)
+    return docs
+
+
+@pytest.fixture(scope="session")
+def pushgateway_url(kube: Kube) -> str:
+    """The Pushgateway's Service, reached on its ClusterIP (kube-proxy's rules on this host)."""
+    service = kube.json("service", "-n", NAMESPACE, "fioprobe-pushgateway")
+    port = service["spec"]["ports"][0]["port"]
+    url = f"http://{service['spec']['clusterIP']}:{port}"
+    kube.wait(lambda: http_get(url + "/-/ready"), 180, "the Pushgateway to be ready")
+    return url
+
+
+def http_get(url: str, timeout: float = 10) -> bytes:
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return response.read()
+
+
+def pushgateway_groups(url: str) -> list[dict[str, Any]]:
+    """The Pushgateway's groups (its /api/v1/metrics): labels and metric families per group."""
+    return json.loads(http_get(url + "/api/v1/metrics"))["data"]
+
+
+def group_value(group: dict[str, Any], metric: str) -> float | None:
+    family = group.get(metric)
+    if not family or not family.get("metrics"):
+        return None
+    return float(family["metrics"][0]["value"])
+
+
+def find_group(url: str, **labels: str) -> dict[str, Any] | None:
+    for group in pushgateway_groups(url):
+        if group["labels"] == {"job": "fioprobe", **labels}:
+            return group
+    return None
+
+
+def expected_groups(manifests: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """The grouping keys of every probe that can run on this cluster's node."""
+    keys: list[dict[str, str]] = []
+    for doc in manifests:
+        if doc["kind"] != "ConfigMap" or doc["metadata"]["name"] != "fioprobe-config":
+            continue
+        for name, text in doc["data"].items():
+            config = yaml.safe_load(text)
+            for target in config["targets"]:
+                if target.get("node_local") and name != f"{NODE}.yaml":
+                    continue
+                for profile in target["profiles"]:
+                    profile_name = profile if isinstance(profile, str) else profile["name"]
+                    key = {"storageclass": target["name"], "profile": profile_name}
+                    if target.get("node_local"):
+                        key["node"] = NODE
+                    keys.append(key)
+    return keys
+
+
+@pytest.fixture(scope="session")
+def rules_file(kube: Kube, run_dir: Path) -> Path:
+    """The applied PrometheusRule's groups, as the prometheus-operator would load them."""
+    rules = kube.json("prometheusrule", "-A")["items"]
+    assert rules, "no PrometheusRule was applied"
+    path = run_dir / "prometheus-rules.yaml"
+    path.write_text(yaml.safe_dump({"groups": [g for r in rules for g in r["spec"]["groups"]]}))
+    return path
+
+
+@pytest.fixture(scope="session")
+def alertmanager(run_dir: Path) -> Iterator[Any]:
+    from fioprobe import services
+
+    service = services.alertmanager(run_dir / "alertmanager").start()
+    yield service
+    service.stop()
+
+
+@pytest.fixture(scope="session")
+def prometheus(
+    run_dir: Path, pushgateway_url: str, rules_file: Path, alertmanager: Any
+) -> Iterator[Any]:
+    """Prometheus on this machine scraping the Pushgateway's ClusterIP with honor_labels, as
+    the ServiceMonitor asks, with the mixin's rules and the Alertmanager above."""
+    from fioprobe import services
+
+    target = pushgateway_url.removeprefix("http://")
+    service = services.prometheus(
+        run_dir / "prometheus",
+        {"pushgateway": target},
+        scrape_interval="5s",
+        evaluation_interval="5s",
+        rule_files=[rules_file],
+        alertmanager_url=alertmanager.url,
+    ).start()
+    yield service
+    service.stop()
+
+
+def pod_template(kube: Kube, namespace: str, cronjob: str) -> dict[str, Any]:
+    return kube.json("cronjob", "-n", namespace, cronjob)["spec"]["jobTemplate"]["spec"]["template"]
+
+
+def run_pod(
+    kube: Kube,
+    namespace: str,
+    name: str,
+    template: dict[str, Any],
+    command: list[str],
+    timeout: float = 180,
+) -> tuple[str, str]:
+    """Run a pod from a CronJob's pod template with another command; (phase, log)."""
+    spec = json.loads(json.dumps(template["spec"]))
+    spec["containers"][0]["command"] = command
+    spec["containers"][0].pop("args", None)
+    spec["restartPolicy"] = "Never"
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": template["metadata"].get("labels", {}),
+        },
+        "spec": spec,
+    }
+    kube("delete", "pod", "-n", namespace, name, "--ignore-not-found", "--wait=true")
+    kube("apply", "-f", "-", stdin=json.dumps(pod))
+
+    def finished() -> str | None:
+        phase = kube.json("pod", "-n", namespace, name)["status"].get("phase")
+        return phase if phase in ("Succeeded", "Failed") else None
+
+    phase = kube.wait(finished, timeout, f"pod {namespace}/{name} to finish")
+    log = kube("logs", "-n", namespace, name)
+    kube("delete", "pod", "-n", namespace, name, "--wait=false")
+    return phase, log

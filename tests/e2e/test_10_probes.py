@@ -1,0 +1,197 @@
+"""The shipped manifests, applied as docs/MANIFESTS.md says, on a real node: every CronJob fires
+on its own schedule, fio runs as the non-root user on PVCs with fsGroup and on the etcd
+hostPath under a read-only root filesystem, and the results reach the Pushgateway and
+Prometheus."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from conftest import (
+    ETCD_NAMESPACE,
+    NAMESPACE,
+    NODE,
+    Kube,
+    Measurements,
+    expected_groups,
+    find_group,
+    group_value,
+    pod_template,
+    pushgateway_groups,
+    run_pod,
+)
+from fioprobe import services
+
+PROBE_UID = 65532
+# A first run waits for the next minute boundary, then pulls nothing (the image is loaded) and
+# runs up to three profiles; generous for a busy 2-core machine.
+FIRST_RUN_TIMEOUT = 420
+
+
+def cronjobs(kube: Kube) -> list[dict[str, Any]]:
+    items = []
+    for namespace in (NAMESPACE, ETCD_NAMESPACE):
+        items.extend(kube.json("cronjob", "-n", namespace)["items"])
+    return items
+
+
+def pinned_node(cronjob: dict[str, Any]) -> str | None:
+    spec = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    return (spec.get("nodeSelector") or {}).get("kubernetes.io/hostname")
+
+
+def test_first_metric_arrives(
+    pushgateway_url: str, applied_at: float, measurements: Measurements
+) -> None:
+    def any_group() -> bool:
+        return any(
+            g["labels"].get("job") == "fioprobe" for g in pushgateway_groups(pushgateway_url)
+        )
+
+    services.wait_for(any_group, FIRST_RUN_TIMEOUT, "a first fioprobe group in the Pushgateway", 1)
+    measurements.record("apply_to_first_metric_seconds", round(time.time() - applied_at, 1))
+
+
+def test_every_cronjob_fires_on_its_own(kube: Kube) -> None:
+    jobs = cronjobs(kube)
+    assert {j["metadata"]["name"] for j in jobs} >= {"fioprobe-gp2", "fioprobe-gp3"}
+    runnable = [j for j in jobs if pinned_node(j) in (None, NODE)]
+    assert len(runnable) == 3, [j["metadata"]["name"] for j in runnable]
+    for cronjob in runnable:
+        name, namespace = cronjob["metadata"]["name"], cronjob["metadata"]["namespace"]
+
+        def succeeded(name: str = name, namespace: str = namespace) -> bool:
+            status = kube.json("cronjob", "-n", namespace, name).get("status", {})
+            return bool(status.get("lastSuccessfulTime"))
+
+        kube.wait(succeeded, FIRST_RUN_TIMEOUT, f"a successful run of CronJob {namespace}/{name}")
+        # Created by the CronJob controller on its schedule: nothing here creates jobs of it.
+        for job in kube.json("job", "-n", namespace)["items"]:
+            owners = job["metadata"].get("ownerReferences", [])
+            if job["metadata"]["name"].startswith(name + "-"):
+                assert owners and owners[0]["kind"] == "CronJob", job["metadata"]
+
+
+def test_probes_for_missing_nodes_stay_pending(kube: Kube) -> None:
+    """The configured nodes control-plane-1 and -2 do not exist here: their pods are never
+    scheduled (no fio runs anywhere else), and say why."""
+    missing = [j for j in cronjobs(kube) if pinned_node(j) not in (None, NODE)]
+    assert missing
+
+    def pending_pods() -> list[dict[str, Any]]:
+        pods = kube.json("pod", "-n", ETCD_NAMESPACE)["items"]
+        return [
+            p
+            for p in pods
+            if p["spec"].get("nodeSelector", {}).get("kubernetes.io/hostname") not in (None, NODE)
+        ]
+
+    pods = kube.wait(pending_pods, 180, "pods of the CronJobs pinned to missing nodes")
+    for pod in pods:
+        assert pod["status"]["phase"] == "Pending", pod["status"]
+        conditions = {c["type"]: c for c in pod["status"].get("conditions", [])}
+        assert conditions["PodScheduled"]["reason"] == "Unschedulable", conditions
+
+
+def test_every_probe_succeeds_in_the_pushgateway(
+    pushgateway_url: str, manifests: list[dict[str, Any]]
+) -> None:
+    keys = expected_groups(manifests)
+    assert len(keys) >= 4
+    for key in keys:
+        group = services.wait_for(
+            lambda key=key: find_group(pushgateway_url, **key),
+            FIRST_RUN_TIMEOUT,
+            f"Pushgateway group {key}",
+            2,
+        )
+        assert group_value(group, "fioprobe_success") == 1, (
+            key,
+            group.get("fioprobe_failure_reason_info"),
+        )
+        owner = group["fioprobe_owner_info"]["metrics"][0]["labels"]["owner"]
+        assert owner == key["storageclass"], (key, owner)
+        info = group["fioprobe_info"]["metrics"][0]["labels"]
+        # The downward API's node name reached the probe.
+        assert info["ran_on_node"] == NODE, info
+
+
+def test_metrics_arrive_in_prometheus(
+    prometheus: Any, manifests: list[dict[str, Any]], applied_at: float, measurements: Measurements
+) -> None:
+    for key in expected_groups(manifests):
+        selector = ",".join(f'{k}="{v}"' for k, v in key.items())
+        services.wait_for(
+            lambda selector=selector: services.query(
+                prometheus.url, f"fioprobe_success{{{selector}}} == 1"
+            ),
+            120,
+            f"fioprobe_success{{{selector}}} == 1 in Prometheus",
+            2,
+        )
+    # The recording rules of the mixin evaluate on the pushed series.
+    services.wait_for(
+        lambda: services.query(prometheus.url, "probe:push_time_seconds:max"),
+        120,
+        "the mixin's recording rule probe:push_time_seconds:max",
+        2,
+    )
+    measurements.record(
+        "apply_to_metrics_in_prometheus_seconds", round(time.time() - applied_at, 1)
+    )
+
+
+def test_probe_files_belong_to_the_probe_user(run_dir: Path) -> None:
+    """fio ran as 65532: its state on the PVCs (group from fsGroup) and on the etcd hostPath."""
+    for volume in ("gp2-0", "gp3-0"):
+        root = run_dir / "pv" / volume
+        assert root.stat().st_gid == PROBE_UID, f"fsGroup not applied to {root}"
+        state = root / ".fioprobe-state"
+        assert state.is_dir(), f"no state written on {root}: {sorted(os.listdir(root))}"
+        for path in [state, *state.rglob("*")]:
+            assert path.stat().st_uid == PROBE_UID, path
+    etcd_state = run_dir / "etcd-fioprobe" / ".fioprobe-state"
+    assert etcd_state.is_dir()
+    for path in [etcd_state, *etcd_state.rglob("*")]:
+        assert path.stat().st_uid == PROBE_UID, path
+
+
+IDENTITY_CHECK = r"""
+import errno, json, os
+result = {"uid": os.getuid(), "gid": os.getgid(), "groups": sorted(os.getgroups()), "writes": {}}
+for path in ["/", "/usr/share/fioprobe/jobs", "/opt/fioprobe", "/etc", "/tmp", "/probe"]:
+    try:
+        with open(os.path.join(path, ".e2e-write-check"), "w") as f:
+            f.write("x")
+        os.remove(os.path.join(path, ".e2e-write-check"))
+        result["writes"][path] = "ok"
+    except OSError as exc:
+        result["writes"][path] = errno.errorcode.get(exc.errno, str(exc.errno))
+import importlib.util
+result["pip"] = importlib.util.find_spec("pip") is not None
+result["setuptools"] = importlib.util.find_spec("setuptools") is not None
+print(json.dumps(result))
+"""
+
+
+def test_non_root_read_only_root_filesystem(kube: Kube) -> None:
+    """The probe's own pod template (security contexts, volumes) with a check as command: the
+    user is 65532 with the fsGroup, the root filesystem refuses writes, /tmp and the PVC take
+    them, and the runtime has no pip or setuptools."""
+    template = pod_template(kube, NAMESPACE, "fioprobe-gp3")
+    assert template["spec"]["containers"][0]["securityContext"]["readOnlyRootFilesystem"] is True
+    phase, log = run_pod(
+        kube, NAMESPACE, "e2e-identity", template, ["python3", "-c", IDENTITY_CHECK]
+    )
+    assert phase == "Succeeded", log
+    result = json.loads(log.strip().splitlines()[-1])
+    assert result["uid"] == PROBE_UID and result["gid"] == PROBE_UID, result
+    assert PROBE_UID in result["groups"], result
+    for path in ["/", "/usr/share/fioprobe/jobs", "/opt/fioprobe", "/etc"]:
+        assert result["writes"][path] == "EROFS", result
+    assert result["writes"]["/tmp"] == "ok" and result["writes"]["/probe"] == "ok", result
+    assert not result["pip"] and not result["setuptools"], result

@@ -1,0 +1,387 @@
+"""What happens to a running installation: a root-owned etcd probe directory, a Pushgateway
+scaled to zero and back, `fioprobe gc` after a profile is removed, and the NetworkPolicies
+against the real DNS and Pushgateway pods."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+from conftest import (
+    ETCD_NAMESPACE,
+    NAMESPACE,
+    NODE,
+    Kube,
+    find_group,
+    group_value,
+    pod_template,
+    pushgateway_groups,
+    run_pod,
+)
+from fioprobe import services
+
+PROBE_UID = 65532
+
+
+def push_time(group: dict[str, Any] | None) -> float:
+    return (group_value(group, "push_time_seconds") or 0.0) if group else 0.0
+
+
+def test_root_owned_etcd_directory_is_a_pushed_failure(
+    kube: Kube, run_dir: Path, pushgateway_url: str
+) -> None:
+    """The directory exists but belongs to root (prepared without `install -o 65532`): the
+    next scheduled run pushes a failure with a reason, and its log has no traceback."""
+    directory = run_dir / "etcd-fioprobe"
+    key = {"storageclass": "etcd-disk", "profile": "etcd-fsync", "node": NODE}
+    services.wait_for(lambda: find_group(pushgateway_url, **key), 300, f"group {key}", 2)
+    os.chown(directory, 0, 0)
+    since = time.time()
+    try:
+        group = services.wait_for(
+            lambda: (
+                (g := find_group(pushgateway_url, **key))
+                and push_time(g) > since
+                and group_value(g, "fioprobe_success") == 0
+                and g
+            ),
+            300,
+            "a failure pushed by the etcd probe on the root-owned directory",
+            2,
+        )
+    finally:
+        os.chown(directory, PROBE_UID, PROBE_UID)
+    reasons = [m["labels"]["reason"] for m in group["fioprobe_failure_reason_info"]["metrics"]]
+    assert reasons and all(reasons), group["fioprobe_failure_reason_info"]
+    pods = kube.json("pod", "-n", ETCD_NAMESPACE)["items"]
+    ran = [
+        p
+        for p in pods
+        if p["spec"].get("nodeName") == NODE and p["status"].get("phase") in ("Succeeded", "Failed")
+    ]
+    assert ran, "no finished etcd probe pod on the node"
+    for pod in ran:
+        log = kube("logs", "-n", ETCD_NAMESPACE, pod["metadata"]["name"])
+        assert "Traceback" not in log, log
+
+
+def active_jobs(kube: Kube, namespace: str, cronjob: str) -> list[Any]:
+    return kube.json("cronjob", "-n", namespace, cronjob).get("status", {}).get("active", [])
+
+
+def suspend(kube: Kube, namespace: str, cronjob: str, value: bool) -> None:
+    kube(
+        "patch",
+        "cronjob",
+        "-n",
+        namespace,
+        cronjob,
+        "--type=merge",
+        "-p",
+        json.dumps({"spec": {"suspend": value}}),
+    )
+    if value:
+        kube.wait(
+            lambda: not active_jobs(kube, namespace, cronjob),
+            300,
+            f"the running job of {cronjob} to end",
+        )
+
+
+def run_job_from_cronjob(kube: Kube, namespace: str, cronjob: str, name: str) -> str:
+    """One run of the CronJob's job template, as `kubectl create job --from` does; its state."""
+    kube("create", "job", "-n", namespace, name, f"--from=cronjob/{cronjob}")
+
+    def finished() -> str | None:
+        for condition in (
+            kube.json("job", "-n", namespace, name).get("status", {}).get("conditions", [])
+        ):
+            if condition["type"] in ("Complete", "Failed") and condition["status"] == "True":
+                return condition["type"]
+        return None
+
+    return kube.wait(finished, 300, f"job {namespace}/{name} to finish")
+
+
+def test_pushgateway_scaled_to_zero_and_back_loses_no_run(kube: Kube, pushgateway_url: str) -> None:
+    key = {"storageclass": "gp3", "profile": "etcd-fsync"}
+    suspend(kube, NAMESPACE, "fioprobe-gp3", True)
+    try:
+        before = group_value(
+            services.wait_for(lambda: find_group(pushgateway_url, **key), 300, f"group {key}", 2),
+            "fioprobe_runs_total",
+        )
+        assert before is not None and before >= 1
+        kube("scale", "deployment", "-n", NAMESPACE, "fioprobe-pushgateway", "--replicas=0")
+        kube.wait(
+            lambda: (
+                not kube.json(
+                    "pod", "-n", NAMESPACE, "-l", "app.kubernetes.io/component=pushgateway"
+                )["items"]
+            ),
+            120,
+            "the Pushgateway pod to be gone",
+        )
+        outcomes = [
+            run_job_from_cronjob(kube, NAMESPACE, "fioprobe-gp3", f"e2e-outage-{i}")
+            for i in range(2)
+        ]
+        kube("scale", "deployment", "-n", NAMESPACE, "fioprobe-pushgateway", "--replicas=1")
+        kube(
+            "rollout",
+            "status",
+            "-n",
+            NAMESPACE,
+            "deployment/fioprobe-pushgateway",
+            "--timeout=180s",
+            timeout=200,
+        )
+        services.wait_for(
+            lambda: pushgateway_groups(pushgateway_url) is not None, 60, "the Pushgateway API", 1
+        )
+        after_outcome = run_job_from_cronjob(kube, NAMESPACE, "fioprobe-gp3", "e2e-outage-after")
+        group = find_group(pushgateway_url, **key)
+        assert group is not None, "the group is gone after the Pushgateway came back"
+        after = group_value(group, "fioprobe_runs_total")
+        assert after == before + 3, (before, after, outcomes, after_outcome)
+        assert group_value(group, "fioprobe_success") == 1
+    finally:
+        kube(
+            "scale",
+            "deployment",
+            "-n",
+            NAMESPACE,
+            "fioprobe-pushgateway",
+            "--replicas=1",
+            check=False,
+        )
+        for i in range(2):
+            kube(
+                "delete",
+                "job",
+                "-n",
+                NAMESPACE,
+                f"e2e-outage-{i}",
+                "--ignore-not-found",
+                check=False,
+            )
+        kube(
+            "delete", "job", "-n", NAMESPACE, "e2e-outage-after", "--ignore-not-found", check=False
+        )
+        suspend(kube, NAMESPACE, "fioprobe-gp3", False)
+
+
+def test_gc_after_removing_a_profile_deletes_its_group_only(
+    kube: Kube, pushgateway_url: str
+) -> None:
+    """gp2 drops burst-ceiling from its profiles (what a user does in config.libsonnet); gc
+    run in the cluster with the new configuration deletes that one group and nothing else."""
+    removed = {"storageclass": "gp2", "profile": "burst-ceiling"}
+    services.wait_for(lambda: find_group(pushgateway_url, **removed), 300, f"group {removed}", 2)
+    suspend(kube, NAMESPACE, "fioprobe-gp2", True)
+    try:
+        config_map = kube.json("configmap", "-n", NAMESPACE, "fioprobe-config")
+        config = yaml.safe_load(config_map["data"]["gp2.yaml"])
+        for target in config["targets"]:
+            target["profiles"] = [p for p in target["profiles"] if p != "burst-ceiling"]
+        kube(
+            "create",
+            "configmap",
+            "-n",
+            NAMESPACE,
+            "e2e-gc-config",
+            "--from-file",
+            "config.yaml=/dev/stdin",
+            stdin=yaml.safe_dump(config),
+        )
+        before = {
+            json.dumps(g["labels"], sort_keys=True) for g in pushgateway_groups(pushgateway_url)
+        }
+        template = pod_template(kube, NAMESPACE, "fioprobe-gp2")
+        for volume in template["spec"]["volumes"]:
+            if volume["name"] == "config":
+                volume["configMap"] = {"name": "e2e-gc-config"}
+        phase, log = run_pod(
+            kube,
+            NAMESPACE,
+            "e2e-gc",
+            template,
+            ["fioprobe", "gc", "--config", "/etc/fioprobe/config.yaml"],
+        )
+        assert phase == "Succeeded", log
+        after = {
+            json.dumps(g["labels"], sort_keys=True) for g in pushgateway_groups(pushgateway_url)
+        }
+        gone = before - after
+        assert gone == {json.dumps({"job": "fioprobe", **removed}, sort_keys=True)}, (gone, log)
+        assert after <= before
+    finally:
+        kube(
+            "delete",
+            "configmap",
+            "-n",
+            NAMESPACE,
+            "e2e-gc-config",
+            "--ignore-not-found",
+            check=False,
+        )
+        suspend(kube, NAMESPACE, "fioprobe-gp2", False)
+
+
+def selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
+    """A Kubernetes label selector (matchLabels and matchExpressions) against labels."""
+    if selector is None:
+        return False
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expression in selector.get("matchExpressions") or []:
+        key, operator, values = (
+            expression["key"],
+            expression["operator"],
+            expression.get("values", []),
+        )
+        if operator == "In" and labels.get(key) not in values:
+            return False
+        if operator == "NotIn" and labels.get(key) in values:
+            return False
+        if operator == "Exists" and key not in labels:
+            return False
+        if operator == "DoesNotExist" and key in labels:
+            return False
+    return True
+
+
+def peer_matches(
+    peer: dict[str, Any],
+    pod: dict[str, Any],
+    namespaces: dict[str, dict[str, str]],
+    policy_namespace: str,
+) -> bool:
+    pod_namespace = pod["metadata"]["namespace"]
+    if "namespaceSelector" in peer:
+        if not selector_matches(peer["namespaceSelector"], namespaces[pod_namespace]):
+            return False
+    elif pod_namespace != policy_namespace:
+        return False
+    if "podSelector" in peer:
+        return selector_matches(peer["podSelector"], pod["metadata"].get("labels", {}))
+    return True
+
+
+def container_ports(pod: dict[str, Any]) -> set[tuple[str, int]]:
+    return {
+        (p.get("protocol", "TCP"), p["containerPort"])
+        for c in pod["spec"]["containers"]
+        for p in c.get("ports", [])
+    }
+
+
+def rule_allows(
+    rule: dict[str, Any],
+    peers_key: str,
+    pod: dict[str, Any],
+    namespaces: dict[str, dict[str, str]],
+    policy_namespace: str,
+    port: tuple[str, int] | None,
+) -> bool:
+    if not any(peer_matches(p, pod, namespaces, policy_namespace) for p in rule.get(peers_key, [])):
+        return False
+    if port is None or not rule.get("ports"):
+        return True
+    named = {
+        (p.get("protocol", "TCP"), p["name"]): p["containerPort"]
+        for c in pod["spec"]["containers"]
+        for p in c.get("ports", [])
+        if "name" in p
+    }
+    for allowed in rule["ports"]:
+        protocol = allowed.get("protocol", "TCP")
+        number = allowed.get("port")
+        if isinstance(number, str):
+            number = named.get((protocol, number))
+        if (protocol, number) == port:
+            return True
+    return False
+
+
+def test_network_policies_match_the_real_pods(kube: Kube) -> None:
+    """Checked statically: this cluster's CNI (bridge) does not enforce NetworkPolicies. The
+    probes' egress rules must select the real CoreDNS pods on their DNS ports and the real
+    Pushgateway pod on its port; the Pushgateway's ingress must admit the real probe pods."""
+    namespaces = {
+        n["metadata"]["name"]: n["metadata"].get("labels", {})
+        for n in kube.json("namespace")["items"]
+    }
+    pods = kube.json("pod", "-A")["items"]
+    dns_pods = [
+        p
+        for p in pods
+        if p["metadata"]["namespace"] == "kube-system"
+        and p["metadata"].get("labels", {}).get("k8s-app") == "kube-dns"
+    ]
+    pushgateway_pods = [
+        p
+        for p in pods
+        if p["metadata"].get("labels", {}).get("app.kubernetes.io/component") == "pushgateway"
+    ]
+    assert dns_pods and pushgateway_pods
+    probe_templates = [
+        {
+            "metadata": {
+                **pod_template(kube, c["metadata"]["namespace"], c["metadata"]["name"])["metadata"],
+                "namespace": c["metadata"]["namespace"],
+            },
+            "spec": pod_template(kube, c["metadata"]["namespace"], c["metadata"]["name"])["spec"],
+        }
+        for ns in (NAMESPACE, ETCD_NAMESPACE)
+        for c in kube.json("cronjob", "-n", ns)["items"]
+    ]
+    policies = kube.json("networkpolicy", "-A")["items"]
+    checked_probe_policies = 0
+    for policy in policies:
+        ns = policy["metadata"]["namespace"]
+        spec = policy["spec"]
+        selected = [
+            t
+            for t in probe_templates
+            if t["metadata"]["namespace"] == ns
+            and selector_matches(spec["podSelector"], t["metadata"].get("labels", {}))
+        ]
+        if not selected:
+            continue
+        checked_probe_policies += 1
+        egress = spec.get("egress", [])
+        for dns in dns_pods:
+            for port in sorted(container_ports(dns)):
+                if port[1] != 53:
+                    continue
+                assert any(rule_allows(r, "to", dns, namespaces, ns, port) for r in egress), (
+                    f"{ns}/{policy['metadata']['name']} does not allow {port} to DNS pod "
+                    f"{dns['metadata']['name']} {dns['metadata'].get('labels')}"
+                )
+        for pgw in pushgateway_pods:
+            port = sorted(container_ports(pgw))[0]
+            assert any(rule_allows(r, "to", pgw, namespaces, ns, port) for r in egress), (
+                f"{ns}/{policy['metadata']['name']} does not allow {port} to the Pushgateway"
+            )
+    assert checked_probe_policies == 2, checked_probe_policies
+    for pgw in pushgateway_pods:
+        ns = pgw["metadata"]["namespace"]
+        ingress = [
+            r
+            for p in policies
+            if p["metadata"]["namespace"] == ns
+            and selector_matches(p["spec"]["podSelector"], pgw["metadata"]["labels"])
+            for r in p["spec"].get("ingress", [])
+        ]
+        port = sorted(container_ports(pgw))[0]
+        for template in probe_templates:
+            # A probe pod as the pod of its CronJob, to test the ingress peers against.
+            assert any(rule_allows(r, "from", template, namespaces, ns, port) for r in ingress), (
+                f"the Pushgateway does not admit probes of {template['metadata']['namespace']}"
+            )
