@@ -133,7 +133,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
-    return run_demo(interval=args.interval, iterations=args.iterations, workdir=args.workdir)
+    return run_demo(
+        interval=args.interval,
+        iterations=args.iterations,
+        workdir=args.workdir,
+        previews=args.previews,
+        preview_every=args.preview_every,
+    )
 
 
 def cmd_gc(args: argparse.Namespace) -> int:
@@ -433,13 +439,28 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser(
         "demo",
-        help="local Pushgateway + Prometheus, etcd-fsync probes every few seconds, live summary",
+        help="local Pushgateway, Prometheus with the mixin's rules and Alertmanager; etcd-fsync "
+        "probes of a local, a memory and a slow disk every round; alert states and dashboards",
+        description="Ctrl-C, SIGTERM and SIGHUP stop everything the demo started and remove its "
+        "files. With GRAFANA_URL (and GRAFANA_TOKEN) set, the dashboards and a datasource are "
+        "also provisioned into that Grafana.",
     )
-    demo.add_argument("--interval", type=float, default=5.0, help="seconds between probes")
     demo.add_argument(
-        "--iterations", type=int, default=0, help="stop after N probes (default: until Ctrl-C)"
+        "--interval", type=_positive_seconds, default=10.0,
+        help="seconds between probe rounds; the rules' windows follow from it (default 10)",
+    )  # fmt: skip
+    demo.add_argument(
+        "--iterations", type=int, default=0, help="stop after N rounds (default: until Ctrl-C)"
     )
-    demo.add_argument("--workdir", help="keep files here instead of a temporary directory")
+    demo.add_argument(
+        "--workdir", help="make the demo's temporary directory here (removed at the end)"
+    )
+    demo.add_argument(
+        "--previews", help="draw the dashboards here (kept) instead of the temporary directory"
+    )
+    demo.add_argument(
+        "--preview-every", type=int, default=3, metavar="N", help="draw them every N rounds"
+    )
     demo.set_defaults(func=cmd_demo)
 
     gc = sub.add_parser(

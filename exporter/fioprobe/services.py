@@ -161,8 +161,13 @@ def prometheus(
     alertmanager_url: str | None = None,
     external_labels: dict[str, str] | None = None,
     evaluation_interval: str = "1s",
+    target_labels: dict[str, str] | None = None,
 ) -> Service:
-    """A Prometheus scraping `scrape_targets` ({job: host:port}) with honor_labels."""
+    """A Prometheus scraping `scrape_targets` ({job: host:port}) with honor_labels.
+
+    `target_labels` are added to every scraped series that lacks them (e.g. the `cluster`
+    label a multi-cluster setup has, which the dashboards' variables select on).
+    """
     port = free_port()
     config: dict[str, object] = {
         "global": {
@@ -171,7 +176,11 @@ def prometheus(
             "external_labels": external_labels or {},
         },
         "scrape_configs": [
-            {"job_name": job, "honor_labels": True, "static_configs": [{"targets": [target]}]}
+            {
+                "job_name": job,
+                "honor_labels": True,
+                "static_configs": [{"targets": [target], "labels": target_labels or {}}],
+            }
             for job, target in scrape_targets.items()
         ],
     }

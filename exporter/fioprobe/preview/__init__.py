@@ -1,0 +1,1 @@
+"""Dashboards evaluated against a real Prometheus and drawn, for places without Grafana."""
