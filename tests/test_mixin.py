@@ -31,42 +31,63 @@ ALERT_NAMES = {
     "FioProbeLatencyRegression",
     "FioProbeFailing",
     "FioProbeStale",
+    "FioProbeMissing",
+    "FioProbeStorageClassLatencyHigh",
 }
 RECORD_NAMES = {
     f"probe:fioprobe_{op}_latency_seconds:{q}"
     for op in ("sync", "write", "read")
     for q in ("p50", "p99", "p999")
+} | {
+    "probe:push_time_seconds:max",
+    "probe:fioprobe_last_sync_latency_seconds:p99",
+    "probe:fioprobe_last_sync_latency_seconds:p99_threshold",
+    "probe:fioprobe_runs_total:etcd_fsync_warning_slow",
+    "probe:fioprobe_runs_total:etcd_fsync_critical_slow",
+    "probe:fioprobe_runs_total:storageclass_fsync_slow",
+    "probe:fioprobe_expected:info",
 }
 
 #: A value for every _config key, each different from its default and from one another, so
 #: that a default left anywhere in the rendered rules is visible (test_overrides_...).
 OVERRIDES: dict[str, Any] = {
+    "probeIntervalSeconds": 420,
+    "pushMarginFraction": 0.3,
+    "expectedProbes": [{"storageclass": "nvme-local", "profile": "etcd-wal", "node": "cp-9"}],
     "clusterLabel": "k8s_cluster",
     "fioprobeSelector": 'fioprobe_env="prod"',
+    "etcdDiskSelector": 'storageclass="etcd-nvme"',
     "etcdProfile": "etcd-wal",
     "burstProfile": "iops-ceiling",
-    "latencyWindow": "17m",
+    "latencyWindowRuns": 5,
     "etcdFsyncP99WarningSeconds": 0.0123,
     "etcdFsyncP99CriticalSeconds": 0.0456,
-    "etcdFsyncWarningFor": "7m",
-    "etcdFsyncCriticalFor": "3m",
+    "etcdFsyncSlowRuns": 3,
+    "etcdFsyncOfRuns": 4,
+    "storageClassLatencyProfile": "sync-latency",
+    "storageClassFsyncP99WarningSeconds": {"pd-ssd": 0.0071, "pd-balanced": 0.0093},
+    "storageClassFsyncP99DefaultWarningSeconds": 0.0517,
+    "storageClassSlowRuns": 4,
+    "storageClassOfRuns": 6,
     "burstMinBurstToBaselineRatio": 1.7,
     "burstDepletedGapFraction": 0.15,
     "burstNonBurstingVolumeTypes": ["pd-ssd", "hyperdisk"],
-    "burstDepletedFor": "23m",
+    "burstDepletedRuns": 7,
     "regressionOffset": "3d",
+    "regressionBaselineWindow": "13h",
+    "regressionMinBaselineFraction": 0.7,
     "regressionRatio": 3.5,
     "regressionMinIncreaseSeconds": 0.0037,
-    "regressionFor": "41m",
+    "regressionForRuns": 11,
     "regressionSelector": 'profile!~"noisy-.*"',
-    "failingFor": "13m",
-    "staleAfterSeconds": 4321,
+    "failingRuns": 5,
+    "staleAfterRuns": 8,
     "runbookURLBase": "https://wiki.example.com/storage/fioprobe",
 }
 
 #: The only alert whose $value means nothing to a reader (it is always 0: the last run
 #: failed); its description names the failure reason instead.
-NO_VALUE_IN_DESCRIPTION = {"FioProbeFailing"}
+NO_VALUE_IN_DESCRIPTION = {"FioProbeFailing", "FioProbeMissing"}
 
 
 def tool(name: str) -> str:
@@ -147,7 +168,7 @@ def test_committed_rules_pass_promtool_check() -> None:
 def test_every_alert_group_has_a_unit_test_file() -> None:
     """One promtool test file per alert group, so no group ships untested."""
     groups = [g["name"] for g in yaml.safe_load(RULES.read_text())["groups"]]
-    alert_groups = {g.removeprefix("fioprobe-") for g in groups if g != "fioprobe.rules"}
+    alert_groups = {g.removeprefix("fioprobe-") for g in groups if not g.startswith("fioprobe.")}
     assert {p.stem for p in UNIT_TESTS} == alert_groups
 
 
@@ -172,13 +193,21 @@ def test_every_alert_has_firing_and_silent_cases() -> None:
 
 #: (unit test, _config mutation that must make it fail, what the unit test then misses).
 MUTATIONS = [
-    ("etcd", {"etcdFsyncP99WarningSeconds": 0.011}, "p99 of 10.55 ms no longer fires"),
-    ("etcd", {"clusterLabel": "region"}, "clusters a and b merged into one p99"),
+    ("etcd", {"etcdFsyncP99WarningSeconds": 0.016}, "a p99 of 15 ms no longer fires"),
+    ("etcd", {"etcdFsyncP99WarningSeconds": 0.0095}, "9.8 ms (every fsync in (8, 10] ms) fires"),
+    ("etcd", {"etcdFsyncOfRuns": 2}, "slow, fast, slow no longer fires"),
+    ("etcd", {"etcdDiskSelector": 'storageclass!=""'}, "a gp2 volume pages as an etcd disk"),
+    ("etcd", {"clusterLabel": "region"}, "clusters a and b merged into one probe"),
+    ("storageclass-latency", {"storageClassFsyncP99WarningSeconds": {}}, "io2 judged at 64 ms"),
+    ("storageclass-latency", {"storageClassSlowRuns": 2}, "two slow runs of four fire"),
     ("burst", {"burstNonBurstingVolumeTypes": []}, "gp3 with a wrong volume model fires"),
-    ("burst", {"burstMinBurstToBaselineRatio": 1}, "gp2 near 1 TiB fires on noise"),
-    ("latency-regression", {"regressionMinIncreaseSeconds": 0}, "the quiet disk fires"),
-    ("probe-health", {"failingFor": "5m"}, "a probe failing for 10m fires"),
-    ("probe-health", {"staleAfterSeconds": 3600}, "the stopped probe is not stale at 60m"),
+    ("burst", {"burstMinBurstToBaselineRatio": 1}, "gp2 of 990 GiB fires on noise"),
+    ("burst", {"burstDepletedRuns": 2}, "two throttled runs fire"),
+    ("burst", {"staleAfterRuns": 30}, "the removed probe's frozen depletion keeps firing"),
+    ("latency-regression", {"regressionMinBaselineFraction": 0.1}, "the thin baseline fires"),
+    ("probe-health", {"failingRuns": 2}, "a probe failing for two runs fires"),
+    ("probe-health", {"staleAfterRuns": 4}, "the stopped probe is not stale in time"),
+    ("probe-health", {"expectedProbes": []}, "removed probes stale, nothing missing"),
 ]
 
 
@@ -195,8 +224,8 @@ def test_unit_tests_catch_broken_rules(
     rules.write_text(render(mutation))
     test_file = tmp_path / f"{unit_test}.yaml"
     source = (ROOT / "alerts" / "tests" / f"{unit_test}.yaml").read_text()
-    assert "\n  - ../out/rules.yaml\n" in source
-    test_file.write_text(source.replace("\n  - ../out/rules.yaml\n", "\n  - rules.yaml\n"))
+    assert "\n- ../out/rules.yaml\n" in source
+    test_file.write_text(source.replace("\n- ../out/rules.yaml\n", "\n- rules.yaml\n"))
     proc = run(tool("promtool"), "test", "rules", str(test_file), check=False)
     if mutation:
         assert proc.returncode != 0, f"{unit_test}.yaml did not notice: {why}"
@@ -321,6 +350,7 @@ def test_overrides_leave_no_default_literal(tmp_path: Path) -> None:
     )
 
     cluster = defaults["clusterLabel"]
+    defaults = {k: v for k, v in defaults.items() if k not in DERIVED_KEYS}
     assert not occurs(cluster, exprs), f"hard-coded {cluster!r} in an expression"
     assert f"$labels.{cluster} " not in checked, "description names the default cluster label"
     assert not re.search(rf'(?<![\w.]){cluster}="', checked), "template query with default label"
@@ -332,6 +362,66 @@ def test_overrides_leave_no_default_literal(tmp_path: Path) -> None:
         new = OVERRIDES[key]
         for value in new if isinstance(new, list) else [new]:
             assert literal(value) in checked, f"{key} is not used in any rule"
+
+
+#: Keys that reach the rules only through computed windows, counts and lists, never as the
+#: literal value: each must still change the rendered rules.
+DERIVED_KEYS = {
+    "probeIntervalSeconds",
+    "pushMarginFraction",
+    "expectedProbes",
+    "latencyWindowRuns",
+    "etcdFsyncSlowRuns",
+    "etcdFsyncOfRuns",
+    "storageClassFsyncP99WarningSeconds",
+    "storageClassSlowRuns",
+    "storageClassOfRuns",
+    "burstDepletedRuns",
+    "regressionMinBaselineFraction",
+    "regressionForRuns",
+    "failingRuns",
+    "staleAfterRuns",
+}
+
+
+@pytest.mark.parametrize("key", sorted(DERIVED_KEYS))
+def test_derived_keys_change_the_rules(key: str) -> None:
+    """A key used only through a computed window still takes effect."""
+    assert render({key: OVERRIDES[key]}) != render({})
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"latencyWindowRuns": 1}, "latencyWindowRuns = 1: this window would span fewer than two"),
+        ({"etcdFsyncSlowRuns": 1}, "etcdFsyncSlowRuns = 1: this window would span fewer than two"),
+        ({"probeIntervalSeconds": 43200 * 2}, "regressionBaselineWindow (1d) spans fewer than two"),
+        ({"regressionForRuns": 6}, "regressionForRuns (6) must exceed latencyWindowRuns (6)"),
+    ],
+)
+def test_windows_shorter_than_two_runs_fail_to_render(config: dict[str, Any], message: str) -> None:
+    """A window that cannot see two runs makes the rules silently blind: refuse to render."""
+    proc = run(
+        tool("jsonnet"), "-J", ".", "--tla-code", f"config={json.dumps(config)}",
+        "alerts/rules.jsonnet", check=False,
+    )  # fmt: skip
+    assert proc.returncode != 0
+    assert "fioprobe mixin config: " + message in proc.stderr, proc.stderr
+
+
+def test_default_schedule_and_expected_probes_come_from_the_manifests() -> None:
+    """One schedule, one place: manifests/config.libsonnet's everyMinutes and probes."""
+    config = default_config()
+    manifests = json.loads(
+        run(
+            tool("jsonnet"), "-J", ".", "-e",
+            "local m = (import 'manifests/main.libsonnet')(); "
+            "{ every: m.config.everyMinutes, mixin: m.mixinConfig }",
+        ).stdout
+    )  # fmt: skip
+    assert config["probeIntervalSeconds"] == manifests["every"] * 60
+    assert config["expectedProbes"] == manifests["mixin"]["expectedProbes"]
+    assert len(config["expectedProbes"]) >= 3
 
 
 def test_empty_selector_renders_valid_promql(tmp_path: Path) -> None:

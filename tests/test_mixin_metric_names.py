@@ -23,6 +23,7 @@ RULES = ROOT / "alerts" / "out" / "rules.yaml"
 #: (None is used today; etcd's own fsync histogram is where a rule comparing the probe with
 #: etcd would go: `etcd_disk_wal_fsync_duration_seconds_bucket`, scraped from etcd.)
 EXTERNAL_SERIES: dict[str, str] = {
+    "push_time_seconds": "the Pushgateway, per group: when the probe last pushed anything",
     "etcd_disk_wal_fsync_duration_seconds_bucket": "etcd, /metrics of every member",
 }
 
@@ -86,6 +87,7 @@ def test_rules_query_only_metrics_the_exporter_produces() -> None:
         "fioprobe_volume_burst_iops",
         "fioprobe_info",
         "fioprobe_success",
-        "fioprobe_last_success_timestamp_seconds",
         "fioprobe_failure_reason_info",
+        "fioprobe_runs_total",
+        "fioprobe_last_sync_latency_seconds",
     } <= all_series

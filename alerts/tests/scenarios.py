@@ -132,7 +132,9 @@ class Scenario:
         streams: dict[tuple[str, str], list[float | None]] = {}
         base = dict(OPERATOR_LABELS)
         if p.openshift:
-            base = {("exported_" + k if k in ("job", "instance") else k): v for k, v in base.items()}
+            base = {
+                ("exported_" + k if k in ("job", "instance") else k): v for k, v in base.items()
+            }
 
         def put(s: int, metric: str, extra: dict[str, str], value: float | None, pod: str) -> None:
             labels = {**base, "pod": pod, **p.labels(), **extra}
@@ -207,7 +209,6 @@ class Scenario:
             for (metric, labels), values in streams.items()
         ]
 
-
     def test(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -264,7 +265,10 @@ def probe_text(p: Probe) -> str:
 
 def etcd_alert(p: Probe, severity: str, slow: int, last_p99: float | None) -> dict[str, Any]:
     threshold, consequence = {
-        "warning": (0.01, "etcd on this disk commits slower than it should; expect slow API requests."),
+        "warning": (
+            0.01,
+            "etcd on this disk commits slower than it should; expect slow API requests.",
+        ),
         "critical": (
             0.032,
             "etcd on this disk risks missed heartbeats, leader elections and API timeouts.",
@@ -277,7 +281,11 @@ def etcd_alert(p: Probe, severity: str, slow: int, last_p99: float | None) -> di
             "description": (
                 f"{slow} of the last 3 runs of fioprobe {probe_text(p)} measured an fsync p99 "
                 f"above the {severity} threshold of {humanize_duration(threshold)}."
-                + ("" if last_p99 is None else f" The last run measured {humanize_duration(last_p99)}.")
+                + (
+                    ""
+                    if last_p99 is None
+                    else f" The last run measured {humanize_duration(last_p99)}."
+                )
                 + f" {consequence}"
             ),
             "runbook_url": f"{RUNBOOKS}#fioprobeetcdfsynclatencyhigh",
@@ -292,8 +300,8 @@ def sc_alert(p: Probe, slow: int, threshold: float, last_p99: float) -> dict[str
             "summary": "A volume is slower to fsync than its volume type should be, for several "
             "probe runs.",
             "description": (
-                f"{slow} of the last 4 runs of fioprobe {probe_text(p)} measured an fsync p99 above "
-                f"{humanize_duration(threshold)}, the threshold for its volume type "
+                f"{slow} of the last 4 runs of fioprobe {probe_text(p)} measured an fsync p99 "
+                f"above {humanize_duration(threshold)}, the threshold for its volume type "
                 f"({p.volume_type}). The last run measured {humanize_duration(last_p99)}. "
                 "Applications that sync their writes (databases, queues) on this StorageClass "
                 "wait that long."
@@ -477,14 +485,19 @@ def etcd_scenarios(i: int) -> list[Scenario]:
                 Probe("gp2", "etcd-fsync", volume_type="gp2", runs=runs((n, very_slow))),
             ],
             samples,
-            checks=[check(ETCD, seen(i, slot, after)) for slot in (4, 5, 6, 7, 11) for after in (0, 120)],
+            checks=[
+                check(ETCD, seen(i, slot, after)) for slot in (4, 5, 6, 7, 11) for after in (0, 120)
+            ],
         ),
         Scenario(
             "two slow runs out of three (slow, fast, slow) fire; a probe that stops after slow "
             "runs (its group left behind) stops firing, at the latest once its data is stale",
             i,
             [
-                etcd_probe("control-plane-0", runs((4, FAST), (1, slow), (1, FAST), (1, slow), (n - 7, FAST))),
+                etcd_probe(
+                    "control-plane-0",
+                    runs((4, FAST), (1, slow), (1, FAST), (1, slow), (n - 7, FAST)),
+                ),
                 etcd_probe("control-plane-1", runs((4, FAST), (3, slow))),
             ],
             samples,
@@ -527,15 +540,26 @@ def storageclass_scenarios(i: int) -> list[Scenario]:
     """FioProbeStorageClassLatencyHigh: 3 of the last 4 runs above the volume type's threshold."""
     n = 12
     samples = n * i * 2
-    io2 = Probe("io2-fast", "etcd-fsync", volume_type="io2", runs=runs((4, FAST), (n - 4, Run(p99=0.006))))
-    sc1 = Probe("sc1-cold", "etcd-fsync", volume_type="sc1", runs=runs((4, FAST), (n - 4, Run(p99=0.3))))
-    unknown = Probe("local-path", "etcd-fsync", cluster="a", runs=runs((4, FAST), (n - 4, Run(p99=0.07))))
+    io2 = Probe(
+        "io2-fast", "etcd-fsync", volume_type="io2", runs=runs((4, FAST), (n - 4, Run(p99=0.006)))
+    )
+    sc1 = Probe(
+        "sc1-cold", "etcd-fsync", volume_type="sc1", runs=runs((4, FAST), (n - 4, Run(p99=0.3)))
+    )
+    unknown = Probe(
+        "local-path", "etcd-fsync", cluster="a", runs=runs((4, FAST), (n - 4, Run(p99=0.07)))
+    )
     quiet = [
         # 6 ms would fire on io2 but is well within what an sc1 (256 ms) or gp3 (20 ms) promises.
         Probe("sc1-ok", "etcd-fsync", volume_type="sc1", runs=runs((n, Run(p99=0.006)))),
         Probe("gp3", "etcd-fsync", volume_type="gp3", runs=runs((n, Run(p99=0.012)))),
         # two slow runs out of four: not sustained enough for a warning about a StorageClass
-        Probe("gp2", "etcd-fsync", volume_type="gp2", runs=runs((4, FAST), (2, Run(p99=0.05)), (n - 6, FAST))),
+        Probe(
+            "gp2",
+            "etcd-fsync",
+            volume_type="gp2",
+            runs=runs((4, FAST), (2, Run(p99=0.05)), (n - 6, FAST)),
+        ),
         # an etcd disk (node-local): FioProbeEtcdFsyncLatencyHigh's business, not this alert's
         etcd_probe("control-plane-0", runs((n, Run(p99=0.3)))),
     ]
@@ -549,8 +573,20 @@ def storageclass_scenarios(i: int) -> list[Scenario]:
             samples,
             checks=[
                 check(SC, seen(i, 6, -SCRAPE_S)),
-                check(SC, seen(i, 6), sc_alert(io2, 3, 0.005, 0.006), sc_alert(sc1, 3, 0.256, 0.3), sc_alert(unknown, 3, 0.064, 0.07)),
-                check(SC, seen(i, 11), sc_alert(io2, 4, 0.005, 0.006), sc_alert(sc1, 4, 0.256, 0.3), sc_alert(unknown, 4, 0.064, 0.07)),
+                check(
+                    SC,
+                    seen(i, 6),
+                    sc_alert(io2, 3, 0.005, 0.006),
+                    sc_alert(sc1, 3, 0.256, 0.3),
+                    sc_alert(unknown, 3, 0.064, 0.07),
+                ),
+                check(
+                    SC,
+                    seen(i, 11),
+                    sc_alert(io2, 4, 0.005, 0.006),
+                    sc_alert(sc1, 4, 0.256, 0.3),
+                    sc_alert(unknown, 4, 0.064, 0.07),
+                ),
             ],
         ),
     ]
@@ -569,19 +605,63 @@ def burst_scenarios(i: int) -> list[Scenario]:
     other = Probe("gp2", "burst-ceiling", cluster="b", runs=runs((n, ok)), **gp2)
     quiet = [
         # gp2 of 1 TiB and more: a baseline of 3,072 (and up) at or above the 3,000 burst
-        Probe("gp2-large", "burst-ceiling", volume_type="gp2", baseline_iops=3072.0, burst_iops=3072.0, runs=runs((n, Run(p99=None, write_iops=3072)))),
+        Probe(
+            "gp2-large",
+            "burst-ceiling",
+            volume_type="gp2",
+            baseline_iops=3072.0,
+            burst_iops=3072.0,
+            runs=runs((n, Run(p99=None, write_iops=3072))),
+        ),
+        # gp2 of 990 GiB: 2,970 baseline, 3,000 burst; fio's noise cannot tell them apart
+        Probe(
+            "gp2-990g",
+            "burst-ceiling",
+            volume_type="gp2",
+            baseline_iops=2970.0,
+            burst_iops=3000.0,
+            runs=runs((n, Run(p99=None, write_iops=2971))),
+        ),
         # provisioned or credit-free volumes, even with a volume model that claims a burst
-        Probe("gp3", "burst-ceiling", volume_type="gp3", baseline_iops=3000.0, burst_iops=16000.0, runs=runs((n, Run(p99=None, write_iops=3000)))),
-        Probe("io2", "burst-ceiling", volume_type="io2", baseline_iops=1000.0, burst_iops=3000.0, runs=runs((n, Run(p99=None, write_iops=1000)))),
-        Probe("ocs-storagecluster-ceph-rbd", "burst-ceiling", volume_type="ceph-rbd", baseline_iops=100.0, burst_iops=3000.0, runs=runs((n, Run(p99=None, write_iops=150)))),
+        Probe(
+            "gp3",
+            "burst-ceiling",
+            volume_type="gp3",
+            baseline_iops=3000.0,
+            burst_iops=16000.0,
+            runs=runs((n, Run(p99=None, write_iops=3000))),
+        ),
+        Probe(
+            "io2",
+            "burst-ceiling",
+            volume_type="io2",
+            baseline_iops=1000.0,
+            burst_iops=3000.0,
+            runs=runs((n, Run(p99=None, write_iops=1000))),
+        ),
+        Probe(
+            "ocs-storagecluster-ceph-rbd",
+            "burst-ceiling",
+            volume_type="ceph-rbd",
+            baseline_iops=100.0,
+            burst_iops=3000.0,
+            runs=runs((n, Run(p99=None, write_iops=150))),
+        ),
         # one throttled run, and two in a row, among bursting ones
         Probe("gp2-one", "burst-ceiling", runs=runs((4, ok), (1, depleted), (n - 5, ok)), **gp2),
         Probe("gp2-two", "burst-ceiling", runs=runs((4, ok), (2, depleted), (n - 6, ok)), **gp2),
         # depleted, then the runs fail: a failed run's IOPS mean nothing
-        Probe("gp2-failed", "burst-ceiling", runs=runs((2, depleted), (n - 2, Run(success=False, p99=None, reason="timeout"))), **gp2),
+        Probe(
+            "gp2-failed",
+            "burst-ceiling",
+            runs=runs((2, depleted), (n - 2, Run(success=False, p99=None, reason="timeout"))),
+            **gp2,
+        ),
     ]
     removed = Probe("gp2", "burst-ceiling", runs=runs((6, depleted)), **gp2)
-    removed_deleted = Probe("gp2-deleted", "burst-ceiling", runs=runs((6, depleted)), deleted_at=7 * i * 2, **gp2)
+    removed_deleted = Probe(
+        "gp2-deleted", "burst-ceiling", runs=runs((6, depleted)), deleted_at=7 * i * 2, **gp2
+    )
     return [
         Scenario(
             "a small gp2 volume at its baseline fires from the third run in a row; gp2 >= 1 TiB, "
@@ -602,7 +682,9 @@ def burst_scenarios(i: int) -> list[Scenario]:
             [removed, removed_deleted],
             samples,
             checks=[
-                check(BURST, seen(i, 5), burst_alert(removed, 301), burst_alert(removed_deleted, 301)),
+                check(
+                    BURST, seen(i, 5), burst_alert(removed, 301), burst_alert(removed_deleted, 301)
+                ),
                 check(BURST, 7 * i * 60, burst_alert(removed, 301)),
                 check(BURST, after_stale(i, 5)),
                 check(BURST, seen(i, 11)),
@@ -620,7 +702,9 @@ def health_scenarios(i: int) -> list[Scenario]:
     samples = n * i * 2
     fail = Run(success=False, p99=None, reason="timeout")
     failing = Probe("gp2", "randread-iops", runs=runs((4, FAST), (n - 4, fail)))
-    failing_node = etcd_probe("control-plane-0", runs((4, FAST), (n - 4, Run(success=False, p99=None, reason="no_space"))))
+    failing_node = etcd_probe(
+        "control-plane-0", runs((4, FAST), (n - 4, Run(success=False, p99=None, reason="no_space")))
+    )
     stopped_after_failure = Probe("gp3", "etcd-fsync", runs=runs((4, FAST), (3, fail)))
     stopped = Probe("gp3", "randread-iops", runs=runs((5, FAST)))
     deleted = etcd_probe("control-plane-1", runs((5, FAST)), deleted_at=6 * i * 2)
@@ -636,8 +720,11 @@ def health_scenarios(i: int) -> list[Scenario]:
     expected_all = [
         Probe(sc, profile, runs=runs((n, FAST)))
         for sc, profile in (
-            ("gp2", "etcd-fsync"), ("gp2", "randread-iops"), ("gp2", "burst-ceiling"),
-            ("gp3", "etcd-fsync"), ("gp3", "randread-iops"),
+            ("gp2", "etcd-fsync"),
+            ("gp2", "randread-iops"),
+            ("gp2", "burst-ceiling"),
+            ("gp3", "etcd-fsync"),
+            ("gp3", "randread-iops"),
         )
     ] + [etcd_probe(node, runs((n, FAST))) for node in ETCD_NODES]
     return [
@@ -658,9 +745,18 @@ def health_scenarios(i: int) -> list[Scenario]:
                     failing_alert(failing_node, "no_space"),
                     failing_alert(stopped_after_failure, "timeout"),
                 ),
-                check(FAILING, after_stale(i, 6), failing_alert(failing, "timeout"), failing_alert(failing_node, "no_space")),
+                check(
+                    FAILING,
+                    after_stale(i, 6),
+                    failing_alert(failing, "timeout"),
+                    failing_alert(failing_node, "no_space"),
+                ),
                 check(STALE, after_stale(i, 4) - SCRAPE_S),
-                check(STALE, after_stale(i, 4), stale_alert(stopped, after_stale(i, 4) - pushed_at(i, 4))),
+                check(
+                    STALE,
+                    after_stale(i, 4),
+                    stale_alert(stopped, after_stale(i, 4) - pushed_at(i, 4)),
+                ),
                 check(
                     STALE,
                     after_stale(i, 6),
@@ -713,14 +809,22 @@ def regression_scenarios(i: int) -> list[Scenario]:
     half = recent // 2
     healthy_now = [Run(buckets=healthy)] * recent
     degraded_now = [Run(buckets=healthy)] * half + [Run(buckets=slow)] * (recent - half)
-    once_now = [Run(buckets=healthy)] * half + [Run(buckets=slow)] + [Run(buckets=healthy)] * (recent - half - 1)
+    once_now = (
+        [Run(buckets=healthy)] * half
+        + [Run(buckets=slow)]
+        + [Run(buckets=healthy)] * (recent - half - 1)
+    )
     regressed = Probe("gp2", "etcd-fsync", volume_type="gp2", runs=history(degraded_now, per_day))
     quiet = [
         Probe("gp3", "etcd-fsync", volume_type="gp3", runs=history(healthy_now, per_day)),
         # the same degradation without enough baseline: a quarter of the day a week ago
-        Probe("gp2-thin", "etcd-fsync", volume_type="gp2", runs=history(degraded_now, per_day // 4)),
+        Probe(
+            "gp2-thin", "etcd-fsync", volume_type="gp2", runs=history(degraded_now, per_day // 4)
+        ),
         # a new probe: only the last hours
-        Probe("gp2-new", "etcd-fsync", volume_type="gp2", runs=[None] * (end - recent) + degraded_now),
+        Probe(
+            "gp2-new", "etcd-fsync", volume_type="gp2", runs=[None] * (end - recent) + degraded_now
+        ),
         # a single slow run now, on a probe with a full baseline
         Probe("gp2-once", "etcd-fsync", volume_type="gp2", runs=history(once_now, per_day)),
     ]
