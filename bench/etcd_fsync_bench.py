@@ -1,4 +1,4 @@
-"""The etcd-fsync profile against the two well-known one-shot etcd disk checks (issue 3).
+"""The etcd-fsync profile against the two well-known one-shot etcd disk checks.
 
 On the same disk (a directory on the root filesystem unless --dir is given):
 - per run: IO written, wall time, and fio's own fsync p99; the spread of p99 over repeats;
@@ -118,7 +118,7 @@ def main(args: argparse.Namespace) -> None:
         if not args.dir:
             shutil.rmtree(base, ignore_errors=True)
 
-    print("## etcd-fsync profile vs one-shot etcd disk checks (issue 3)\n")
+    print("## etcd-fsync profile vs one-shot etcd disk checks\n")
     print(f"Disk: the filesystem of {base}; {os.cpu_count()} cores, load average "
           f"{os.getloadavg()[0]:.1f} at the end; {args.repeats} repeats each.\n")  # fmt: skip
     print("| run | written per run | wall time per run | fsync p99 per repeat (ms) | "

@@ -1,4 +1,4 @@
-"""Benchmarks of the exporter core (issue 2); results go to docs/BENCHMARKS.md.
+"""Benchmarks of the exporter core; results go to docs/BENCHMARKS.md.
 
 1. `fioprobe convert` work (`fioprobe.convert.convert_text`, the function the command runs:
    read + model + merge + text exposition) on a large json+ file made by real fio (64 jobs,
@@ -135,7 +135,7 @@ def main() -> None:
             gateway.stop()
         peak_mib = max(rss) / 1024  # ru_maxrss is in KiB on Linux
         bare_mib = measured_process("-c", "pass")[1] / 1024
-        print("## Exporter core (issue 2)\n")
+        print("## Exporter core\n")
         print(f"Machine: {os.cpu_count()} cores, load average {load_before:.1f} before the run "
               "(the run's own 64-job fio makes it rise).\n")  # fmt: skip
         print(f"Convert, best of {CONVERT_ROUNDS} interleaved rounds (seconds); goal: "

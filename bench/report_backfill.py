@@ -1,5 +1,5 @@
-"""Throughput of `fioprobe report` and `fioprobe backfill` against a notebook's pandas load
-(issue 7); results go to docs/BENCHMARKS.md, section "Report and backfill".
+"""Throughput of `fioprobe report` and `fioprobe backfill` against a notebook's pandas load;
+results go to docs/BENCHMARKS.md, section "Report and backfill".
 
 Input: 1,000 fio result files made from real fio outputs: a few short fio runs made here
 (json+ with bins and plain json: fdatasync, random read at several queue depths, random

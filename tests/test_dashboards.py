@@ -4,7 +4,7 @@ No Grafana server can run here, so what Grafana would reject, or silently render
 checked without it: the JSON schema generated from @grafana/schema (scripts/setup.d/
 20-grafana-schema.sh), the layout, units and descriptions, the template variables, and
 that every metric a query names is one the exporter produces or a documented external one.
-The integration test against real pushed data lives elsewhere (issue 5).
+The integration test against real pushed data is tests/test_dashboards_live.py.
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ def _without_required(schema: Any) -> Any:
 
 
 def test_every_dashboard_is_rendered() -> None:
-    """The three dashboards of issue 5 are committed, and nothing else is in out/."""
+    """The three dashboards are committed, and nothing else is in out/."""
     assert set(_dashboards()) == set(EXPECTED_UIDS)
 
 

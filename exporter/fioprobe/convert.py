@@ -1,7 +1,7 @@
 """One fio output as Prometheus text: what `fioprobe convert` prints.
 
 No Pushgateway and no earlier runs: the counters hold this run alone, which is what
-node_exporter's textfile collector expects of a file it reads. The benchmark of issue 2
+node_exporter's textfile collector expects of a file it reads. The exporter benchmark
 (bench/exporter_bench.py) times this very function.
 """
 
