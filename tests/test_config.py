@@ -50,7 +50,7 @@ BAD = [
      "pushgateway.url: is required (found unknown key 'ur1': a typo?)"),
     (GOOD.replace("url: http://127.0.0.1:9091", "url: http://127.0.0.1:9091\n  timeout: 5"),
      "pushgateway.timeout: unknown key (expected one of: attempts, ca_file, cert_file, key_file, "
-     "password_file, timeout_seconds, url, username_file, writer_lease_seconds)"),
+     "password_file, shards, timeout_seconds, url, username_file, writer_lease_seconds)"),
     (GOOD.replace("size: 100Gi", "size: 100 gigs"),
      "targets[0].volume.size: '100 gigs' is not a size (use e.g. 100Gi, 500Mi, 1Ti)"),
     (GOOD.replace("type: gp2", "type: gp4"),

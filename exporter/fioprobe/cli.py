@@ -145,6 +145,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_gc(args: argparse.Namespace) -> int:
     from .config import load_config
     from .gc import collect, transport_for
+    from .pushgateway import redact
 
     configs = [load_config(Path(path)) for path in dict.fromkeys(args.config)]
     result = collect(
@@ -157,6 +158,8 @@ def cmd_gc(args: argparse.Namespace) -> int:
     verb = "would delete" if args.dry_run else "deleted"
     for key in result.deleted:
         print(f"{verb} {key}")
+    for key, replica in result.misplaced:
+        print(f"{verb} {key} on {redact(replica)} (old copy of a group that moved)")
     for labels in result.foreign:
         _say(args, f"left alone (not a fioprobe grouping key): {labels}")
     owners = sorted({owner for _, owner in result.others})

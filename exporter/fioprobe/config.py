@@ -7,6 +7,8 @@ load, so the rest of the program sees complete values.
     owner: storage-probes         # whose groups these are on the Pushgateway (default: default)
     pushgateway:
       url: http://fioprobe-pushgateway:9091
+      # or, sharded (fioprobe.shards picks each group's replica):
+      # shards: [http://pgw-0.pgw:9091, http://pgw-1.pgw:9091]
       username_file: /etc/fioprobe/auth/username   # optional; or env FIOPROBE_PUSHGATEWAY_*
       password_file: /etc/fioprobe/auth/password
       ca_file: /etc/fioprobe/tls/ca.crt            # optional, for https
@@ -70,6 +72,13 @@ class PushgatewayConfig:
     timeout_seconds: float = 10.0
     attempts: int = 3
     writer_lease_seconds: float = 3600.0
+    #: The replicas of a sharded Pushgateway (`url` is then the first); empty: `url` alone.
+    shards: tuple[str, ...] = ()
+
+    @property
+    def urls(self) -> tuple[str, ...]:
+        """Every replica a group may live on (see fioprobe.shards)."""
+        return self.shards or (self.url,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,11 +302,27 @@ def load_config(path: Path, jobs_dir: Path | None = None) -> Config:
 
 def _pushgateway(raw: object, file: str) -> PushgatewayConfig:
     r = _Reader(raw, "pushgateway", file)
-    url = r.take("url", str, required=True)
-    if not url.startswith(("http://", "https://")):
-        raise r.error("url", f"must start with http:// or https://, got {_show(url)}")
+    # One replica (`url`) or several (`shards`, a list of URLs); exactly one of the two.
+    shards = tuple(r.take("shards", list, []))
+    url = r.take("url", str, required=not shards)
+    if shards and url is not None:
+        raise r.error("url", "give either url (one Pushgateway) or shards (its replicas)")
+    for index, shard in enumerate(shards):
+        if not isinstance(shard, str):
+            raise r.error(f"shards[{index}]", f"must be a URL, got {_show(shard)}")
+    if len(set(shards)) != len(shards):
+        raise r.error("shards", "a replica is listed twice")
+    for name, value in (("url", url), *((f"shards[{i}]", s) for i, s in enumerate(shards))):
+        if value is None:
+            continue
+        if not value.startswith(("http://", "https://")):
+            raise r.error(name, f"must start with http:// or https://, got {_show(value)}")
+        if "@" in value.split("//", 1)[1].split("/", 1)[0]:
+            raise r.error(name, "must not hold credentials; use username_file and password_file")
+    url = url if url is not None else shards[0]
     config = PushgatewayConfig(
         url=url,
+        shards=shards,
         username_file=r.take("username_file", str),
         password_file=r.take("password_file", str),
         ca_file=r.take("ca_file", str),
@@ -313,8 +338,6 @@ def _pushgateway(raw: object, file: str) -> PushgatewayConfig:
             f"{file}: pushgateway: timeout_seconds, attempts and writer_lease_seconds must be "
             "positive"
         )
-    if "@" in url.split("//", 1)[1].split("/", 1)[0]:
-        raise r.error("url", "must not hold credentials; use username_file and password_file")
     return config
 
 

@@ -24,6 +24,12 @@ labels. Which groups go (docs/GC.md has the whole story):
   `--owner`) only with `unowned=True`, under the rules above: a probe that still runs gets
   its owner at its next push, so only groups of probes removed before then stay unowned;
 - a `job="fioprobe"` group whose labels are not a fioprobe grouping key is never touched.
+
+With several Pushgateway replicas (`fioprobe.shards`) gc reads every replica and deletes a
+group where it is. A group found on a replica that is not its own while its own replica
+holds it too is the old copy of a group that moved (its probe pushed to the new replica and
+could not delete the old copy): that copy is deleted, so that no group stays on two
+replicas. A group found only on another replica is kept: it moves at its probe's next run.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from dataclasses import dataclass, field
 from .config import Config
 from .errors import UsageError
 from .pushgateway import JOB, PUSH_TIME, Transport, delete_group, list_groups
+from .shards import Shards, identity
 
 OWNER_INFO = "fioprobe_owner_info"
 _SHARED_KEY = frozenset({"job", "storageclass", "profile"})
@@ -54,18 +61,22 @@ class GcResult:
     others: list[tuple[dict[str, str], str]] = field(default_factory=list)
     #: Groups without an owner, left alone (deleted only with `unowned`).
     unowned: list[dict[str, str]] = field(default_factory=list)
+    #: Groups on a replica that is not theirs while their own replica holds them too: old
+    #: copies of moved groups, deleted (or listed, in a dry run) with their replica's URL.
+    misplaced: list[tuple[dict[str, str], str]] = field(default_factory=list)
     dry_run: bool = False
 
 
-def transport_for(configs: Sequence[Config]) -> Transport:
-    """The one Pushgateway of the configurations, with its credentials and TLS settings."""
-    urls = {config.pushgateway.url.rstrip("/") for config in configs}
-    if len(urls) != 1:
+def transport_for(configs: Sequence[Config]) -> Shards:
+    """The one Pushgateway (all its replicas) of the configurations, with its credentials
+    and TLS settings."""
+    replicas = {frozenset(identity(url) for url in config.pushgateway.urls) for config in configs}
+    if len(replicas) != 1:
         raise UsageError(
-            "the configurations name different Pushgateways; give gc the configurations of "
-            "one Pushgateway at a time"
+            "the configurations name different Pushgateways (or different replicas of one); "
+            "give gc the configurations of one Pushgateway at a time"
         )
-    return Transport.from_config(configs[0].pushgateway)
+    return Shards.from_config(configs[0].pushgateway)
 
 
 def configured(configs: Sequence[Config]) -> set[tuple[str, str, bool]]:
@@ -97,7 +108,7 @@ def grouping_key(labels: dict[str, str]) -> dict[str, str]:
 
 
 def collect(
-    transport: Transport,
+    transport: Transport | Shards,
     configs: Sequence[Config],
     *,
     nodes: Collection[str] | None = None,
@@ -111,14 +122,22 @@ def collect(
     owners = {config.owner for config in configs}
     probes = configured(configs)
     lease = max(config.pushgateway.writer_lease_seconds for config in configs)
-    groups = []
-    for group in list_groups(transport):
-        labels = group.get("labels")
-        if isinstance(labels, dict) and labels.get("job") == JOB:
-            groups.append(({str(k): str(v) for k, v in labels.items()}, group))
-    owner_of = {frozenset(labels.items()): _owner(group) for labels, group in groups}
+    shards = Shards.of(transport)
+    # Every replica is read before anything is deleted: which copy of a group is the old
+    # one is known only from all of them.
+    groups: list[tuple[dict[str, str], dict[str, object], Transport]] = []
+    for replica in shards:
+        for group in list_groups(replica):
+            labels = group.get("labels")
+            if isinstance(labels, dict) and labels.get("job") == JOB:
+                groups.append(({str(k): str(v) for k, v in labels.items()}, group, replica))
+    owner_of = {frozenset(labels.items()): _owner(group) for labels, group, _ in groups}
+    held_by: dict[frozenset[tuple[str, str]], set[str]] = {}
+    for labels, _, replica in groups:
+        held_by.setdefault(frozenset(labels.items()), set()).add(replica.url)
     result = GcResult(dry_run=dry_run)
-    for labels, group in groups:
+    deletions: list[tuple[Transport, dict[str, str]]] = []
+    for labels, group, replica in groups:
         names = set(labels)
         if names not in (_SHARED_KEY, _NODE_KEY, *_CONFLICT_KEYS) or not all(labels.values()):
             result.foreign.append(labels)
@@ -135,14 +154,21 @@ def collect(
         if owner is not None and owner not in owners:
             result.others.append((key, owner))
             continue
+        own = shards.for_key(key)
+        if own is not replica and own.url in held_by[frozenset(labels.items())]:
+            result.misplaced.append((key, replica.url))
+            deletions.append((replica, key))
+            continue
         wanted = is_wanted(labels, probes, nodes)
         if conflict and wanted:
             pushed = _push_time(group)
             wanted = pushed is not None and now - pushed <= lease
         (result.kept if wanted else result.deleted).append(key)
+        if not wanted:
+            deletions.append((replica, key))
     if not dry_run:
-        for key in result.deleted:
-            delete_group(transport, key)
+        for replica, key in deletions:
+            delete_group(replica, key)
     return result
 
 

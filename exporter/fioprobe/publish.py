@@ -22,6 +22,12 @@ it is not done on every push):
 - another writer, silent for longer than the lease: this writer takes the group over,
   continuing from its totals plus its own pending runs.
 When the group cannot be read at all, the run is kept as pending and nothing is pushed.
+
+With several Pushgateway replicas (`fioprobe.shards`) the group is pushed to its replica.
+When the replicas changed since this state's last push, the group moves: it is read back
+from the replica that held it (when a read-back is due), pushed to its new replica, and only
+then deleted from the old one. A delete that fails is retried at the next run (the state
+keeps naming the old replica until it succeeds); `fioprobe gc` removes such a copy too.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from . import pushgateway, state
 from .collector import ProbeOutcome, registry_for
 from .errors import FailureReason
 from .pushgateway import PushError, ReadBack, Transport
+from .shards import Shards
 from .state import GroupState, GroupTotals
 from .statefile import StateDir, StateError, StateFile, file_name
 
@@ -71,7 +78,7 @@ def default_state_file(grouping_key: dict[str, str]) -> StateFile:
 def publish(
     outcome: ProbeOutcome,
     grouping_key: dict[str, str],
-    transport: Transport,
+    transport: Transport | Shards,
     state_file: StateFile,
     *,
     finished_at: float | None = None,
@@ -84,10 +91,12 @@ def publish(
     push), and StateNotKept when the state could not be used (the failure was pushed).
     """
     finished_at = time.time() if finished_at is None else finished_at
+    shards = Shards.of(transport)
+    replica = shards.for_key(grouping_key)
     try:
         with state_file.locked():
             return _publish_locked(
-                outcome, grouping_key, transport, state_file, finished_at, adjust, lease_seconds
+                outcome, grouping_key, shards, state_file, finished_at, adjust, lease_seconds
             )
     except StateError as exc:
         if isinstance(exc, StateNotKept | WriterConflict):
@@ -96,7 +105,7 @@ def publish(
         # state directory; the cause to report is the directory).
         reason = exc.reason if outcome.success else outcome.failure_reason or exc.reason
         try:
-            push_failure(transport, grouping_key, outcome.failed(reason))
+            push_failure(replica, grouping_key, outcome.failed(reason))
         except PushError as push_exc:
             raise StateNotKept(
                 f"{exc}; the failure ({reason}) could not be pushed either: {push_exc}",
@@ -113,7 +122,7 @@ def publish(
 def _publish_locked(
     outcome: ProbeOutcome,
     key: dict[str, str],
-    transport: Transport,
+    shards: Shards,
     file: StateFile,
     finished_at: float,
     adjust: Adjust | None,
@@ -121,12 +130,20 @@ def _publish_locked(
 ) -> ProbeOutcome:
     loaded = state.load(file)
     group = loaded or GroupState()
+    transport = shards.for_key(key)
+    # Replicas that may still hold a copy of this group from before the replicas changed.
+    moved_from = _previous_replicas(shards, transport, group)
     now = time.time()
     recent = group.last_push_at is not None and 0 <= now - group.last_push_at <= lease_seconds
     took_over = False
     if not (group.claimed and group.totals is not None and recent):
         try:
             back = pushgateway.read_group(transport, key)
+            # Not on its replica: it may not have moved yet (read it where it was).
+            for previous in moved_from if back is None else ():
+                back = pushgateway.read_group(previous, key)
+                if back is not None:
+                    break
         except PushError:
             # Who owns the group is unknown: keep the run for later, push nothing.
             state.merge_run(group.pending, outcome.run, success=outcome.success,
@@ -153,12 +170,34 @@ def _publish_locked(
     writer = group.writer if group.claimed else None
     pushgateway.push(transport, key, registry_for(outcome, group.totals, writer=writer))
     group.last_push_at = time.time()
+    # Only after the push: until the new replica holds the group, the old copy is the one
+    # that counts. A failed delete keeps the old replica in the state: the next run retries.
+    moved = all([_delete_quietly(previous, key) for previous in moved_from])
+    if moved:
+        group.shard = transport.url
     # If this save fails, only the lease clock is lost: the next run reads the group back.
     with contextlib.suppress(StateError):
         state.save(file, group)
     if took_over:
         _delete_quietly(transport, {**key, "writer": group.writer})
     return outcome
+
+
+def _previous_replicas(
+    shards: Shards, transport: Transport, group: GroupState
+) -> tuple[Transport, ...]:
+    """The replicas other than `transport` that may hold this group.
+
+    The state names the replica of its last push: that one, if it is still listed (a replica
+    that was removed is gone with its groups). A state that names none (new, or from before
+    sharding) may have pushed to any other replica: all of them, until one push succeeds.
+    """
+    if len(shards) == 1:
+        return ()
+    if group.shard is not None:
+        previous = shards.by_url(group.shard)
+        return () if previous is None or previous is transport else (previous,)
+    return shards.others(transport)
 
 
 def _base(group: GroupState, back: ReadBack | None, took_over: bool) -> GroupTotals:
@@ -209,11 +248,17 @@ def _refuse(
     )
 
 
-def push_failure(transport: Transport, key: dict[str, str], outcome: ProbeOutcome) -> None:
+def push_failure(transport: Transport | Shards, key: dict[str, str], outcome: ProbeOutcome) -> None:
     """POST only the failure's gauges into the group: its counters stay as they are."""
-    pushgateway.push(transport, key, registry_for(outcome, None), replace=False)
+    target = Shards.of(transport).for_key(key)
+    pushgateway.push(target, key, registry_for(outcome, None), replace=False)
 
 
-def _delete_quietly(transport: Transport, key: dict[str, str]) -> None:
-    with contextlib.suppress(PushError):  # a left-over refusal group; `fioprobe gc` removes it
+def _delete_quietly(transport: Transport, key: dict[str, str]) -> bool:
+    """Delete a left-over group (a refusal, a moved group's old copy); False if that failed:
+    the caller retries later, or `fioprobe gc` removes it."""
+    try:
         pushgateway.delete_group(transport, key)
+    except PushError:
+        return False
+    return True

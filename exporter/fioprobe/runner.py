@@ -7,6 +7,7 @@ status it leads to. Only a signal ends the loop early, after its failure was pub
 
 from __future__ import annotations
 
+import hashlib
 import sys
 from pathlib import Path
 
@@ -15,11 +16,12 @@ from .errors import ExitCode, FailureReason, FioprobeError, Interrupted
 from .probe import ProbeTarget, run_and_publish
 from .publish import StateNotKept, WriterConflict
 from .pushgateway import PushError, Transport
+from .shards import Shards
 
 
 def run_config(config: Config, *, only_node: str | None, jobs_dir: Path | None, quiet: bool) -> int:
     """Run every configured probe once; exit 0 only if all succeeded and were pushed."""
-    transport = Transport.from_config(config.pushgateway)
+    transport = Shards.from_config(config.pushgateway)
     status = ExitCode.OK
     for target_config in config.targets:
         if target_config.node_local and not only_node:
@@ -36,7 +38,7 @@ def run_config(config: Config, *, only_node: str | None, jobs_dir: Path | None, 
 
 
 def probe_once(
-    target: ProbeTarget, transport: Transport, jobs_dir: Path | None, *, quiet: bool
+    target: ProbeTarget, transport: Transport | Shards, jobs_dir: Path | None, *, quiet: bool
 ) -> int:
     """One probe with its report line; the exit status it stands for. Raises only
     Interrupted (its failure already published), which ends the whole command."""
@@ -102,3 +104,14 @@ def probe_target(
 
 def say(message: str) -> None:
     print(f"fioprobe: {message}", file=sys.stderr)
+
+
+def spread_offset(name: str, every_seconds: float) -> float:
+    """Seconds into every interval at which the probes of `name` (a node) start.
+
+    Uniform over the interval and fixed per name, so that a thousand nodes' probes arrive at
+    the Pushgateway (and at a shared Ceph cluster) spread out rather than together, and a
+    node's runs stay one interval apart.
+    """
+    digest = hashlib.sha256(name.encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 * every_seconds

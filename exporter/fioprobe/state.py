@@ -136,6 +136,9 @@ class GroupState:
     last_push_at: float | None = None
     #: Whether this state's pushes carry its writer identity (it outlived a run).
     claimed: bool = False
+    #: The Pushgateway replica that holds this group's last push (None: unknown, e.g. a state
+    #: from before sharding). When the replicas change, the group moves from there.
+    shard: str | None = None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -145,6 +148,7 @@ class GroupState:
             "pending": self.pending.to_json(),
             "last_push_at": self.last_push_at,
             "claimed": self.claimed,
+            "shard": self.shard,
         }
 
     @classmethod
@@ -178,7 +182,17 @@ class GroupState:
             pending=GroupTotals.from_json(data.get("pending", {}), where),
             last_push_at=last_push_at,
             claimed=data.get("claimed") is True,
+            shard=_optional_shard(data, where),
         )
+
+
+def _optional_shard(data: dict[str, object], where: str) -> str | None:
+    shard = data.get("shard")
+    if shard is None:
+        return None
+    if not isinstance(shard, str) or not 1 <= len(shard) <= 2048 or not shard.isprintable():
+        raise StateError(f"{where}: state is corrupt (shard is not a URL)")
+    return shard
 
 
 def combine(base: GroupTotals, delta: GroupTotals) -> GroupTotals:
