@@ -115,6 +115,10 @@ RULE_CONFIG: dict[str, object] = {
     ],
 }
 
+#: An expected probe is "missing" (pending) until its first push: every check of "no alert"
+#: leaves FioProbeMissing out, and one check asserts that it never fired.
+NOT_MISSING = 'alertname!="FioProbeMissing"'
+
 #: Short probe runs, inside each profile's budget.
 ETCD_PROFILE = {"name": "etcd-fsync", "runtime": 2}
 BURST_PROFILE = {"name": "burst-ceiling", "runtime": 2, "size": "16m"}
@@ -495,7 +499,9 @@ def test_slow_fsync_and_depleted_burst_reach_alertmanager(
         loop.set_limits(write_iops=THROTTLE_WRITE_IOPS)
         unthrottled = f"{int(throttled_at - probing_since) + 5}s"
         assert not values(
-            prom, f'count_over_time(ALERTS{{storageclass="{GP2}"}}[{unthrottled}])', throttled_at
+            prom,
+            f'count_over_time(ALERTS{{storageclass="{GP2}", {NOT_MISSING}}}[{unthrottled}])',
+            throttled_at,
         ), "the unthrottled gp2 volume alerted (or was pending)"
         results["gp2_unthrottled"] = {
             "seconds": round(throttled_at - probing_since, 1),
@@ -540,8 +546,15 @@ def test_slow_fsync_and_depleted_burst_reach_alertmanager(
         # --- what must not have fired: nothing for the plain directory, pending included,
         #     and no burst alert anywhere but on the throttled volume ---
         whole = f"{int(end - probing_since) + 5}s"
-        assert not values(prom, f'count_over_time(ALERTS{{storageclass="{PLAIN}"}}[{whole}])', end)
-        assert not [k for k in watch.first if PLAIN in k], watch.first
+        assert not values(
+            prom, f'count_over_time(ALERTS{{storageclass="{PLAIN}", {NOT_MISSING}}}[{whole}])', end
+        )
+        plain_alerts = [k for k in watch.first if PLAIN in k and "FioProbeMissing" not in k]
+        assert not plain_alerts, watch.first
+        # Every test probe pushed within its first interval: FioProbeMissing (pending for each
+        # until its first push) never fired.
+        missing = f'ALERTS{{alertname="FioProbeMissing", alertstate="firing"}}[{whole}]'
+        assert not values(prom, f"count_over_time({missing})", end), "a probe went missing"
         burst_elsewhere = (
             f'ALERTS{{alertname="FioProbeBurstCreditsDepleted",storageclass!="{GP2}"}}'
         )
