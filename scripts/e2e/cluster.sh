@@ -162,7 +162,7 @@ EOF
 # podman with its own storage under the cache (kept between runs: the warm image build) and
 # host networking for builds (no podman network, no iptables rules of its own).
 podman_() {
-  podman --root "$CACHE_ROOT/podman/storage" --runroot "$RUN/podman-run" \
+  podman --root "$CACHE_ROOT/podman/storage" --runroot "$CACHE_ROOT/podman/run" \
     --cgroup-manager cgroupfs --events-backend none "$@"
 }
 
@@ -181,7 +181,9 @@ images() {
     cp /usr/local/share/ca-certificates/*.crt "$ctx/base/usr/local/share/ca-certificates/" 2>/dev/null || true
     [[ -f /etc/pip.conf ]] && cp /etc/pip.conf "$ctx/base/etc/pip.conf"
     cp "$ROOTFS_TAR" "$ctx/base.tar"
-    tar -C "$ctx/base" -rf "$ctx/base.tar" .
+    # Files only: a second entry for a directory already in the tarball breaks the import.
+    (cd "$ctx/base" && find . -type f | sort >"$ctx/base.files")
+    tar -C "$ctx/base" --no-recursion -rf "$ctx/base.tar" -T "$ctx/base.files"
     podman_ import "$ctx/base.tar" "localhost/fioprobe-e2e/base:$base_id" >/dev/null
     rm -f "$ctx/base.tar"
   fi
@@ -581,8 +583,8 @@ down() {
       sysctl -qw "$line" 2>/dev/null
     done <"$RUN/sysctls.before"
   fi
-  # cgroups the kubelet made (v1: one tree per controller), leaves first.
-  for m in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/*/kubepods.slice; do
+  # cgroups the kubelet and podman's builds made (v1: one tree per controller), leaves first.
+  for m in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/*/kubepods.slice /sys/fs/cgroup/*/libpod_parent; do
     [[ -d $m ]] && find "$m" -depth -type d -exec rmdir {} + 2>/dev/null
   done
   # Pod log links the kubelet made in the one directory it does not take from configuration.

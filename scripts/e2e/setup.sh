@@ -50,7 +50,7 @@ build_module() { # <name> <module dir> <output dir var> <packages...>
   hash=$( (cat "$dir"/go.mod "$dir"/go.sum "$dir"/*.go && echo "$LDFLAGS $*") 2>/dev/null | sha256sum | cut -c1-12)
   entry=$CACHE_ROOT/$name-$hash
   if [[ ! -f $entry/.complete ]]; then
-    say "building $name (cold Kubernetes build: ~15 min on 2 cores; warm: ~2 min)"
+    say "building $name (go build; cached afterwards)"
     local tmp=$entry.tmp.$$
     rm -rf "$tmp"
     mkdir -p "$tmp"
@@ -68,6 +68,8 @@ LDFLAGS="-s -w"
 for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   LDFLAGS+=" -X $pkg.gitVersion=$kube_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
 done
+# Cold (empty Go build cache): about 30 minutes on 2 busy cores; with the packages the
+# kube-apiserver build of scripts/setup.d already cached, a few minutes.
 build_module "kube-$kube_version" scripts/e2e/kube KUBE_BIN \
   k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-controller-manager \
   k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-proxy
