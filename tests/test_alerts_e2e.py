@@ -79,6 +79,10 @@ CLUSTER = "e2e"  # Prometheus external label: added to alerts on their way to Al
 NODE = "cp-0"
 SLOW = "slow-fsync"  # node-local, like a control-plane node's etcd disk
 PLAIN = "plain-dir"
+#: Node-local like SLOW, probed on tmpfs except for exactly one run on the slow filesystem:
+#: one slow run must never page (the etcd alert wants 2 of the last 3 runs slow).
+ONCE_SLOW = "once-slow"
+ONCE_SLOW_ROUND = 1
 GP2 = "gp2-small"
 
 FSYNC_DELAY_MS = 15.0
@@ -197,6 +201,8 @@ class ProbeLoop:
     command: list[str]
     deadline: float
     round_timeout: float = 60.0
+    #: Called with the round's number (0, 1, ...) before it starts: a fault of one round.
+    before_round: Callable[[int], None] | None = None
     rounds: list[Round] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
@@ -213,6 +219,8 @@ class ProbeLoop:
             and len(self.rounds) < MAX_ROUNDS
             and time.monotonic() < self.deadline
         ):
+            if self.before_round is not None:
+                self.before_round(len(self.rounds))
             started = time.time()
             process = subprocess.Popen(
                 self.command, cwd=REPO, stdin=subprocess.DEVNULL,
@@ -456,10 +464,28 @@ def test_slow_fsync_and_depleted_burst_reach_alertmanager(
                                  state / PLAIN, ETCD_PROFILE)  # fmt: skip
         gp2_cfg = write_config(configs / "gp2.yaml", gateway.url, GP2, loop.path, state / GP2,
                                BURST_PROFILE, volume={"type": "gp2", "size": GP2_SIZE})  # fmt: skip
+        once_fast_dir, once_slow_dir = ram_dir / "once-fast", slowfs.mountpoint / "once-slow"
+        once_fast_dir.mkdir()
+        once_slow_dir.mkdir()
+        once_cfg = configs / "once-slow.yaml"
+
+        def once_slow_round(number: int) -> None:
+            """The probe's volume is slow for round ONCE_SLOW_ROUND only (its state is kept
+            apart, so it continues across the switch)."""
+            directory = once_slow_dir if number == ONCE_SLOW_ROUND else once_fast_dir
+            write_config(once_cfg, gateway.url, ONCE_SLOW, directory, state / ONCE_SLOW,
+                         ETCD_PROFILE, node_local=True)  # fmt: skip
+
         loop_deadline = deadline - 30  # rounds end in time for the final checks
         loops = {
             SLOW: ProbeLoop(SLOW, [*fioprobe, str(slow_cfg), "--node", NODE], loop_deadline),
             PLAIN: ProbeLoop(PLAIN, [*fioprobe, str(plain_cfg)], loop_deadline),
+            ONCE_SLOW: ProbeLoop(
+                ONCE_SLOW,
+                [*fioprobe, str(once_cfg), "--node", NODE],
+                loop_deadline,
+                before_round=once_slow_round,
+            ),
             # Inside the blkio cgroup, so fio's direct IO on the loop device is throttled.
             GP2: ProbeLoop(GP2, loop.cgroup.wrap([*fioprobe, str(gp2_cfg)]), loop_deadline),
         }
@@ -551,6 +577,23 @@ def test_slow_fsync_and_depleted_burst_reach_alertmanager(
         )
         plain_alerts = [k for k in watch.first if PLAIN in k and "FioProbeMissing" not in k]
         assert not plain_alerts, watch.first
+        # One slow run: it was slow (fio's own p99 of that run above 10 ms), and nothing for
+        # it was even pending, let alone at Alertmanager.
+        assert len(loops[ONCE_SLOW].rounds) > ONCE_SLOW_ROUND + 3, loops[ONCE_SLOW].rounds
+        once_p99 = values(
+            prom,
+            f'max_over_time(fioprobe_last_sync_latency_seconds{{storageclass="{ONCE_SLOW}",'
+            f'quantile="0.99"}}[{whole}])',
+            end,
+        )  # fmt: skip
+        assert once_p99 and once_p99[0] > 0.01, f"the one slow run was not slow: {once_p99}"
+        assert not values(
+            prom,
+            f'count_over_time(ALERTS{{storageclass="{ONCE_SLOW}", {NOT_MISSING}}}[{whole}])',
+            end,
+        ), "one slow run made an alert pending or fire"
+        assert not [k for k in watch.first if ONCE_SLOW in k and "FioProbeMissing" not in k]
+        results["once_slow_p99_s"] = once_p99[0]
         # Every test probe pushed within its first interval: FioProbeMissing (pending for each
         # until its first push) never fired.
         missing = f'ALERTS{{alertname="FioProbeMissing", alertstate="firing"}}[{whole}]'
