@@ -15,13 +15,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, fioprobe
 from fioprobe import gc, services, shards, state
 from fioprobe.collector import ProbeOutcome
 from fioprobe.config import Config, load_config
 from fioprobe.fioparse import parse_file
 from fioprobe.publish import publish
 from fioprobe.pushgateway import JOB, Transport
+from fioprobe.runner import spread_offset
 from fioprobe.shards import Shards
 from fioprobe.statefile import StateDir, StateFile, file_name
 
@@ -217,3 +218,41 @@ def _config(tmp_path: Path, gateways: list[services.Service]) -> Config:
     path = tmp_path / "gc.yaml"
     path.write_text("\n".join(lines) + "\n")
     return load_config(path)
+
+
+def test_run_every_pushes_each_group_to_its_replica(
+    gateways: list[services.Service], tmp_path: Path
+) -> None:
+    """The per-node DaemonSet's entrypoint: `fioprobe run --every` with a sharded config."""
+    disks = [tmp_path / name for name in ("disk-a", "disk-b")]
+    for disk in disks:
+        disk.mkdir()
+    config = tmp_path / "config.yaml"
+    lines = ["owner: per-node", "pushgateway:", "  shards:"]
+    lines += [f"    - {g.url}" for g in gateways[:3]]
+    lines += ["targets:"]
+    for disk in disks:
+        lines += [f"  - {{name: {disk.name}, directory: {disk}, node_local: true,",
+                  f"     state_dir: {tmp_path / 'state' / disk.name},",
+                  "     profiles: [{name: etcd-fsync, size: 256k}]}"]  # fmt: skip
+    config.write_text("\n".join(lines) + "\n")
+    started = time.monotonic()
+    result = fioprobe(
+        "run", "--config", str(config), "--node", "node-7", "--every", "2", "--cycles", "2",
+        timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr.decode()
+    assert time.monotonic() - started >= 2  # the second run waited for its slot
+    replicas = _shards(gateways, 3)
+    held = _holdings(gateways)
+    for disk in disks:
+        key = {"storageclass": disk.name, "profile": "etcd-fsync", "node": "node-7"}
+        assert held[_ident(key)] == {replicas.for_key(key).url: 2}
+
+
+def test_spread_offset_is_stable_and_spread() -> None:
+    offsets = [spread_offset(f"node-{n}", 300) for n in range(1000)]
+    assert offsets == [spread_offset(f"node-{n}", 300) for n in range(1000)]
+    assert all(0 <= offset < 300 for offset in offsets)
+    per_minute = [sum(1 for o in offsets if m * 60 <= o < (m + 1) * 60) for m in range(5)]
+    assert min(per_minute) > 150, per_minute  # about 200 nodes start in each minute

@@ -127,7 +127,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .runner import run_config
 
     config = load_config(Path(args.config), _jobs_dir(args))
+    if args.every is not None:
+        from .runner import run_every
+
+        return run_every(config, args.every, only_node=args.node, jobs_dir=_jobs_dir(args),
+                         quiet=args.quiet, cycles=args.cycles)  # fmt: skip
     return run_config(config, only_node=args.node, jobs_dir=_jobs_dir(args), quiet=args.quiet)
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 1 <= value <= 86400:
+        raise argparse.ArgumentTypeError("must be between 1 and 86400 seconds")
+    return value
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -438,6 +453,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--jobs-dir", metavar="DIR", help="where profiles live (default: jobs/)")
     run.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    run.add_argument(
+        "--every",
+        type=_positive_seconds,
+        metavar="SECONDS",
+        help="run again every SECONDS, at this node's own offset in the interval (the "
+        "per-node DaemonSet's mode); without it, run once",
+    )
+    run.add_argument(
+        "--cycles", type=int, metavar="N", help="with --every: stop after N runs (default: never)"
+    )
     run.set_defaults(func=cmd_run)
 
     demo = sub.add_parser(
