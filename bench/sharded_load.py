@@ -47,7 +47,7 @@ from fioprobe import services, state  # noqa: E402
 from fioprobe.collector import ProbeOutcome  # noqa: E402
 from fioprobe.fioparse import parse_file  # noqa: E402
 from fioprobe.publish import publish  # noqa: E402
-from fioprobe.pushgateway import JOB, Transport  # noqa: E402
+from fioprobe.pushgateway import JOB, PushError, Transport  # noqa: E402
 from fioprobe.runner import spread_offset  # noqa: E402
 from fioprobe.shards import Shards  # noqa: E402
 from fioprobe.state import GroupState, GroupTotals  # noqa: E402
@@ -268,6 +268,8 @@ class LoadResult:
     interval_seconds: float
     rounds: list[Round] = field(default_factory=list)
     per_replica_groups: list[int] = field(default_factory=list)
+    #: Set when a round could not push every group (the gateways did not keep up).
+    incomplete: str = ""
 
 
 def scrape_stats(prometheus_url: str, replicas: int) -> tuple[list[float], list[int]]:
@@ -321,15 +323,26 @@ def run_load(
         ]
         lock = threading.Lock()
 
-        def node_run(node: str, start: float, latencies: list[float], late: list[float]) -> None:
+        def node_run(
+            node: str, start: float, latencies: list[float], late: list[float], lost: list[str]
+        ) -> None:
             delay = start - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
             else:
                 late.append(-delay)
+            if -delay > interval_seconds:  # as `run --every`: a missed slot is skipped
+                with lock:
+                    lost.extend(["skipped"] * len(by_node[node]))
+                return
             for key, file in zip(by_node[node], files[node], strict=True):
                 began = time.perf_counter()
-                publish(outcome, key, shards, file)
+                try:
+                    publish(outcome, key, shards, file)
+                except PushError:  # kept in the state; pushed by the next run
+                    with lock:
+                        lost.append("push failed")
+                    continue
                 with lock:
                     latencies.append(time.perf_counter() - began)
 
@@ -338,17 +351,38 @@ def run_load(
             for number in range(1, rounds + 1):
                 latencies: list[float] = []
                 late: list[float] = [0.0]
+                lost: list[str] = []
                 began = time.monotonic() + 1.0
                 starts = {node: began + spread_offset(node, interval_seconds) for node in order}
                 futures = [
-                    pool.submit(node_run, node, starts[node], latencies, late) for node in order
+                    pool.submit(node_run, node, starts[node], latencies, late, lost)
+                    for node in order
                 ]
                 for future in futures:
                     future.result()
                 seconds = time.monotonic() - began
+                if lost:  # the gateway could not keep up: say how far it got, then stop
+                    result.incomplete = (
+                        f"round {number}: {len(latencies)} of {len(keys)} pushes done in "
+                        f"{seconds:.0f} s, {lost.count('push failed')} failed after "
+                        f"{shards.transports[0].attempts} attempts of "
+                        f"{shards.transports[0].timeout_seconds:g} s, "
+                        f"{lost.count('skipped')} skipped (slot missed by a whole interval); "
+                        f"push p50 {statistics.median(latencies) * 1000:.0f} ms, p99 "
+                        f"{sorted(latencies)[math.ceil(0.99 * len(latencies)) - 1] * 1000:.0f} "
+                        f"ms, max {max(latencies) * 1000:.0f} ms"
+                    )
+                    if log:
+                        print(result.incomplete, flush=True)
+                    break
                 check_exactly_once(gateways, keys, number, samples_per_run)
                 assert gateways.prometheus is not None
-                seen = wait_prometheus(gateways.prometheus.url, len(keys), number, 600)
+                try:
+                    seen = wait_prometheus(gateways.prometheus.url, len(keys), number, 600)
+                except OSError as exc:  # it died: say how, from its own log
+                    raise RuntimeError(
+                        f"Prometheus: {exc}: {gateways.prometheus.tail(20)}"
+                    ) from None
                 time.sleep(float(scrape_interval.rstrip("s")) + 1)  # one whole scrape after
                 durations, scraped = scrape_stats(gateways.prometheus.url, replicas)
                 rss = [rss_bytes(g.process.pid) for g in gateways.gateways if g.process]
@@ -387,7 +421,11 @@ def report(results: list[LoadResult], note: str) -> str:
         lines += [round_line(result, r) for r in result.rounds]
     lines.append("")
     for result in results:
+        if result.incomplete:
+            lines.append(f"- {result.replicas} replica(s): {result.incomplete}.")
         every = [x for r in result.rounds for x in r.latencies]
+        if not every:
+            continue
         lines.append(
             f"- {result.replicas} replica(s), groups per replica "
             f"{' / '.join(map(str, result.per_replica_groups))}: all {len(every)} pushes p50 "
@@ -405,12 +443,13 @@ def main() -> int:
     parser.add_argument("--interval", type=float, default=300.0)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--contrast-rounds", type=int, default=2, help="0: no single replica")
+    parser.add_argument("--only-contrast", action="store_true", help="the single replica only")
     parser.add_argument("--scrape-interval", default="30s")
     parser.add_argument("--out", type=Path, help="write the markdown table here too")
     args = parser.parse_args()
     results = []
     load = os.getloadavg()[0]
-    plans = [(args.shards, args.rounds)]
+    plans = [] if args.only_contrast else [(args.shards, args.rounds)]
     if args.contrast_rounds:
         plans.append((1, args.contrast_rounds))
     print(HEADER, flush=True)

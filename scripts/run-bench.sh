@@ -10,3 +10,5 @@ $PY bench/exporter_bench.py --write
 $PY bench/etcd_fsync_bench.py --write
 $PY bench/report_backfill.py --write docs/BENCHMARKS.md
 $PY bench/fidelity.py
+# About 30 minutes (5-minute rounds): prints the tables of docs/SIZING.md's sharding section.
+$PY bench/sharded_load.py
