@@ -270,6 +270,9 @@ class LoadResult:
     per_replica_groups: list[int] = field(default_factory=list)
     #: Set when a round could not push every group (the gateways did not keep up).
     incomplete: str = ""
+    #: Groups each replica held at the end, and single pushes timed then.
+    held: list[int] = field(default_factory=list)
+    solo_seconds: list[float] = field(default_factory=list)
 
 
 def scrape_stats(prometheus_url: str, replicas: int) -> tuple[list[float], list[int]]:
@@ -391,7 +394,27 @@ def run_load(
                 result.rounds.append(measured)
                 if log:
                     print(round_line(result, measured), flush=True)
+        # One push at a time into the filled replicas: the server's own cost per push, which
+        # grows with the groups a replica holds (no queue in front of it here).
+        result.held = [len(held_groups(url)) for url in gateways.urls]
+        for key in keys[:: max(1, len(keys) // 30)][:30]:
+            node = key["node"]
+            file = files[node][by_node[node].index(key)]
+            began = time.perf_counter()
+            publish(outcome, key, shards, file)
+            result.solo_seconds.append(time.perf_counter() - began)
+        if log:
+            print(solo_line(result), flush=True)
     return result
+
+
+def solo_line(result: LoadResult) -> str:
+    ordered = sorted(result.solo_seconds)
+    return (
+        f"- {result.replicas} replica(s) holding {' / '.join(map(str, result.held))} groups: "
+        f"one push at a time p50 {statistics.median(ordered) * 1000:.0f} ms, max "
+        f"{ordered[-1] * 1000:.0f} ms (n={len(ordered)})"
+    )
 
 
 # --- report ---------------------------------------------------------------------------------
@@ -423,6 +446,8 @@ def report(results: list[LoadResult], note: str) -> str:
     for result in results:
         if result.incomplete:
             lines.append(f"- {result.replicas} replica(s): {result.incomplete}.")
+        if result.solo_seconds:
+            lines.append(solo_line(result) + ".")
         every = [x for r in result.rounds for x in r.latencies]
         if not every:
             continue
