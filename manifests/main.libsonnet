@@ -11,6 +11,7 @@ function(config=(import 'config.libsonnet'), overrides={})
   local pushgateway = (import 'components/pushgateway.libsonnet')(c);
   local probes = (import 'components/probes.libsonnet')(c);
   local monitoring = (import 'components/monitoring.libsonnet')(c);
+  local perNode = (import 'components/pernode.libsonnet')(c, probes);
   {
     config:: c,
     // The monitoring mixin's _config keys this configuration implies (probe interval,
@@ -18,5 +19,6 @@ function(config=(import 'config.libsonnet'), overrides={})
     mixinConfig:: monitoringConfig.mixinConfig(c),
     pushgateway: pushgateway,
     probes: probes,
+    perNode: perNode,
     monitoring: monitoring,
   }

@@ -12,6 +12,7 @@ function(overrides={})
     ['monitoring', all.monitoring],
     ['storageclasses', all.probes.storageClasses],
     ['etcd', all.probes.etcd],
+    ['pernode', all.perNode],
     ['dashboard', all.monitoring.dashboards],
   ];
   local pairs = std.flattenArrays([

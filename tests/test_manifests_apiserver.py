@@ -239,3 +239,65 @@ def test_a_broken_copy_is_rejected(
     result = kube.dry_run("-k", str(_broken_copy(tmp_path, file, old, new)))
     assert result.returncode != 0, result.stdout
     assert error in result.stderr, result.stderr
+
+
+#: A 1,000-node cluster probing every node: a local disk and two StorageClasses per node.
+#: (Without the mixin's rules and dashboards: the other tests validate those, and rendering
+#: them again would only cost time.)
+PER_NODE = """{
+  monitoring: { prometheusRule: { enabled: false }, dashboards: { enabled: false } },
+  perNode: {
+    enabled: true,
+    expectedNodes: 1000,
+    localDisks: [{ name: 'node-disk', profiles: ['etcd-fsync'] }],
+    storageClasses: [
+      { name: 'gp3', volume: { type: 'gp3', size: '8Gi', iops: 3000, throughput: '125Mi',
+                               provisioner: 'ebs.csi.aws.com', dedicated: true },
+        profiles: ['etcd-fsync', 'randread-iops'] },
+      { name: 'ceph-rbd', storageClassName: 'ocs-storagecluster-ceph-rbd',
+        volume: { type: 'ceph-rbd', size: '1Gi' }, profiles: ['etcd-fsync', 'randread-iops'] },
+    ],
+  },
+}"""
+
+
+def test_per_node_and_sharded_pushgateway_are_accepted(kube: Kube, tmp_path: Path) -> None:
+    """The per-node DaemonSet and the Pushgateway replicas its 5,000 groups need."""
+    subprocess.run(
+        ["bash", str(GENERATE), str(tmp_path), "--tla-code", f"overrides={PER_NODE}"],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    generated = tmp_path / "generated"
+    statefulset = yaml.safe_load((generated / "pushgateway-statefulset.yaml").read_text())
+    assert statefulset["spec"]["replicas"] == 6  # ceil(5,008 groups / 1,000 per replica)
+    assert not (generated / "pushgateway-deployment.yaml").exists()
+    service = yaml.safe_load((generated / "pushgateway-service.yaml").read_text())
+    assert service["spec"]["clusterIP"] == "None"
+    config = yaml.safe_load(
+        yaml.safe_load((generated / "pernode-configmap.yaml").read_text())["data"]["per-node.yaml"]
+    )
+    assert config["pushgateway"]["shards"] == [
+        f"http://fioprobe-pushgateway-{i}.fioprobe-pushgateway.fioprobe.svc:9091" for i in range(6)
+    ]
+    created = kube.kubectl("apply", "-f", str(generated / "pernode-namespace.yaml"))
+    assert created.returncode == 0, created.stderr
+    result = kube.dry_run("-k", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    applied = [line for line in result.stdout.splitlines() if "(server dry run)" in line]
+    assert any("daemonset.apps/fioprobe-node" in line for line in applied), result.stdout
+    assert any("statefulset.apps/fioprobe-pushgateway" in line for line in applied)
+    # Pod Security: the per-node namespace (enforce privileged, warn restricted) reports
+    # only its hostPath volume; the Pushgateway's StatefulSet stays "restricted".
+    nodes = kube.dry_run(*(f"--filename={p}" for p in sorted(generated.glob("pernode-*.yaml"))))
+    assert nodes.returncode == 0, nodes.stderr
+    warnings = _pod_security_warnings(nodes.stderr)
+    assert warnings, nodes.stderr
+    for warning in warnings:
+        violations = warning.split('"restricted:latest": ', 1)[1]
+        for clause in re.split(r"\), ", violations):
+            assert "hostPath" in clause, warning
+    pushgateway = kube.dry_run(f"--filename={generated / 'pushgateway-statefulset.yaml'}")
+    assert pushgateway.returncode == 0, pushgateway.stderr
+    assert _pod_security_warnings(pushgateway.stderr) == [], pushgateway.stderr

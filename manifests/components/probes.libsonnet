@@ -3,6 +3,7 @@
 // YAML (exporter/fioprobe/config.py) is generated here from the same config, so the two
 // cannot drift. Returns {object key: Kubernetes object}.
 local common = import '../lib/common.libsonnet';
+local sizing = import '../lib/sizing.libsonnet';
 
 function(config) {
   local c = config,
@@ -13,11 +14,14 @@ function(config) {
   local configFile = 'config.yaml',
 
   // --- fioprobe's own configuration (the ConfigMap content) ---------------------------
-  local fioprobePushgateway = {
-                                url: '%s://%s.%s.svc:%d' % [scheme, pgw.name, c.namespace, pgw.port],
+  // One Pushgateway, or its replicas in ordinal order (the probes hash over them).
+  local urls = sizing.urls(c),
+  local fioprobePushgateway = (if std.length(urls) == 1 then { url: urls[0] } else { shards: urls })
+                              + {
                                 timeout_seconds: pgw.timeoutSeconds,
                                 attempts: pgw.attempts,
-                              } + (if pgw.auth.enabled then {
+                              }
+                              + (if pgw.auth.enabled then {
                                      username_file: authDir + '/username',
                                      password_file: authDir + '/password',
                                    } else {})
@@ -172,6 +176,15 @@ function(config) {
       for key in std.objectFields(data)
     },
   },
+
+  // For the per-node mode (components/pernode.libsonnet): the same pod, config and policies.
+  pushgatewayConfig:: fioprobePushgateway,
+  container:: container,
+  volumes:: volumes,
+  activeDeadline:: activeDeadline,
+  serviceAccount:: serviceAccount,
+  networkPolicy:: networkPolicy,
+  configMap:: configMap,
 
   // --- StorageClass probes --------------------------------------------------------------
   local scs = c.storageClasses,

@@ -2,7 +2,12 @@
 // volume, so a restart keeps every probe's cumulative counters), Service, ServiceMonitor
 // with honorLabels (the pushed storageclass/profile/node labels win over the scrape's),
 // and a NetworkPolicy admitting only probes and Prometheus. Returns {key: object}.
+// When the expected groups need more than one replica (lib/sizing.libsonnet), a StatefulSet
+// with a volume per replica and a headless Service (stable per-replica DNS names, which the
+// probes hash over) replace the Deployment, its PVC and the Service's cluster IP; the one
+// ServiceMonitor scrapes every replica through the headless Service's endpoints.
 local common = import '../lib/common.libsonnet';
+local sizing = import '../lib/sizing.libsonnet';
 
 function(config) {
   local c = config,
@@ -11,6 +16,13 @@ function(config) {
   local scheme = if pgw.tls.enabled then 'HTTPS' else 'HTTP',
   local meta(name) = common.metadata(c, 'pushgateway', name, c.namespace),
   local selector = common.selectorLabels('pushgateway'),
+  local replicas = sizing.replicas(c),
+  local sharded = replicas > 1,
+  local probeNamespaces = std.set(
+    [c.namespace]
+    + (if std.length(c.etcd.nodes) > 0 then [c.etcd.namespace] else [])
+    + (if c.perNode.enabled then [c.perNode.namespace] else [])
+  ),
 
   namespace: {
     apiVersion: 'v1',
@@ -31,7 +43,7 @@ function(config) {
     automountServiceAccountToken: false,
   },
 
-  persistentVolumeClaim: {
+  persistentVolumeClaim: if sharded then null else {
     apiVersion: 'v1',
     kind: 'PersistentVolumeClaim',
     metadata: meta(pgw.name),
@@ -47,7 +59,7 @@ function(config) {
     if pgw.auth.enabled then { tcpSocket: { port: 'web' } }
     else { httpGet: { path: path, port: 'web', scheme: scheme } },
 
-  deployment: {
+  local deployment = {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
     metadata: meta(pgw.name),
@@ -90,11 +102,40 @@ function(config) {
     },
   },
 
+  deployment: if sharded then null else deployment,
+
+  // Each replica keeps its own groups on its own volume; a replica that restarts comes back
+  // with them under the same name, so the probes' hashing still finds every group.
+  statefulSet: if !sharded then null else {
+    apiVersion: 'apps/v1',
+    kind: 'StatefulSet',
+    metadata: meta(pgw.name),
+    spec: {
+      replicas: replicas,
+      serviceName: pgw.name,
+      // Replicas are independent stores: no reason to start them one after the other.
+      podManagementPolicy: 'Parallel',
+      selector: { matchLabels: selector },
+      template: deployment.spec.template + {
+        spec+: {
+          volumes: [v for v in super.volumes if v.name != 'data'],
+        },
+      },
+      volumeClaimTemplates: [{
+        metadata: { name: 'data' },
+        spec: {
+          accessModes: ['ReadWriteOnce'],
+          resources: { requests: { storage: pgw.storage } },
+        } + (if pgw.storageClassName == null then {} else { storageClassName: pgw.storageClassName }),
+      }],
+    },
+  },
+
   service: {
     apiVersion: 'v1',
     kind: 'Service',
     metadata: meta(pgw.name),
-    spec: {
+    spec: (if sharded then { clusterIP: 'None' } else {}) + {
       selector: selector,
       ports: [{ name: 'web', port: pgw.port, targetPort: 'web', protocol: 'TCP' }],
     },
@@ -113,7 +154,7 @@ function(config) {
             namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } },
             podSelector: { matchLabels: common.selectorLabels('probe') },
           }
-          for ns in std.set([c.namespace] + (if std.length(c.etcd.nodes) > 0 then [c.etcd.namespace] else []))
+          for ns in probeNamespaces
         ] + [{
           namespaceSelector: {
             matchLabels: { 'kubernetes.io/metadata.name': c.monitoring.prometheusNamespace },

@@ -64,6 +64,40 @@
     webConfigSecretName: 'fioprobe-pushgateway-web-config',
     timeoutSeconds: 10,
     attempts: 3,
+    // 'auto': as many replicas as the expected groups need by the sizing rule
+    // (lib/sizing.libsonnet, docs/SIZING.md); or a number. More than one: a StatefulSet, each
+    // replica with its own volume, and the probes pick a group's replica by hashing.
+    replicas: 'auto',
+    // Groups one replica holds; null: from the probe interval by the measured push cost
+    // (lib/sizing.libsonnet, docs/SIZING.md): 1,000 at 5 minutes.
+    groupsPerReplica: null,
+  },
+
+  // Per-node probes: a DaemonSet probing every node, on its local disks (hostPath) and on
+  // each StorageClass through a generic ephemeral volume the scheduler binds on that node.
+  // Every group carries `node`. docs/MANIFESTS.md, "Per-node probes".
+  perNode: {
+    enabled: false,
+    name: 'fioprobe-node',
+    // hostPath volumes need the "privileged" Pod Security level: a namespace of its own.
+    namespace: 'fioprobe-nodes',
+    // How many nodes to expect: sizes the Pushgateway (groups = nodes x targets x profiles).
+    expectedNodes: 0,
+    nodeSelector: {},
+    tolerations: [],
+    // A directory per node, prepared once (owned by the probe user), as the etcd one. It
+    // holds the local-disk probe directories and every target's state, so a replaced pod
+    // continues its counters without reading the Pushgateway back.
+    hostPath: '/var/lib/fioprobe',
+    // {name, profiles}: fio writes in <hostPath>/<name> (prepared like hostPath).
+    localDisks: [],
+    // {name, storageClassName?, volume: {type, size, ...}, profiles}: one generic ephemeral
+    // volume of volume.size per StorageClass and pod.
+    storageClasses: [],
+    resources: {
+      requests: { cpu: '20m', memory: '64Mi' },
+      limits: { cpu: '1', memory: '256Mi' },
+    },
   },
 
   // Where the cluster's DNS answers: the probes' only egress besides the Pushgateway.

@@ -1,0 +1,51 @@
+// How many Pushgateway replicas a configuration needs, and their URLs for the probes.
+// The rule is docs/SIZING.md's, from measurement (bench/sharded_load.py): one replica holds
+// up to `pushgateway.groupsPerReplica` groups with a push p99 well under the push timeout.
+{
+  // Every Pushgateway group the configuration pushes: StorageClass CronJobs (one group per
+  // profile), etcd disks (per node and profile), and the per-node mode (per expected node,
+  // per local disk or StorageClass, per profile).
+  expectedGroups(c)::
+    local profiles(list) = std.foldl(function(sum, t) sum + std.length(t.profiles), list, 0);
+    local p = c.perNode;
+    profiles(c.storageClasses)
+    + std.length(c.etcd.nodes) * std.length(c.etcd.profiles)
+    + (if p.enabled then p.expectedNodes * (profiles(p.localDisks) + profiles(p.storageClasses)) else 0),
+
+  // A push costs the Pushgateway about `pushCostPerGroupSeconds` per group it already holds
+  // (it checks every push against all of them: 6 ms at 50 groups, 34 ms at 500, measured).
+  // A replica holding H groups that each push once per interval T is busy c*H*H/T of the
+  // time; kept at `targetUtilization` or below, queues in front of it stay short. 5 minutes:
+  // 1,000 groups per replica; 1 minute: 400; 15 minutes: 1,800 (rounded down to hundreds).
+  pushCostPerGroupSeconds:: 0.000063,
+  targetUtilization:: 0.25,
+  groupsPerReplica(c)::
+    local given = c.pushgateway.groupsPerReplica;
+    if given != null then given
+    else
+      local t = c.everyMinutes * 60;
+      std.max(100, std.floor(std.sqrt($.targetUtilization * t / $.pushCostPerGroupSeconds) / 100) * 100),
+
+  replicas(c)::
+    local wanted = c.pushgateway.replicas;
+    if wanted == 'auto' then
+      std.max(1, std.ceil($.expectedGroups(c) / $.groupsPerReplica(c)))
+    else (
+      assert std.isNumber(wanted) && wanted >= 1 : 'pushgateway.replicas must be auto or a number';
+      wanted
+    ),
+
+  sharded(c):: $.replicas(c) > 1,
+
+  // One replica: the Service. Several: each StatefulSet pod by its stable DNS name under the
+  // headless Service (<name>-<ordinal>.<name>.<namespace>.svc), in ordinal order; the probes
+  // hash over exactly these (fioprobe.shards), so the list must not be reordered.
+  urls(c)::
+    local pgw = c.pushgateway;
+    local scheme = if pgw.tls.enabled then 'https' else 'http';
+    if !$.sharded(c) then ['%s://%s.%s.svc:%d' % [scheme, pgw.name, c.namespace, pgw.port]]
+    else [
+      '%s://%s-%d.%s.%s.svc:%d' % [scheme, pgw.name, i, pgw.name, c.namespace, pgw.port]
+      for i in std.range(0, $.replicas(c) - 1)
+    ],
+}
