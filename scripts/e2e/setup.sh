@@ -47,7 +47,9 @@ build_module() { # <name> <module dir> <output dir var> <packages...>
   local name=$1 dir=$2 var=$3
   shift 3
   local hash entry
-  hash=$( (cat "$dir"/go.mod "$dir"/go.sum "$dir"/*.go && echo "$LDFLAGS $*") 2>/dev/null | sha256sum | cut -c1-12)
+  local inputs=("$dir"/go.mod "$dir"/*.go)
+  [[ -f $dir/go.sum ]] && inputs+=("$dir/go.sum")
+  hash=$( (cat "${inputs[@]}" && echo "$LDFLAGS $*") | sha256sum | cut -c1-12)
   entry=$CACHE_ROOT/$name-$hash
   if [[ ! -f $entry/.complete ]]; then
     say "building $name (go build; cached afterwards)"
