@@ -552,9 +552,15 @@ down() {
     iptables -F "$CHAIN" 2>/dev/null
     iptables -X "$CHAIN" 2>/dev/null
   fi
-  # Chains the kubelet created (canaries and hints), in every table.
-  local table chain
+  # Chains the kubelet and kube-proxy created (firewall, canaries, hints), in every table:
+  # first the rules of the built-in chains that jump to them, then the chains.
+  local table chain rule
   for table in filter nat mangle; do
+    iptables -t "$table" -S 2>/dev/null | awk '$1 == "-A" && $2 !~ /^KUBE-/ && / -j KUBE-/' |
+      while IFS= read -r rule; do
+        # shellcheck disable=SC2086
+        iptables -t "$table" ${rule/-A /-D } 2>/dev/null
+      done
     for chain in $(iptables -t "$table" -S 2>/dev/null | awk '$1 == "-N" && $2 ~ /^KUBE-/ {print $2}'); do
       iptables -t "$table" -F "$chain" 2>/dev/null
     done

@@ -108,13 +108,16 @@ def run_job_from_cronjob(kube: Kube, namespace: str, cronjob: str, name: str) ->
 
 
 def test_pushgateway_scaled_to_zero_and_back_loses_no_run(kube: Kube, pushgateway_url: str) -> None:
+    """gp3's schedule is suspended so that only this test's runs happen: one with the
+    Pushgateway up (its group then holds the probe's whole state), two while it is scaled to
+    zero (their pushes fail; the counts stay in the state on the PVC), one after it is back:
+    the cumulative run counter has grown by exactly three since the first."""
     key = {"storageclass": "gp3", "profile": "etcd-fsync"}
     suspend(kube, NAMESPACE, "fioprobe-gp3", True)
     try:
-        before = group_value(
-            services.wait_for(lambda: find_group(pushgateway_url, **key), 300, f"group {key}", 2),
-            "fioprobe_runs_total",
-        )
+        first = run_job_from_cronjob(kube, NAMESPACE, "fioprobe-gp3", "e2e-outage-before")
+        assert first == "Complete"
+        before = group_value(find_group(pushgateway_url, **key) or {}, "fioprobe_runs_total")
         assert before is not None and before >= 1
         kube("scale", "deployment", "-n", NAMESPACE, "fioprobe-pushgateway", "--replicas=0")
         kube.wait(
@@ -140,14 +143,19 @@ def test_pushgateway_scaled_to_zero_and_back_loses_no_run(kube: Kube, pushgatewa
             "--timeout=180s",
             timeout=200,
         )
-        services.wait_for(
-            lambda: pushgateway_groups(pushgateway_url) is not None, 60, "the Pushgateway API", 1
+        # Ready pod first, then kube-proxy's rules for the new endpoint: refused until then.
+        kube.wait(
+            lambda: pushgateway_groups(pushgateway_url) is not None,
+            120,
+            "the Pushgateway API through its Service",
+            1,
         )
         after_outcome = run_job_from_cronjob(kube, NAMESPACE, "fioprobe-gp3", "e2e-outage-after")
         group = find_group(pushgateway_url, **key)
         assert group is not None, "the group is gone after the Pushgateway came back"
         after = group_value(group, "fioprobe_runs_total")
         assert after == before + 3, (before, after, outcomes, after_outcome)
+        assert outcomes == ["Failed", "Failed"], outcomes
         assert group_value(group, "fioprobe_success") == 1
     finally:
         kube(
