@@ -8,9 +8,11 @@ These tests need the cluster that `make e2e` (scripts/e2e/run.sh) brings up; any
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
+import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -244,3 +246,64 @@ def run_pod(
     log = kube("logs", "-n", namespace, name)
     kube("delete", "pod", "-n", namespace, name, "--wait=false")
     return phase, log
+
+
+class PodMemorySampler:
+    """Peak memory of every probe pod, read from its cgroup (v1: memory.max_usage_in_bytes
+    of the pod's cgroup under kubepods) while it runs; pods are named by their CronJob's
+    instance label. A thread samples once a second for the whole session."""
+
+    def __init__(self, kube: Kube) -> None:
+        self.kube = kube
+        self.peaks: dict[str, int] = {}
+        self.pods: dict[str, tuple[str, str]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _refresh_pods(self) -> None:
+        for pod in self.kube.json("pod", "-A")["items"]:
+            labels = pod["metadata"].get("labels", {})
+            if labels.get("app.kubernetes.io/component") == "probe":
+                self.pods[pod["metadata"]["uid"]] = (
+                    labels.get("app.kubernetes.io/instance", "?"),
+                    pod["metadata"]["name"],
+                )
+
+    def _run(self) -> None:
+        root = Path("/sys/fs/cgroup/memory/kubepods")
+        tick = 0
+        while not self._stop.wait(1.0):
+            if tick % 5 == 0:
+                with contextlib.suppress(AssertionError, subprocess.TimeoutExpired, ValueError):
+                    self._refresh_pods()
+            tick += 1
+            for path in root.glob("**/pod*/memory.max_usage_in_bytes"):
+                uid = path.parent.name.removeprefix("pod")
+                try:
+                    value = int(path.read_text())
+                except (OSError, ValueError):
+                    continue
+                self.peaks[uid] = max(self.peaks.get(uid, 0), value)
+
+    def start(self) -> PodMemorySampler:
+        self._thread.start()
+        return self
+
+    def stop(self) -> dict[str, int]:
+        """Peak bytes per probe CronJob instance (the largest of its pods)."""
+        self._stop.set()
+        self._thread.join(timeout=10)
+        result: dict[str, int] = {}
+        for uid, peak in self.peaks.items():
+            if uid in self.pods:
+                instance = self.pods[uid][0]
+                result[instance] = max(result.get(instance, 0), peak)
+        return result
+
+
+@pytest.fixture(scope="session", autouse=True)
+def pod_memory(kube: Kube, measurements: Measurements) -> Iterator[PodMemorySampler]:
+    sampler = PodMemorySampler(kube).start()
+    yield sampler
+    for instance, peak in sorted(sampler.stop().items()):
+        measurements.record(f"pod_peak_memory_bytes{{{instance}}}", peak)
