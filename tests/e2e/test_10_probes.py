@@ -98,7 +98,7 @@ def test_probes_for_missing_nodes_stay_pending(kube: Kube) -> None:
 
 
 def test_every_probe_succeeds_in_the_pushgateway(
-    pushgateway_url: str, manifests: list[dict[str, Any]]
+    pushgateway_url: str, manifests: list[dict[str, Any]], measurements: Measurements
 ) -> None:
     keys = expected_groups(manifests)
     assert len(keys) >= 4
@@ -115,6 +115,11 @@ def test_every_probe_succeeds_in_the_pushgateway(
         )
         owner = group["fioprobe_owner_info"]["metrics"][0]["labels"]["owner"]
         assert owner == key["storageclass"], (key, owner)
+        # The run time of each profile, for docs/MANIFESTS.md (printed by `make e2e`).
+        label = ",".join(f"{k}={v}" for k, v in key.items())
+        duration = group_value(group, "fioprobe_duration_seconds")
+        assert duration is not None and duration > 0, key
+        measurements.record(f"profile_run_seconds{{{label}}}", round(duration, 2))
         info = group["fioprobe_info"]["metrics"][0]["labels"]
         # The downward API's node name reached the probe.
         assert info["ran_on_node"] == NODE, info
