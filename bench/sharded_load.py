@@ -275,6 +275,22 @@ class LoadResult:
     solo_seconds: list[float] = field(default_factory=list)
 
 
+def _prometheus_sees(gateways: Gateways, groups: int, runs: int) -> float:
+    """Seconds until Prometheus holds every group once at `runs`. Prometheus is started
+    again if something else stopped it (a shared machine), said in its log."""
+    for _ in range(3):
+        prometheus = gateways.prometheus
+        assert prometheus is not None
+        if prometheus.process is not None and prometheus.process.poll() is not None:
+            print(f"Prometheus had stopped ({prometheus.tail(1)}); starting it again", flush=True)
+            prometheus.start(timeout=120)
+        try:
+            return wait_prometheus(prometheus.url, groups, runs, 600)
+        except OSError:
+            continue
+    raise RuntimeError("Prometheus stopped three times")
+
+
 def scrape_stats(prometheus_url: str, replicas: int) -> tuple[list[float], list[int]]:
     durations, samples = [0.0] * replicas, [0] * replicas
     for metric, into, kind in (
@@ -379,16 +395,18 @@ def run_load(
                         print(result.incomplete, flush=True)
                     break
                 check_exactly_once(gateways, keys, number, samples_per_run)
-                assert gateways.prometheus is not None
-                try:
-                    seen = wait_prometheus(gateways.prometheus.url, len(keys), number, 600)
-                except OSError as exc:  # it died: say how, from its own log
-                    raise RuntimeError(
-                        f"Prometheus: {exc}: {gateways.prometheus.tail(20)}"
-                    ) from None
+                rss = [rss_bytes(g.process.pid) for g in gateways.gateways if g.process]
+                if log:  # the gateways' side at once; Prometheus' side in the line after
+                    ordered = sorted(latencies)
+                    print(
+                        f"round {number}: exact on every replica, {seconds:.0f} s, push p50 "
+                        f"{ordered[len(ordered) // 2] * 1000:.0f} ms, p99 "
+                        f"{ordered[math.ceil(0.99 * len(ordered)) - 1] * 1000:.0f} ms",
+                        flush=True,
+                    )
+                seen = _prometheus_sees(gateways, len(keys), number)
                 time.sleep(float(scrape_interval.rstrip("s")) + 1)  # one whole scrape after
                 durations, scraped = scrape_stats(gateways.prometheus.url, replicas)
-                rss = [rss_bytes(g.process.pid) for g in gateways.gateways if g.process]
                 measured = Round(number, seconds, latencies, max(late), rss, durations,
                                  scraped, seen)  # fmt: skip
                 result.rounds.append(measured)
