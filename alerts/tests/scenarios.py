@@ -794,7 +794,9 @@ def regression_scenarios(i: int) -> list[Scenario]:
     # Cumulative per-run bucket counts (le -> fsyncs at or below it) of 1,000 fsyncs.
     healthy = {"0.001": 990, "0.002": 1000, "0.004": 1000, "0.008": 1000, "+Inf": 1000}
     slow = {"0.001": 500, "0.002": 500, "0.004": 500, "0.008": 995, "+Inf": 1000}
-    recent = 3 * 60 // i  # three hours of runs now, ending at day 8
+    # 36 runs now, ending at day 8 (three hours at a 5-minute schedule): half healthy, then
+    # 18 slow ones, more than the 12-run hold plus the 6-run window need at any schedule.
+    recent = 36
     end = 8 * per_day
 
     def history(now_runs: list[Run | None], baseline_runs: int) -> list[Run | None]:
