@@ -28,6 +28,7 @@ from .probedir import STATE_SUBDIR, open_probe_directory
 from .profiles import load_profile
 from .publish import WRITER_LEASE_SECONDS, Adjust, StateNotKept, publish, push_failure
 from .pushgateway import PushError, Transport
+from .shards import Shards
 from .state import GroupTotals
 from .statefile import StateDir, StateFile, file_name
 from .volumes import GP2_CREDIT_BUCKET, credit_units, model, next_gp2_balance
@@ -182,7 +183,7 @@ def _outcome(
 
 
 def run_and_publish(
-    target: ProbeTarget, transport: Transport, jobs_dir: Path | None = None,
+    target: ProbeTarget, transport: Transport | Shards, jobs_dir: Path | None = None,
     state_file: StateFile | None = None,
 ) -> RunResult:  # fmt: skip
     """Run one probe and publish its outcome, also when a signal cuts the run short.
@@ -235,7 +236,9 @@ def run_and_publish(
 _REFUSED_DIRECTORY = frozenset({FailureReason.NO_DIRECTORY, FailureReason.UNSAFE_TARGET})
 
 
-def _publish_failure_only(result: RunResult, target: ProbeTarget, transport: Transport) -> None:
+def _publish_failure_only(
+    result: RunResult, target: ProbeTarget, transport: Transport | Shards
+) -> None:
     """Push the failure beside the group's counters, which stay as they are."""
     reason = result.outcome.failure_reason or FailureReason.FIO_ERROR
     try:
