@@ -50,7 +50,7 @@ function(config, probes)
       for sc in p.storageClasses
     ],
   };
-  local container = probes.container + {
+  local container = probes.container {
     command: [
       'fioprobe',
       'run',

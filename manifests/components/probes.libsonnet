@@ -8,7 +8,6 @@ local sizing = import '../lib/sizing.libsonnet';
 function(config) {
   local c = config,
   local pgw = c.pushgateway,
-  local scheme = if pgw.tls.enabled then 'https' else 'http',
   local authDir = '/var/run/secrets/fioprobe/pushgateway-auth',
   local caDir = '/var/run/secrets/fioprobe/pushgateway-ca',
   local configFile = 'config.yaml',
@@ -22,9 +21,9 @@ function(config) {
                                 attempts: pgw.attempts,
                               }
                               + (if pgw.auth.enabled then {
-                                     username_file: authDir + '/username',
-                                     password_file: authDir + '/password',
-                                   } else {})
+                                   username_file: authDir + '/username',
+                                   password_file: authDir + '/password',
+                                 } else {})
                               + (if pgw.tls.enabled then { ca_file: caDir + '/ca.crt' } else {}),
 
   // owner: one per configuration, so that `fioprobe gc` with one never deletes another's.

@@ -116,7 +116,7 @@ function(config) {
       // Replicas are independent stores: no reason to start them one after the other.
       podManagementPolicy: 'Parallel',
       selector: { matchLabels: selector },
-      template: deployment.spec.template + {
+      template: deployment.spec.template {
         spec+: {
           volumes: [v for v in super.volumes if v.name != 'data'],
         },
