@@ -14,6 +14,7 @@ import re
 import shutil
 import ssl
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -138,12 +139,18 @@ def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kube]:
         k = Kube(kubeconfig)
         crds = k.kubectl("apply", "--server-side", "-f", str(KUBE / "crds"))
         assert crds.returncode == 0, crds.stderr
-        waited = k.kubectl(
-            "wait", "--for=condition=Established", "--timeout=60s",
-            "crd/servicemonitors.monitoring.coreos.com",
-            "crd/prometheusrules.monitoring.coreos.com",
-            timeout=90,
-        )  # fmt: skip
+        # kubectl wait fails at once (".status.conditions accessor error") while a CRD just
+        # created has no status yet; on a loaded machine that lasts a moment: ask again.
+        for _ in range(30):
+            waited = k.kubectl(
+                "wait", "--for=condition=Established", "--timeout=60s",
+                "crd/servicemonitors.monitoring.coreos.com",
+                "crd/prometheusrules.monitoring.coreos.com",
+                timeout=90,
+            )  # fmt: skip
+            if waited.returncode == 0 or "accessor error" not in waited.stderr:
+                break
+            time.sleep(1)
         assert waited.returncode == 0, waited.stderr
         # Namespaces for real: dry-run objects need them, Pod Security reads their labels.
         for path in sorted(GENERATED.glob("*namespace*.yaml")):
