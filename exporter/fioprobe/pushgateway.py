@@ -181,10 +181,11 @@ class Transport:
         return cls(url=url.rstrip("/"), username=username, password=password, **options)  # type: ignore[arg-type]
 
     @classmethod
-    def from_config(cls, config: PushgatewayConfig) -> Transport:
-        """The Pushgateway of a `fioprobe run` configuration, credentials and TLS included."""
+    def from_config(cls, config: PushgatewayConfig, url: str | None = None) -> Transport:
+        """The Pushgateway of a `fioprobe run` configuration, credentials and TLS included;
+        `url` picks one of its replicas instead of `config.url`."""
         return cls.from_sources(
-            config.url,
+            url or config.url,
             username_file=config.username_file,
             password_file=config.password_file,
             ca_file=config.ca_file,

@@ -78,21 +78,7 @@ class Shards:
 
     @classmethod
     def from_config(cls, config: PushgatewayConfig) -> Shards:
-        return cls(
-            tuple(
-                Transport.from_sources(
-                    url,
-                    username_file=config.username_file,
-                    password_file=config.password_file,
-                    ca_file=config.ca_file,
-                    cert_file=config.cert_file,
-                    key_file=config.key_file,
-                    timeout_seconds=config.timeout_seconds,
-                    attempts=config.attempts,
-                )
-                for url in config.urls
-            )
-        )
+        return cls(tuple(Transport.from_config(config, url) for url in config.urls))
 
     def __len__(self) -> int:
         return len(self.transports)
