@@ -10,7 +10,7 @@
 // not count either, and neither does a measurement that is no longer fresh: a probe that
 // stopped (or a group left behind by a removed one) is FioProbeStale, not depleted forever.
 // It fires after `burstDepletedRuns` runs in a row measured the baseline.
-local u = import 'util.libsonnet';
+local u = import '../lib/util.libsonnet';
 
 {
   prometheusAlerts+:: {
@@ -76,7 +76,6 @@ local u = import 'util.libsonnet';
                 gapPercent: u.num(c.burstDepletedGapFraction * 100),
                 runs: c.burstDepletedRuns,
               },
-              runbook_url: u.runbookURL(c, 'FioProbeBurstCreditsDepleted'),
             },
           },
         ],

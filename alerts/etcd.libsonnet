@@ -4,7 +4,7 @@
 // threshold; an alert fires when enough of the last runs were slow. So one slow run never
 // fires, however slow it was, and how long the trouble lasted is what counts, not how many
 // fsyncs of a long window it touched. Runs that failed or are stale never count as slow.
-local u = import 'util.libsonnet';
+local u = import '../lib/util.libsonnet';
 
 {
   prometheusAlerts+:: {
@@ -33,7 +33,6 @@ local u = import 'util.libsonnet';
           last: lastRun,
           consequence: consequence,
         },
-        runbook_url: u.runbookURL(c, 'FioProbeEtcdFsyncLatencyHigh'),
       },
     },
     groups+: [
@@ -76,7 +75,6 @@ local u = import 'util.libsonnet';
                 type: u.probeLookup(c, 'fioprobe_info', ' ({{ . | first | label "volume_type" }})'),
                 last: lastRun,
               },
-              runbook_url: u.runbookURL(c, 'FioProbeStorageClassLatencyHigh'),
             },
           },
         ],

@@ -14,7 +14,7 @@
 // instead of Failing forever. When expected probes are configured, only they can be Stale:
 // a probe removed from the configuration whose group was left behind stays silent (delete it
 // with `fioprobe gc`).
-local u = import 'util.libsonnet';
+local u = import '../lib/util.libsonnet';
 
 {
   prometheusAlerts+:: {
@@ -47,7 +47,6 @@ local u = import 'util.libsonnet';
               description: (
                 'The last %(runs)d runs of fioprobe %(probe)s failed.%(reason)s'
               ) % { probe: u.probeText(c), runs: c.failingRuns, reason: reasonText },
-              runbook_url: u.runbookURL(c, 'FioProbeFailing'),
             },
           },
           {
@@ -64,7 +63,6 @@ local u = import 'util.libsonnet';
                 + 'more than %(runs)d probe intervals: it is not running or cannot reach the '
                 + 'Pushgateway. Its last values are kept there but no alert uses them.'
               ) % { probe: u.probeText(c), runs: c.staleAfterRuns },
-              runbook_url: u.runbookURL(c, 'FioProbeStale'),
             },
           },
         ] + (if !expected then [] else [
@@ -85,7 +83,6 @@ local u = import 'util.libsonnet';
                      + 'group is gone (deleted, or a Pushgateway restart without persistence) '
                      + 'while the probe is not running.'
                    ) % { probe: u.probeText(c), runs: c.staleAfterRuns, 'for': w.staleAfter },
-                   runbook_url: u.runbookURL(c, 'FioProbeMissing'),
                  },
                },
              ]),

@@ -15,7 +15,7 @@
 //   probe:fioprobe_last_sync_latency_seconds:p99_threshold   the StorageClass alert's
 //       threshold for the probe's volume type
 //   probe:fioprobe_expected:info                       one static series per expected probe
-local u = import 'util.libsonnet';
+local u = import '../lib/util.libsonnet';
 
 {
   prometheusRules+:: {
@@ -73,7 +73,7 @@ local u = import 'util.libsonnet';
               window: c.windows.latency,
             },
           }
-          for op in ['sync', 'write', 'read']
+          for op in u.ops
           for quantile in quantiles
         ] + [
           {

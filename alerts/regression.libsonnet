@@ -5,7 +5,7 @@
 // quiet. The median over a whole day survives gaps and single unusual windows; a baseline
 // day that holds fewer than regressionMinBaselineFraction of its runs (a probe younger than
 // eight days, one that was down most of that day) means no alert. One rule per operation.
-local u = import 'util.libsonnet';
+local u = import '../lib/util.libsonnet';
 
 {
   prometheusAlerts+:: {
@@ -68,13 +68,12 @@ local u = import 'util.libsonnet';
           offset: c.regressionOffset,
           forRuns: c.regressionForRuns,
         },
-        runbook_url: u.runbookURL(c, 'FioProbeLatencyRegression'),
       },
     },
     groups+: [
       {
         name: 'fioprobe-latency-regression',
-        rules: [regression(op) for op in ['sync', 'write', 'read']],
+        rules: [regression(op) for op in u.ops],
       },
     ],
   },

@@ -8,7 +8,7 @@
 //   - a `for` that waits for N consecutive runs holds (N - 1) intervals plus the margin, so
 //     it ends after the N-th run had time to push, never just before.
 // Rendering fails with the reason when a configuration breaks one of these.
-local u = import 'util.libsonnet';
+local u = import '../lib/util.libsonnet';
 
 function(c)
   local interval = c.probeIntervalSeconds;

@@ -143,7 +143,7 @@ def owned_jsonnet() -> list[Path]:
 
 
 def literal(value: Any) -> str:
-    """A config value as the mixin prints it (util.libsonnet's num(): '%.10g')."""
+    """A config value as the mixin prints it (lib/util.libsonnet's num(): '%.10g')."""
     if isinstance(value, bool):
         raise TypeError("no boolean config keys expected")
     if isinstance(value, int | float):

@@ -388,7 +388,7 @@ def regression_alert(p: Probe, value: float, interval_min: int) -> dict[str, Any
 
 
 def duration(seconds: float) -> str:
-    """util.libsonnet's duration()."""
+    """lib/util.libsonnet's duration()."""
     ms = round(seconds * 1000)
     out = ""
     for unit, size in (("h", 3600000), ("m", 60000), ("s", 1000), ("ms", 1)):

@@ -1,18 +1,35 @@
-// Helpers shared by the rule files. Each takes the mixin's _config, so that no label name,
-// selector or threshold is written down anywhere but config.libsonnet.
+// Helpers of the monitoring mixin, shared by its rules (alerts/) and its dashboards
+// (dashboards/). Functions of facts only: whatever takes a label name, selector or threshold
+// takes the mixin's _config, so that none is written down anywhere but config.libsonnet.
 {
-  // PromQL matchers for inside braces: the configured selector plus `extra`, skipping empty
-  // ones (the configured selector may be empty, and `{, a="b"}` is not PromQL).
-  matchers(c, extra=[]):: std.join(', ', std.filter(function(m) m != '', [c.fioprobeSelector] + extra)),
+  // The operations fio measures, each with its own metric names (fioprobe_<op>_latency_seconds,
+  // fioprobe_<op>_iops, ...: the metric contract keeps them apart, never as a label), in the
+  // order rules and panels list them.
+  ops:: ['sync', 'write', 'read'],
+  // How panels and descriptions name each: sync is fio's fsync/fdatasync latency, write and
+  // read are completion latencies (clat).
+  opTitle:: { sync: 'fsync', write: 'write completion', read: 'read completion' },
 
-  // The labels that identify one probe, across clusters. Never job/instance (see config).
-  probeBy(c):: std.join(', ', [c.clusterLabel, 'storageclass', 'node', 'profile']),
+  // PromQL matchers for inside braces, skipping empty ones (a configured selector may be
+  // empty, and `{, a="b"}` is not PromQL).
+  matcherList(list):: std.join(', ', std.filter(function(m) m != '', list)),
+
+  // The configured selector of fioprobe's pushed series plus `extra`.
+  matchers(c, extra=[]):: $.matcherList([c.fioprobeSelector] + extra),
+
+  // The labels that identify one probe within one cluster (the pushed grouping key after
+  // job). Never job/instance (see config).
+  probeLabels:: ['storageclass', 'node', 'profile'],
+
+  // The labels that identify one probe, across clusters.
+  probeBy(c):: std.join(', ', [c.clusterLabel] + $.probeLabels),
 
   // The labels that identify one probed volume: every profile of a StorageClass (or of a
   // node-local path) probes the same kind of volume, so volume-model gauges join on these.
   volumeBy(c):: std.join(', ', [c.clusterLabel, 'storageclass', 'node']),
 
   // Anchors are the lower-cased alert names: GitHub's anchors for docs/runbooks.md headings.
+  // Added to every alert by alerts/alerts.libsonnet, from the alert's name.
   runbookURL(c, alert):: '%s#%s' % [c.runbookURLBase, std.asciiLower(alert)],
 
   // Alertmanager template text naming the probe in descriptions; node and cluster are
@@ -100,8 +117,9 @@
   // `pushed`: the metric is a pushed fioprobe_* one (the configured selector applies), not
   // a recording rule (whose other labels were aggregated away).
   probeLookup(c, metric, format, pushed=true)::
+    local probe = [c.clusterLabel + '="%s"', 'storageclass="%s"', 'profile="%s"', 'node="%s"'];
     '{{ with printf `' + metric + '{'
-    + $.matchers(if pushed then c else c { fioprobeSelector: '' }, [c.clusterLabel + '="%s"', 'storageclass="%s"', 'profile="%s"', 'node="%s"'])
+    + (if pushed then $.matchers(c, probe) else $.matcherList(probe))
     + '}` $labels.' + c.clusterLabel + ' $labels.storageclass $labels.profile $labels.node | query }}'
     + format + '{{ end }}',
 }
