@@ -1,7 +1,10 @@
-// Every fioprobe object, as {component: {key: object}}, from the defaults merged with a
-// configuration (manifests/config.libsonnet by default). Nested objects merge key by key
-// (std.mergePatch), so a config that sets `etcd: { nodes: [...] }` keeps the default
-// tolerations; lists replace.
+// Every fioprobe object, as {component: {key: object}}: defaults + params, kube-prometheus
+// style. The params are a configuration (manifests/config.libsonnet by default) and
+// overrides over it; both are checked against lib/defaults.libsonnet, the schema of every
+// key, before anything is rendered (an unknown key or a value of the wrong type stops the
+// rendering and names the key), then merged over the defaults: nested objects key by key, so
+// a config that sets `etcd: { nodes: [...] }` keeps the default tolerations; lists replace.
+// Each component is a function of the merged configuration.
 local monitoringConfig = import 'lib/monitoring-config.libsonnet';
 
 function(config=(import 'config.libsonnet'), overrides={})

@@ -1,129 +1,308 @@
-// Defaults of every key of manifests/config.libsonnet (which overrides them with `+`).
-// docs/MANIFESTS.md describes each key; the comments here say why a default is what it is.
+// Every key of the manifests' configuration, its default, its type and what it is for: the
+// schema that manifests/config.libsonnet (and any overrides) are checked against and merged
+// over (lib/params.libsonnet: an unknown key, a value of the wrong type or a missing required
+// key stops the rendering with the key's path). Nested objects merge key by key, so a config
+// that sets `etcd: { nodes: [...] }` keeps the default tolerations; lists replace the default.
+// An explicit null is the same as leaving a nullable key out.
+//
+// `'#key'::` documents `key`: docs/MANIFESTS.md's table of keys is generated from it
+// (scripts/generate.d/35-manifests-params.sh); comments say why a default is what it is.
+local p = import 'params.libsonnet';
+
+// A whole number from `min` (to `max`); `default` null: no default (for nullable keys).
+local wholeNumber(default, min, max=null) = p.check(
+  if default == null then p.type('number') else default,
+  function(v) v == std.floor(v) && v >= min && (max == null || v <= max),
+  if max == null then 'must be a whole number of at least %d' % min
+  else 'must be a whole number from %d to %d' % [min, max],
+);
+
+// Kubernetes resource requests and limits: quantities by resource name.
+local resources(requests, limits) = {
+  '#requests':: 'Requests by resource name (cpu, memory, ...); merged key by key, null removes one.',
+  requests: p.map(requests),
+  '#limits':: 'Limits by resource name; merged key by key, null removes one.',
+  limits: p.map(limits),
+};
+
+// fioprobe's volume model (exporter/fioprobe/volumes.py), copied into the probe's config.
+local volume(sizeRequired) = {
+  '#type':: 'Volume type of the model: gp2, gp3, io1, io2, st1, sc1, ceph-rbd or unknown (checked by fioprobe).',
+  type: 'unknown',
+  '#size':: (if sizeRequired then 'Size of the volume, a Kubernetes quantity (100Gi); also the size of the PVC or ephemeral volume.'
+             else 'Size of the volume, a Kubernetes quantity (gp2 baseline and burst depend on it).'),
+  size: if sizeRequired then p.required('string') else p.optional('string'),
+  '#iops':: 'Provisioned IOPS (gp3, io1, io2).',
+  iops: p.optional('number'),
+  '#throughput':: 'Provisioned throughput per second, a quantity (gp3: 125Mi).',
+  throughput: p.optional(p.oneOf(null, ['string', 'number'])),
+  '#provisioner':: 'CSI provisioner, for fioprobe_info.',
+  provisioner: p.optional('string'),
+  '#dedicated':: 'Only the probe does IO on the volume, so its burst balance can be modelled.',
+  dedicated: p.optional('boolean'),
+};
+
+// A profile of jobs/ by name, or with overrides of its size, IO size and runtime (within
+// its budget; fioprobe checks the values).
+local profile = p.oneOf(null, ['string', {
+  '#name':: 'Profile name (jobs/<name>.fio).',
+  name: p.required('string'),
+  '#size':: "Override of the profile's size.",
+  size: p.optional(p.oneOf(null, ['string', 'number'])),
+  '#io_size':: "Override of the profile's io_size.",
+  io_size: p.optional(p.oneOf(null, ['string', 'number'])),
+  '#runtime':: "Override of the profile's runtime (seconds).",
+  runtime: p.optional(p.oneOf(null, ['string', 'number'])),
+}]);
+local profiles(default=null) =
+  local list = p.check(p.list(profile, if default == null then [] else default), function(v) std.length(v) > 0, 'needs at least one profile');
+  if default == null then p.required(list) else list;
+
+local toleration = {
+  key: p.optional('string'),
+  operator: p.optional('string'),
+  value: p.optional('string'),
+  effect: p.optional('string'),
+  tolerationSeconds: p.optional('number'),
+};
+
+local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not be empty'));
+
 {
-  version: '0.1.0',  // app.kubernetes.io/version; the probe image tag defaults to it too
-  image: { name: 'registry.example.com/fioprobe', tag: $.version, pullPolicy: 'IfNotPresent' },
+  '#version':: 'app.kubernetes.io/version of every object.',
+  version: '0.1.0',
+  '#image':: 'The probe image (built from the Dockerfile).',
+  image: {
+    '#name':: 'Image name without tag.',
+    name: 'registry.example.com/fioprobe',
+    '#tag':: 'Image tag.',
+    tag: $.version,
+    '#pullPolicy':: 'imagePullPolicy of the probe containers.',
+    pullPolicy: p.check('IfNotPresent', function(v) std.member(['Always', 'IfNotPresent', 'Never'], v), 'must be Always, IfNotPresent or Never'),
+  },
+  '#namespace':: 'Namespace of the Pushgateway and the StorageClass probes (Pod Security restricted).',
   namespace: 'fioprobe',
 
-  everyMinutes: 5,
+  '#everyMinutes':: "Probe interval in minutes; must divide 60. Also the mixin's probeIntervalSeconds.",
+  everyMinutes: p.check(5, function(v) v == std.floor(v) && v >= 1 && v <= 60 && 60 % v == 0, 'must be a whole number of minutes that divides 60'),
   // A run that could not start within this time after its slot is skipped, not started late:
   // a late start would overlap the next slot on the same disk.
-  startingDeadlineSeconds: 120,
+  '#startingDeadlineSeconds':: 'CronJob startingDeadlineSeconds: a run that cannot start this soon after its slot is skipped.',
+  startingDeadlineSeconds: wholeNumber(120, 1),
   // fioprobe's own per-profile wall-clock limit (fio is killed after it; a failure is pushed).
-  profileTimeoutSeconds: 60,
-  successfulJobsHistoryLimit: 1,
-  failedJobsHistoryLimit: 3,
+  '#profileTimeoutSeconds':: "Wall-clock limit of one profile's run (fio is killed, a failure pushed).",
+  profileTimeoutSeconds: wholeNumber(60, 1),
+  '#successfulJobsHistoryLimit':: 'Finished Jobs kept per CronJob.',
+  successfulJobsHistoryLimit: wholeNumber(1, 0),
+  '#failedJobsHistoryLimit':: 'Failed Jobs kept per CronJob.',
+  failedJobsHistoryLimit: wholeNumber(3, 0),
   // Numeric IDs so that runAsNonRoot can be checked by the kubelet; the Dockerfile creates
   // this user. fsGroup makes the PVC writable by it.
-  probeUser: 65532,
-  probeResources: {
-    requests: { cpu: '50m', memory: '64Mi' },
-    limits: { cpu: '1', memory: '256Mi' },
-  },
+  '#probeUser':: "Numeric user and group of the probes (the Dockerfile's user); fsGroup of their volumes.",
+  probeUser: wholeNumber(65532, 1),
+  '#probeResources':: 'Resources of a probe container.',
+  probeResources: resources({ cpu: '50m', memory: '64Mi' }, { cpu: '1', memory: '256Mi' }),
 
-  storageClasses: [],
+  // One persistent probe PVC and one CronJob per entry.
+  '#storageClasses':: 'One persistent PVC and one CronJob per StorageClass.',
+  storageClasses: p.list({
+    '#name':: 'The storageclass label, and the StorageClass of the PVC unless storageClassName is given.',
+    name: name,
+    '#storageClassName':: 'StorageClass of the PVC when it differs from name.',
+    storageClassName: p.optional('string'),
+    '#schedule':: 'A cron schedule instead of everyMinutes with its start-time offset.',
+    schedule: p.optional('string'),
+    '#volume':: "The volume model; its size is the PVC's size.",
+    volume: p.required(volume(true)),
+    '#profiles':: 'Profiles to run: names, or {name, size, io_size, runtime}.',
+    profiles: profiles(),
+  }, unique='name'),
   // Mount point of the probe volume inside the pod: the config's `directory`.
+  '#probeMountPath':: "Mount point of the probe volume in the pod (the config's directory).",
   probeMountPath: '/probe',
+  '#configMountPath':: "Mount point of the probe's configuration in the pod.",
   configMountPath: '/etc/fioprobe',
 
+  '#etcd':: 'Probes of the disks that hold etcd: one CronJob per control-plane node.',
   etcd: {
+    '#name':: 'The storageclass label of these node-local probes.',
     name: 'etcd-disk',
-    nodes: [],
+    '#nodes':: 'Control-plane node names (kubernetes.io/hostname); empty turns the etcd probes off.',
+    nodes: p.check(p.list('string'), function(v) std.length(std.set(v)) == std.length(v), 'must not name a node twice'),
+    '#hostPath':: "Dedicated directory beside etcd's data, on the same filesystem; prepared once per node.",
     hostPath: '/var/lib/etcd-fioprobe',
+    '#namespace':: 'Namespace of the etcd probes (Pod Security privileged: hostPath).',
     namespace: 'fioprobe-etcd',
-    volume: { type: 'unknown' },
-    profiles: ['etcd-fsync'],
+    '#volume':: 'The volume model of the etcd disk.',
+    volume: volume(false),
+    '#profiles':: 'Profiles to run on each etcd disk.',
+    profiles: profiles(['etcd-fsync']),
     // Control-plane taints of kubeadm (control-plane), older clusters (master) and
     // OpenShift (master); NoExecute is not tolerated: evicted nodes are not probed.
-    tolerations: [
+    '#tolerations':: 'Tolerations of the etcd probes (control-plane and master NoSchedule taints).',
+    tolerations: p.list(toleration, [
       { key: 'node-role.kubernetes.io/control-plane', operator: 'Exists', effect: 'NoSchedule' },
       { key: 'node-role.kubernetes.io/master', operator: 'Exists', effect: 'NoSchedule' },
-    ],
+    ]),
   },
 
+  '#pushgateway':: 'The Pushgateway the probes push to.',
   pushgateway: {
+    '#name':: 'Name of its Deployment or StatefulSet, Service and ServiceAccount.',
     name: 'fioprobe-pushgateway',
+    '#image':: 'Pushgateway image.',
     image: 'quay.io/prometheus/pushgateway:v1.11.1',
-    port: 9091,
-    user: 65534,  // nobody, as in the upstream image
+    '#port':: 'Listen port.',
+    port: wholeNumber(9091, 1, 65535),
+    '#user':: 'Numeric user and group it runs as.',
+    user: wholeNumber(65534, 1),  // nobody, as in the upstream image
+    '#storage':: 'Size of its persistence volume (per replica).',
     storage: '1Gi',
-    storageClassName: null,  // null: the cluster's default StorageClass
+    '#storageClassName':: "StorageClass of its persistence volume; null: the cluster's default StorageClass.",
+    storageClassName: p.nullable('string'),
+    '#persistenceInterval':: 'How often it writes its store to the volume.',
     persistenceInterval: '1m',
-    resources: {
-      requests: { cpu: '20m', memory: '32Mi' },
-      limits: { cpu: '500m', memory: '256Mi' },
-    },
+    '#resources':: 'Resources of the Pushgateway container.',
+    resources: resources({ cpu: '20m', memory: '32Mi' }, { cpu: '500m', memory: '256Mi' }),
     // Basic auth of pushes: a Secret with keys `username` and `password`, mounted into the
     // probes as files (never in env or args). The Pushgateway checks it through web-config.
-    auth: { enabled: false, secretName: 'fioprobe-pushgateway-auth' },
+    '#auth':: 'Basic auth of pushes and scrapes (docs/MANIFESTS.md).',
+    auth: {
+      '#enabled':: 'Mount the Secret into the probes and the ServiceMonitor.',
+      enabled: false,
+      '#secretName':: 'Secret with keys username and password.',
+      secretName: 'fioprobe-pushgateway-auth',
+    },
     // TLS: the Pushgateway serves https with the certificate in its web-config Secret; probes
     // and the ServiceMonitor verify it with `ca.crt` from this Secret.
-    tls: { enabled: false, caSecretName: 'fioprobe-pushgateway-ca', serverName: null },
+    '#tls':: 'https between the probes, Prometheus and the Pushgateway (docs/MANIFESTS.md).',
+    tls: {
+      '#enabled':: 'Serve https; probes and the ServiceMonitor verify it.',
+      enabled: false,
+      '#caSecretName':: 'Secret with key ca.crt.',
+      caSecretName: 'fioprobe-pushgateway-ca',
+      '#serverName':: 'Server name the ServiceMonitor verifies; null: <name>.<namespace>.svc.',
+      serverName: p.nullable('string'),
+    },
     // Secret with key `web-config.yml` (exporter-toolkit format: basic_auth_users with bcrypt
     // hashes, tls_server_config); mounted only when auth or tls is enabled.
+    '#webConfigSecretName':: 'Secret with key web-config.yml, mounted when auth or tls is enabled.',
     webConfigSecretName: 'fioprobe-pushgateway-web-config',
-    timeoutSeconds: 10,
-    attempts: 3,
+    '#timeoutSeconds':: 'Timeout of one push attempt.',
+    timeoutSeconds: wholeNumber(10, 1),
+    '#attempts':: 'Push attempts per group and run.',
+    attempts: wholeNumber(3, 1),
     // 'auto': as many replicas as the expected groups need by the sizing rule
     // (lib/sizing.libsonnet, docs/SIZING.md); or a number. More than one: a StatefulSet, each
     // replica with its own volume, and the probes pick a group's replica by hashing.
-    replicas: 'auto',
+    '#replicas':: 'auto: from the expected groups by the sizing rule (docs/SIZING.md); or a number.',
+    replicas: p.check(
+      p.oneOf('auto', ['string', 'number']),
+      function(v) v == 'auto' || (std.isNumber(v) && v == std.floor(v) && v >= 1),
+      "must be 'auto' or a whole number of at least 1",
+    ),
     // Groups one replica holds; null: from the probe interval by the measured push cost
     // (lib/sizing.libsonnet, docs/SIZING.md): 1,000 at 5 minutes.
-    groupsPerReplica: null,
+    '#groupsPerReplica':: 'Groups one replica holds; null: from everyMinutes (1,000 at 5 minutes).',
+    groupsPerReplica: p.nullable(wholeNumber(null, 1)),
   },
 
   // Per-node probes: a DaemonSet probing every node, on its local disks (hostPath) and on
   // each StorageClass through a generic ephemeral volume the scheduler binds on that node.
   // Every group carries `node`. docs/MANIFESTS.md, "Per-node probes".
+  '#perNode':: 'Per-node probes: a DaemonSet on every node (docs/MANIFESTS.md, Per-node probes).',
   perNode: {
+    '#enabled':: 'Deploy the DaemonSet.',
     enabled: false,
+    '#name':: 'Name of the DaemonSet; the owner of its groups.',
     name: 'fioprobe-node',
     // hostPath volumes need the "privileged" Pod Security level: a namespace of its own.
+    '#namespace':: 'Its namespace (Pod Security privileged: hostPath).',
     namespace: 'fioprobe-nodes',
-    // How many nodes to expect: sizes the Pushgateway (groups = nodes x targets x profiles).
-    expectedNodes: 0,
-    nodeSelector: {},
-    tolerations: [],
+    '#expectedNodes':: 'Nodes to expect: sizes the Pushgateway.',
+    expectedNodes: wholeNumber(0, 0),
+    '#nodeSelector':: 'Nodes to probe (labels); empty: every node.',
+    nodeSelector: p.map({}, 'string'),
+    '#tolerations':: 'Tolerations of the DaemonSet.',
+    tolerations: p.list(toleration),
     // A directory per node, prepared once (owned by the probe user), as the etcd one. It
     // holds the local-disk probe directories and every target's state, so a replaced pod
     // continues its counters without reading the Pushgateway back.
+    '#hostPath':: "Directory on each node, prepared once: local-disk probe directories and every target's state.",
     hostPath: '/var/lib/fioprobe',
-    // {name, profiles}: fio writes in <hostPath>/<name> (prepared like hostPath).
-    localDisks: [],
-    // {name, storageClassName?, volume: {type, size, ...}, profiles}: one generic ephemeral
-    // volume of volume.size per StorageClass and pod.
-    storageClasses: [],
-    resources: {
-      requests: { cpu: '20m', memory: '64Mi' },
-      limits: { cpu: '1', memory: '256Mi' },
-    },
+    '#localDisks':: 'Node-local disks: fio writes in <hostPath>/<name>.',
+    localDisks: p.list({
+      '#name':: 'The storageclass label and the directory under hostPath.',
+      name: name,
+      '#volume':: 'The volume model.',
+      volume: volume(false),
+      '#profiles':: 'Profiles to run.',
+      profiles: profiles(),
+    }, unique='name'),
+    '#storageClasses':: 'A generic ephemeral volume of volume.size per StorageClass and pod.',
+    storageClasses: p.list({
+      '#name':: 'The storageclass label, and the StorageClass unless storageClassName is given.',
+      name: name,
+      '#storageClassName':: 'StorageClass of the ephemeral volume when it differs from name.',
+      storageClassName: p.optional('string'),
+      '#volume':: "The volume model; its size is the ephemeral volume's size.",
+      volume: p.required(volume(true)),
+      '#profiles':: 'Profiles to run.',
+      profiles: profiles(),
+    }, unique='name'),
+    '#resources':: 'Resources of the per-node probe container.',
+    resources: resources({ cpu: '20m', memory: '64Mi' }, { cpu: '1', memory: '256Mi' }),
   },
 
   // Where the cluster's DNS answers: the probes' only egress besides the Pushgateway.
   // OpenShift: namespace openshift-dns, pods dns.operator.openshift.io/daemonset-dns=default,
   // port 5353.
+  '#dns':: "Where the cluster DNS answers: the probes' only egress besides the Pushgateway.",
   dns: {
+    '#namespace':: 'Namespace of the DNS pods.',
     namespace: 'kube-system',
-    podSelector: { 'k8s-app': 'kube-dns' },
-    port: 53,
+    '#podSelector':: 'Labels of the DNS pods.',
+    podSelector: p.map({ 'k8s-app': 'kube-dns' }, 'string'),
+    '#port':: 'DNS port of the pods (UDP and TCP).',
+    port: wholeNumber(53, 1, 65535),
   },
 
+  '#monitoring':: 'ServiceMonitor, PrometheusRule and dashboards.',
   monitoring: {
-    // Namespace of the Prometheus that scrapes the Pushgateway (NetworkPolicy ingress).
     // OpenShift user-workload monitoring: openshift-user-workload-monitoring.
+    '#prometheusNamespace':: 'Namespace of the Prometheus that scrapes the Pushgateway (NetworkPolicy ingress).',
     prometheusNamespace: 'monitoring',
-    serviceMonitor: { enabled: true, interval: '30s', labels: {} },
-    prometheusRule: { enabled: true, labels: { prometheus: 'k8s', role: 'alert-rules' } },
+    '#serviceMonitor':: 'ServiceMonitor of the Pushgateway (honorLabels).',
+    serviceMonitor: {
+      '#enabled':: 'Generate it.',
+      enabled: true,
+      '#interval':: 'Scrape interval.',
+      interval: '30s',
+      '#labels':: 'Extra labels (for the Prometheus serviceMonitorSelector).',
+      labels: p.map({}, 'string'),
+    },
+    '#prometheusRule':: "PrometheusRule with the mixin's alerts and recording rules.",
+    prometheusRule: {
+      '#enabled':: 'Generate it.',
+      enabled: true,
+      '#labels':: 'Its labels (for the Prometheus ruleSelector); null removes a default one.',
+      labels: p.map({ prometheus: 'k8s', role: 'alert-rules' }, 'string'),
+    },
+    '#dashboards':: 'Dashboard ConfigMaps for the Grafana sidecar.',
     dashboards: {
+      '#enabled':: 'Generate them.',
       enabled: true,
       // The Grafana sidecar watches ConfigMaps with these labels, in its own namespace or in
-      // every namespace (its searchNamespace); null: the fioprobe namespace.
-      namespace: null,
-      labels: { grafana_dashboard: '1' },
+      // every namespace (its searchNamespace).
+      '#namespace':: 'Their namespace; null: namespace.',
+      namespace: p.nullable('string'),
+      '#labels':: 'Labels the Grafana sidecar selects.',
+      labels: p.map({ grafana_dashboard: '1' }, 'string'),
+      '#folder':: 'grafana_folder annotation.',
       folder: 'fioprobe',
     },
     // Overrides of the monitoring mixin's _config (config.libsonnet at the repository root).
-    mixinConfig: {},
+    '#mixinConfig':: "Overrides of the monitoring mixin's _config (config.libsonnet).",
+    mixinConfig: p.map({}),
   },
 }

@@ -5,10 +5,12 @@
 // configuration it renders, so the alerts' windows and the list of expected probes can never
 // disagree with the CronJobs.
 local defaults = import 'defaults.libsonnet';
+local params = import 'params.libsonnet';
 
 {
-  // The manifests' configuration as main.libsonnet merges it.
-  merged(config, overrides={}):: std.mergePatch(std.mergePatch(defaults, config), overrides),
+  // The manifests' configuration as main.libsonnet merges it: defaults + config + overrides,
+  // each checked against the defaults first (lib/params.libsonnet).
+  merged(config, overrides={}):: params.apply(defaults, [config, overrides]),
 
   // _config keys of the mixin for a merged manifests configuration.
   mixinConfig(c):: {

@@ -14,7 +14,16 @@ shift || true
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/generated"
-.tools/bin/go-jsonnet -J . -S -m "$tmp" "$@" manifests/render.jsonnet >/dev/null
+# A configuration error (manifests/lib/params.libsonnet) is reported as its message lines only:
+# jsonnet's stack trace would point into the checking code, not at the user's key.
+if ! .tools/bin/go-jsonnet -J . -S -m "$tmp" "$@" manifests/render.jsonnet >/dev/null 2>"$tmp/stderr"; then
+  if head -1 "$tmp/stderr" | grep -q '^RUNTIME ERROR: fioprobe manifests config: '; then
+    sed -n '/^\t/q; p' "$tmp/stderr" >&2
+  else
+    cat "$tmp/stderr" >&2
+  fi
+  exit 1
+fi
 mkdir -p "$out/generated"
 rm -f "$out"/generated/*.yaml
 cp "$tmp"/generated/*.yaml "$out/generated/"
