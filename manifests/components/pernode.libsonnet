@@ -18,7 +18,6 @@ function(config, probes)
   local nodeDir = '/node';
   local probeRoot = c.probeMountPath;
   local volumeName(sc) = common.dnsName('sc-' + sc.name, 63);
-  local profilesOf(targets) = std.flattenArrays([t.profiles for t in targets]);
   local fioprobeConfig = {
     owner: p.name,
     pushgateway: probes.pushgatewayConfig,
@@ -28,7 +27,7 @@ function(config, probes)
         directory: '%s/%s' % [nodeDir, d.name],
         node_local: true,
         state_dir: '%s/state/%s' % [nodeDir, d.name],
-        volume: std.get(d, 'volume', { type: 'unknown' }),
+        volume: d.volume,
         timeout_seconds: c.profileTimeoutSeconds,
         profiles: d.profiles,
       }
@@ -88,8 +87,9 @@ function(config, probes)
     for sc in p.storageClasses
   ];
   if !p.enabled then {} else {
-    assert std.length(p.localDisks) + std.length(p.storageClasses) > 0 : 'perNode needs a local disk or a StorageClass',
-    assert std.length(profilesOf(p.localDisks + p.storageClasses)) > 0 : 'perNode targets need profiles',
+    // Every target has profiles (lib/defaults.libsonnet checks that); an enabled DaemonSet
+    // with no target at all would run pods that probe nothing.
+    assert std.length(p.localDisks) + std.length(p.storageClasses) > 0 : 'fioprobe manifests config: perNode.enabled needs perNode.localDisks or perNode.storageClasses',
     // hostPath volumes are outside every Pod Security level but "privileged" (as the etcd
     // probes' namespace); warn/audit stay "restricted".
     namespace: {

@@ -56,8 +56,8 @@
   schedule(config, index, explicit=null)::
     if explicit != null then explicit
     else
+      // A whole number of minutes that divides 60 (lib/defaults.libsonnet checks it).
       local every = config.everyMinutes;
-      assert every >= 1 && every <= 60 && 60 % every == 0 : 'everyMinutes must divide 60';
       local offset = index % every;
       if every == 60 then '%d * * * *' % offset
       else if every == 1 then '* * * * *'

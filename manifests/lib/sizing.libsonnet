@@ -30,10 +30,7 @@
     local wanted = c.pushgateway.replicas;
     if wanted == 'auto' then
       std.max(1, std.ceil($.expectedGroups(c) / $.groupsPerReplica(c)))
-    else (
-      assert std.isNumber(wanted) && wanted >= 1 : 'pushgateway.replicas must be auto or a number';
-      wanted
-    ),
+    else wanted,
 
   sharded(c):: $.replicas(c) > 1,
 
