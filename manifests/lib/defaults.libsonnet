@@ -27,10 +27,10 @@ local resources(requests, limits) = {
 
 // fioprobe's volume model (exporter/fioprobe/volumes.py), copied into the probe's config.
 local volume(sizeRequired) = {
-  '#type':: 'Volume type of the model: gp2, gp3, io1, io2, st1, sc1, ceph-rbd or unknown (checked by fioprobe).',
+  '#title':: 'volume model',
+  '#type':: "One of fioprobe's volume types (listed in the README); fioprobe checks it.",
   type: 'unknown',
-  '#size':: (if sizeRequired then 'Size of the volume, a Kubernetes quantity (100Gi); also the size of the PVC or ephemeral volume.'
-             else 'Size of the volume, a Kubernetes quantity (gp2 baseline and burst depend on it).'),
+  '#size':: "Size, a Kubernetes quantity (100Gi): gp2's baseline depends on it. Required where it sizes a volume.",
   size: if sizeRequired then p.required('string') else p.optional('string'),
   '#iops':: 'Provisioned IOPS (gp3, io1, io2).',
   iops: p.optional('number'),
@@ -45,6 +45,7 @@ local volume(sizeRequired) = {
 // A profile of jobs/ by name, or with overrides of its size, IO size and runtime (within
 // its budget; fioprobe checks the values).
 local profile = p.oneOf(null, ['string', {
+  '#title':: 'profile with overrides',
   '#name':: 'Profile name (jobs/<name>.fio).',
   name: p.required('string'),
   '#size':: "Override of the profile's size.",
@@ -59,6 +60,7 @@ local profiles(default=null) =
   if default == null then p.required(list) else list;
 
 local toleration = {
+  '#title':: 'Kubernetes tolerations',
   key: p.optional('string'),
   operator: p.optional('string'),
   value: p.optional('string'),
@@ -69,6 +71,9 @@ local toleration = {
 local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not be empty'));
 
 {
+  // Parts used in several places, for the documentation (not configuration keys: hidden).
+  parts:: { volume: volume(false), profile: profile.types[1] },
+
   '#version':: 'app.kubernetes.io/version of every object.',
   version: '0.1.0',
   '#image':: 'The probe image (built from the Dockerfile).',
@@ -112,9 +117,9 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
     storageClassName: p.optional('string'),
     '#schedule':: 'A cron schedule instead of everyMinutes with its start-time offset.',
     schedule: p.optional('string'),
-    '#volume':: "The volume model; its size is the PVC's size.",
+    '#volume':: "The volume model; size is required: it is also the PVC's size.",
     volume: p.required(volume(true)),
-    '#profiles':: 'Profiles to run: names, or {name, size, io_size, runtime}.',
+    '#profiles':: 'Profiles to run: names of jobs/*.fio, or profiles with overrides.',
     profiles: profiles(),
   }, unique='name'),
   // Mount point of the probe volume inside the pod: the config's `directory`.
@@ -245,7 +250,7 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
       name: name,
       '#storageClassName':: 'StorageClass of the ephemeral volume when it differs from name.',
       storageClassName: p.optional('string'),
-      '#volume':: "The volume model; its size is the ephemeral volume's size.",
+      '#volume':: "The volume model; size is required: it is also the ephemeral volume's size.",
       volume: p.required(volume(true)),
       '#profiles':: 'Profiles to run.',
       profiles: profiles(),

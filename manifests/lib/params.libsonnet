@@ -19,7 +19,8 @@
 //   any(default)         anything (passed through unchecked)
 //   check(node, test, problem)  a further condition on the value
 //   type(name)           a value of a type given by name, without a default
-// A key `'#name'::` beside `name` documents it (the generated table in docs/MANIFESTS.md).
+// A key `'#name'::` beside `name` documents it (the generated table in docs/MANIFESTS.md); an
+// object with a `'#title'::` (a Kubernetes type) is named by it instead of listing its keys.
 {
   local prefix = 'fioprobe manifests config: ',
   local node(kind, fields) = { '#kind':: kind } + fields,
@@ -55,8 +56,11 @@
     else if k == 'optional' || k == 'required' then $.typeName(schema.type)
     else if k == 'oneOf' then std.join(' or ', [$.typeName(t) for t in schema.types])
     else if k == 'map' then (if schema.type == null then 'map' else 'map of ' + schema.type)
+    else if k == 'object' && std.objectHasAll(schema, '#title') then schema['#title']
     else if k == 'list' then 'list of ' + (
-      if kindOf(schema.item) == 'object' then 'objects' else $.typeName(schema.item)
+      if kindOf(schema.item) != 'object' then $.typeName(schema.item)
+      else if std.objectHasAll(schema.item, '#title') then schema.item['#title']
+      else 'objects'
     )
     else if k == 'any' then 'any'
     else if k == 'check' then $.typeName(schema.schema)
@@ -215,6 +219,25 @@
     if found != [] then error std.join('\n', [prefix + p for p in found])
     else std.foldl(function(base, layer) mergeOnto(schema, base, layer), layers, $.default(schema)),
 
+  // The documentation table (docs/MANIFESTS.md) in Markdown, from rows() below.
+  markdown(schema)::
+    local cell(text) = std.strReplace(std.strReplace(std.strReplace(text, '|', '\\|'), '<', '&lt;'), '>', '&gt;');
+    local default(row) =
+      if !row.hasDefault || row.expanded then ''
+      else '`%s`' % std.manifestJsonMinified(row.default);
+    std.join('\n', [
+      '| key | type | default | what |',
+      '|---|---|---|---|',
+    ] + [
+      '| `%s` | %s | %s | %s |' % [
+        row.key,
+        cell(row.type),
+        cell(default(row)),
+        cell(if row.doc == null then error 'lib/defaults.libsonnet: %s has no doc (#%s)' % [row.key, row.key] else row.doc),
+      ]
+      for row in $.rows(schema)
+    ]) + '\n',
+
   // The documentation table: one row per key, [path, type, default].
   rows(schema, path='')::
     local k = kindOf(schema);
@@ -227,16 +250,20 @@
       else if (ck == 'optional' || ck == 'required' || ck == 'nullable') then child.type
       else if ck == 'check' then child.schema
       else child;
+      // Its own keys have rows of their own: an object, unless a '#title' (a Kubernetes type,
+      // a shared part such as the volume model) says it is documented elsewhere.
+      local expand = kindOf(inner) == 'object' && !std.objectHasAll(inner, '#title');
       [{
         key: at(key),
+        expanded: expand && ck != 'list',
         type: $.typeName(child) + (if ck == 'required' then ', required' else if ck == 'optional' then ', optional' else ''),
         default: if ck == 'required' then null else if ck == 'optional' then null else $.default(child),
         hasDefault: !(ck == 'required' || ck == 'optional'),
         doc: docOf(key),
       }] + (
-        if kindOf(inner) == 'object' && ck == 'list' then $.rows(inner, at(key) + '[]')
-        else if kindOf(inner) == 'object' then $.rows(inner, at(key))
-        else []
+        if !expand then []
+        else if ck == 'list' then $.rows(inner, at(key) + '[]')
+        else $.rows(inner, at(key))
       )
       for key in std.objectFields(schema)
     ])
