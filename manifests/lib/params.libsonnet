@@ -135,7 +135,11 @@
           if kindOf(schema[key]) == 'required' && !std.objectHas(value, key)
         ])
     )
-    else if k == 'nullable' || k == 'optional' then
+    else if k == 'nullable' then
+      if value == null then []
+      else if std.member([null, std.type(value)], baseType(schema.type)) then problemsOf(path, schema.type, value)
+      else typeProblem(path, schema, value)
+    else if k == 'optional' then
       if value == null then [] else problemsOf(path, schema.type, value)
     else if k == 'required' then
       if value == null then ['%s: is required, got null' % path] else problemsOf(path, schema.type, value)

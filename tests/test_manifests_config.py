@@ -1,0 +1,475 @@
+"""The manifests' configuration: defaults + params, checked.
+
+manifests/lib/defaults.libsonnet is the schema (every key, its default and type);
+manifests/lib/params.libsonnet checks a configuration against it and merges it over the
+defaults. Here: the exact message for each kind of bad configuration (a table, as
+blackbox_exporter tests its config errors), what the generator script prints for them, that
+an explicit null renders the same as the default, how nested objects, lists and maps merge,
+that the probe-facing parts of the schema (volume model, profile overrides) accept exactly
+what fioprobe's strict loader accepts, and that the documented table of keys is current.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import REPO
+from fioprobe.config import ConfigError, load_config
+from fioprobe.profiles import OVERRIDABLE
+
+GO_JSONNET = REPO / ".tools" / "bin" / "go-jsonnet"
+GENERATE = REPO / "scripts" / "generate.d" / "30-manifests.sh"
+PARAMS_DOC = REPO / "scripts" / "generate.d" / "31-manifests-params.sh"
+PREFIX = "fioprobe manifests config: "
+
+#: Keys of the top level, as every "unknown key" message at that level lists them.
+TOP_LEVEL = (
+    "configMountPath, dns, etcd, everyMinutes, failedJobsHistoryLimit, image, monitoring, "
+    "namespace, perNode, probeMountPath, probeResources, probeUser, profileTimeoutSeconds, "
+    "pushgateway, startingDeadlineSeconds, storageClasses, successfulJobsHistoryLimit, version"
+)
+VOLUME_KEYS = "dedicated, iops, provisioner, size, throughput, type"
+#: Renders without the mixin's rules and dashboards: they do not depend on these keys and
+#: take most of the rendering time.
+NO_MIXIN = {"monitoring": {"prometheusRule": {"enabled": False}, "dashboards": {"enabled": False}}}
+
+
+def jsonnet(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(GO_JSONNET), "-J", str(REPO), "-e", code],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+
+
+def merged(*layers: object) -> dict[str, Any]:
+    """The merged configuration of `layers` over the defaults (not manifests/config.libsonnet)."""
+    layers_code = json.dumps(list(layers))
+    proc = jsonnet(
+        f"(import 'manifests/lib/monitoring-config.libsonnet').merged({{}}, {layers_code})"
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def problems(overrides: str) -> list[str]:
+    """The configuration problems jsonnet reports for `overrides` (jsonnet source), in order."""
+    proc = jsonnet(
+        f"(import 'manifests/lib/monitoring-config.libsonnet').merged({{}}, {overrides})"
+    )
+    assert proc.returncode != 0, f"accepted: {overrides}"
+    lines = proc.stderr.splitlines()
+    assert lines[0].startswith("RUNTIME ERROR: " + PREFIX), proc.stderr
+    message = [lines[0].removeprefix("RUNTIME ERROR: ")]
+    message += [line for line in lines[1:] if line.startswith(PREFIX)]
+    return [line.removeprefix(PREFIX) for line in message]
+
+
+def generate(tmp_path: Path, overrides: object) -> subprocess.CompletedProcess[str]:
+    """The real generator script, as `make generate` and the end-to-end run call it."""
+    text = overrides if isinstance(overrides, str) else json.dumps(overrides)
+    return subprocess.run(
+        ["bash", str(GENERATE), str(tmp_path), "--tla-code", f"overrides={text}"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+
+def rendered(out: Path) -> dict[str, str]:
+    return {p.name: p.read_text() for p in sorted((out / "generated").glob("*.yaml"))}
+
+
+# --- bad configurations and their exact messages ------------------------------------------
+
+BAD = [
+    # Unknown keys, at every level, with a suggestion when one is close.
+    (
+        "{ everyMinute: 1 }",
+        [f"everyMinute: unknown key, did you mean everyMinutes? (expected one of: {TOP_LEVEL})"],
+    ),
+    (
+        "{ storageclasses: [] }",
+        [
+            "storageclasses: unknown key, did you mean storageClasses? "
+            f"(expected one of: {TOP_LEVEL})"
+        ],
+    ),
+    ("{ prometheus: {} }", [f"prometheus: unknown key (expected one of: {TOP_LEVEL})"]),
+    (
+        "{ etcd: { nodez: ['cp-0'] } }",
+        [
+            "etcd.nodez: unknown key, did you mean nodes? (expected one of: hostPath, name, "
+            "namespace, nodes, profiles, tolerations, volume)"
+        ],
+    ),
+    (
+        "{ pushgateway: { tls: { enable: true } } }",
+        [
+            "pushgateway.tls.enable: unknown key, did you mean enabled? "
+            "(expected one of: caSecretName, enabled, serverName)"
+        ],
+    ),
+    (
+        "{ storageClasses: [{ name: 'gp2', volume: { size: '1Gi', tpye: 'gp2' },"
+        " profiles: ['etcd-fsync'] }] }",
+        [
+            "storageClasses[0].volume.tpye: unknown key, did you mean type? "
+            f"(expected one of: {VOLUME_KEYS})"
+        ],
+    ),
+    (
+        "{ etcd: { profiles: [{ name: 'etcd-fsync', runtim: 5 }] } }",
+        [
+            "etcd.profiles[0].runtim: unknown key, did you mean runtime? "
+            "(expected one of: io_size, name, runtime, size)"
+        ],
+    ),
+    (
+        "{ etcd: { tolerations: [{ key: 'a', efect: 'NoSchedule' }] } }",
+        [
+            "etcd.tolerations[0].efect: unknown key, did you mean effect? "
+            "(expected one of: effect, key, operator, tolerationSeconds, value)"
+        ],
+    ),
+    # Values of the wrong type, null where null means nothing.
+    ("{ everyMinutes: '5' }", ['everyMinutes: expected number, got string "5"']),
+    ("{ namespace: null }", ["namespace: expected string, got null"]),
+    ("{ pushgateway: { auth: true } }", ["pushgateway.auth: expected object, got boolean true"]),
+    (
+        "{ pushgateway: { auth: { enabled: 'yes' } } }",
+        ['pushgateway.auth.enabled: expected boolean, got string "yes"'],
+    ),
+    ("{ etcd: { nodes: 'cp-0' } }", ['etcd.nodes: expected list of string, got string "cp-0"']),
+    ("{ etcd: { nodes: ['cp-0', 1] } }", ["etcd.nodes[1]: expected string, got number 1"]),
+    (
+        "{ monitoring: { serviceMonitor: { labels: { team: 1 } } } }",
+        ["monitoring.serviceMonitor.labels.team: expected string, got number 1"],
+    ),
+    (
+        "{ pushgateway: { storageClassName: 3 } }",
+        ["pushgateway.storageClassName: expected string or null, got number 3"],
+    ),
+    (
+        "{ etcd: { profiles: ['etcd-fsync', 3] } }",
+        ["etcd.profiles[1]: expected string or profile with overrides, got number 3"],
+    ),
+    ("'everyMinutes: 5'", ['the configuration: expected object, got string "everyMinutes: 5"']),
+    # Values out of range.
+    (
+        "{ everyMinutes: 7 }",
+        ["everyMinutes: must be a whole number of minutes that divides 60, got 7"],
+    ),
+    (
+        "{ pushgateway: { replicas: 0 } }",
+        ["pushgateway.replicas: must be 'auto' or a whole number of at least 1, got 0"],
+    ),
+    (
+        "{ pushgateway: { replicas: 'many' } }",
+        ["pushgateway.replicas: must be 'auto' or a whole number of at least 1, got \"many\""],
+    ),
+    (
+        "{ pushgateway: { port: 70000 } }",
+        ["pushgateway.port: must be a whole number from 1 to 65535, got 70000"],
+    ),
+    (
+        "{ image: { pullPolicy: 'Sometimes' } }",
+        ['image.pullPolicy: must be Always, IfNotPresent or Never, got "Sometimes"'],
+    ),
+    ("{ etcd: { nodes: ['a', 'a'] } }", ['etcd.nodes: must not name a node twice, got ["a","a"]']),
+    # Items of lists: required keys, at least one profile, unique names.
+    (
+        "{ storageClasses: [{ name: 'gp2' }] }",
+        ["storageClasses[0].profiles: is required", "storageClasses[0].volume: is required"],
+    ),
+    (
+        "{ storageClasses: [{ name: 'gp2', volume: { type: 'gp2' }, profiles: [] }] }",
+        [
+            "storageClasses[0].profiles: needs at least one profile, got []",
+            "storageClasses[0].volume.size: is required",
+        ],
+    ),
+    (
+        "{ perNode: { localDisks: [{ name: '', profiles: ['etcd-fsync'] }] } }",
+        ['perNode.localDisks[0].name: must not be empty, got ""'],
+    ),
+    (
+        "{ storageClasses: [{ name: 'gp2', volume: { size: '1Gi' }, profiles: ['etcd-fsync'] },"
+        " { name: 'gp2', volume: { size: '2Gi' }, profiles: ['etcd-fsync'] }] }",
+        ['storageClasses: name "gp2" appears more than once'],
+    ),
+    # Every problem at once, in key order.
+    (
+        "{ everyMinutes: 0, etcd: { nodez: [] }, pushgateway: { port: '9091' } }",
+        [
+            "etcd.nodez: unknown key, did you mean nodes? (expected one of: hostPath, name, "
+            "namespace, nodes, profiles, tolerations, volume)",
+            "everyMinutes: must be a whole number of minutes that divides 60, got 0",
+            'pushgateway.port: expected number, got string "9091"',
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(("overrides", "messages"), BAD, ids=[b[0] for b in BAD])
+def test_bad_configuration_is_refused_with_its_exact_message(
+    overrides: str, messages: list[str]
+) -> None:
+    assert problems(overrides) == messages
+
+
+def test_the_generator_prints_only_the_problems_and_fails(tmp_path: Path) -> None:
+    """What a user running `make generate` sees: the lines naming the keys, no stack trace."""
+    proc = generate(tmp_path, "{ everyMinute: 1, pushgateway: { tls: { enable: true } } }")
+    assert proc.returncode != 0
+    assert proc.stderr.splitlines() == [
+        f"RUNTIME ERROR: {PREFIX}everyMinute: unknown key, did you mean everyMinutes? "
+        f"(expected one of: {TOP_LEVEL})",
+        f"{PREFIX}pushgateway.tls.enable: unknown key, did you mean enabled? "
+        "(expected one of: caSecretName, enabled, serverName)",
+    ]
+    assert proc.stdout == ""
+    assert not (tmp_path / "generated").exists()
+
+
+def test_a_misspelt_key_in_the_users_config_file_is_named(tmp_path: Path) -> None:
+    """The same check applies to manifests/config.libsonnet itself, not only to overrides."""
+    config = (REPO / "manifests" / "config.libsonnet").read_text()
+    assert "  everyMinutes: 5," in config
+    (tmp_path / "config.libsonnet").write_text(
+        config.replace("  everyMinutes: 5,", "  everyMinute: 1,")
+    )
+    proc = jsonnet(
+        "(import 'manifests/main.libsonnet')(config=import '%s').config"
+        % (tmp_path / "config.libsonnet")
+    )
+    assert proc.returncode != 0
+    assert proc.stderr.splitlines()[0] == (
+        f"RUNTIME ERROR: {PREFIX}everyMinute: unknown key, did you mean everyMinutes? "
+        f"(expected one of: {TOP_LEVEL})"
+    )
+
+
+def test_the_kube_prometheus_part_checks_its_config_too() -> None:
+    proc = jsonnet(
+        "(import 'manifests/kube-prometheus/fioprobe.libsonnet')"
+        "(config={ pushgateway: { replica: 2 } }).pushgateway"
+    )
+    assert proc.returncode != 0
+    assert proc.stderr.splitlines()[0].startswith(
+        f"RUNTIME ERROR: {PREFIX}pushgateway.replica: unknown key, did you mean replicas?"
+    )
+
+
+def test_per_node_probes_without_a_target_are_refused(tmp_path: Path) -> None:
+    proc = generate(tmp_path, {**NO_MIXIN, "perNode": {"enabled": True}})
+    assert proc.returncode != 0
+    assert proc.stderr.splitlines() == [
+        f"RUNTIME ERROR: {PREFIX}perNode.enabled needs perNode.localDisks or perNode.storageClasses"
+    ]
+
+
+# --- null, merging ------------------------------------------------------------------------
+
+
+def test_explicit_null_renders_the_same_as_leaving_it_out(tmp_path: Path) -> None:
+    """Every nullable default written out as null, and optional keys given as null."""
+    shipped = merged()
+    config = json.loads(
+        jsonnet("(import 'manifests/lib/monitoring-config.libsonnet').merged("
+                "import 'manifests/config.libsonnet')").stdout
+    )  # fmt: skip
+    nulls = {
+        "pushgateway": {
+            "storageClassName": None,
+            "groupsPerReplica": None,
+            "tls": {"serverName": None},
+        },
+        "monitoring": {
+            **NO_MIXIN["monitoring"],
+            "dashboards": {"enabled": False, "namespace": None},
+        },
+        # Optional keys of list items: null is "not given" (the PVC's class is the name).
+        "storageClasses": [
+            {
+                **sc,
+                "storageClassName": None,
+                "schedule": None,
+                # Null where the shipped volume does not set it (gp2 has no provisioned IOPS).
+                "volume": {"iops": None, **sc["volume"]},
+            }
+            for sc in config["storageClasses"]
+        ],
+    }
+    assert shipped["pushgateway"]["storageClassName"] is None  # really the default
+    without = generate(tmp_path / "without", NO_MIXIN)
+    assert without.returncode == 0, without.stderr
+    with_nulls = generate(tmp_path / "with", nulls)
+    assert with_nulls.returncode == 0, with_nulls.stderr
+    assert rendered(tmp_path / "with") == rendered(tmp_path / "without")
+    pvc = yaml.safe_load(
+        (tmp_path / "with" / "generated" / "pushgateway-persistentvolumeclaim.yaml").read_text()
+    )
+    assert "storageClassName" not in pvc["spec"]  # the cluster's default StorageClass
+    gp2 = yaml.safe_load(
+        (tmp_path / "with" / "generated" / "storageclasses-pvc-gp2.yaml").read_text()
+    )
+    assert gp2["spec"]["storageClassName"] == "gp2"
+
+
+def test_a_nullable_key_takes_a_value() -> None:
+    c = merged({"pushgateway": {"storageClassName": "gp3", "groupsPerReplica": 500}})
+    assert c["pushgateway"]["storageClassName"] == "gp3"
+    assert c["pushgateway"]["groupsPerReplica"] == 500
+
+
+def test_nested_objects_merge_lists_replace_maps_drop_null_entries() -> None:
+    defaults = merged()
+    c = merged(
+        {
+            "etcd": {"nodes": ["cp-0"], "profiles": ["randread-iops"]},
+            "probeResources": {"limits": {"memory": "512Mi"}},
+            "monitoring": {"prometheusRule": {"labels": {"prometheus": None, "team": "storage"}}},
+        }
+    )
+    # Nested objects: the keys not given keep their defaults.
+    assert c["etcd"]["nodes"] == ["cp-0"]
+    assert c["etcd"]["tolerations"] == defaults["etcd"]["tolerations"]
+    assert len(c["etcd"]["tolerations"]) == 2
+    # Lists replace the default list.
+    assert c["etcd"]["profiles"] == ["randread-iops"]
+    # Maps merge key by key; null removes a default entry.
+    assert c["probeResources"]["limits"] == {"cpu": "1", "memory": "512Mi"}
+    assert c["probeResources"]["requests"] == defaults["probeResources"]["requests"]
+    assert c["monitoring"]["prometheusRule"]["labels"] == {"role": "alert-rules", "team": "storage"}
+
+
+def test_later_layers_win_and_merge_into_earlier_ones() -> None:
+    """manifests/config.libsonnet, then overrides (tests, the end-to-end run)."""
+    c = merged(
+        {"everyMinutes": 10, "etcd": {"nodes": ["cp-0"], "hostPath": "/a"}},
+        {"everyMinutes": 15, "etcd": {"hostPath": "/b"}},
+    )
+    assert c["everyMinutes"] == 15
+    assert c["etcd"]["nodes"] == ["cp-0"] and c["etcd"]["hostPath"] == "/b"
+
+
+def test_list_items_are_completed_and_optional_keys_stay_absent() -> None:
+    c = merged(
+        {
+            "storageClasses": [
+                {"name": "gp2", "volume": {"size": "1Gi", "iops": None}, "profiles": ["etcd-fsync"]}
+            ],
+            "perNode": {"localDisks": [{"name": "nvme", "profiles": ["etcd-fsync"]}]},
+        }
+    )
+    (sc,) = c["storageClasses"]
+    assert sc == {
+        "name": "gp2",
+        "volume": {"type": "unknown", "size": "1Gi"},
+        "profiles": ["etcd-fsync"],
+    }
+    assert c["perNode"]["localDisks"][0]["volume"] == {"type": "unknown"}
+
+
+# --- the schema's probe-facing parts against fioprobe's strict loader ------------------------
+
+
+def _loader_keys(config: dict[str, Any], tmp_path: Path) -> set[str]:
+    """The keys fioprobe's loader lists when it refuses an unknown key."""
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    with pytest.raises(ConfigError) as refused:
+        load_config(path)
+    found = re.search(r"expected one of: ([a-z_, ]+)\)", str(refused.value))
+    assert found, str(refused.value)
+    return set(found.group(1).split(", "))
+
+
+def test_volume_and_profile_keys_are_the_ones_fioprobe_accepts(tmp_path: Path) -> None:
+    schema = json.loads(
+        jsonnet(
+            "local d = import 'manifests/lib/defaults.libsonnet'; {"
+            " volume: std.objectFields(d.parts.volume),"
+            " profile: std.objectFields(d.parts.profile) }"
+        ).stdout
+    )
+    target = {"name": "x", "directory": "/probe", "profiles": ["etcd-fsync"]}
+    config = {"pushgateway": {"url": "http://127.0.0.1:9091"}}
+    volume = _loader_keys({**config, "targets": [{**target, "volume": {"bogus": 1}}]}, tmp_path)
+    assert set(schema["volume"]) == volume
+    assert set(schema["profile"]) == {"name", *OVERRIDABLE}
+
+
+def test_every_volume_key_and_profile_override_renders_a_config_fioprobe_loads(
+    tmp_path: Path,
+) -> None:
+    volume = {
+        "type": "gp3",
+        "size": "20Gi",
+        "iops": 4000,
+        "throughput": "250Mi",
+        "provisioner": "ebs.csi.aws.com",
+        "dedicated": True,
+    }
+    profiles = [{"name": "etcd-fsync", "size": "2m", "io_size": "2m", "runtime": 10}]
+    proc = generate(
+        tmp_path,
+        {
+            **NO_MIXIN,
+            "storageClasses": [
+                {
+                    "name": "fast",
+                    "storageClassName": "gp3-fast",
+                    "volume": volume,
+                    "profiles": profiles,
+                }
+            ],
+            "etcd": {"nodes": []},
+        },
+    )
+    assert proc.returncode == 0, proc.stderr
+    cm = yaml.safe_load((tmp_path / "generated" / "storageclasses-configmap.yaml").read_text())
+    (path := tmp_path / "fast.yaml").write_text(cm["data"]["fast.yaml"])
+    (target,) = load_config(path).targets
+    assert target.volume.iops == 4000 and target.volume.dedicated
+    assert target.profiles[0].overrides == {"size": "2m", "io_size": "2m", "runtime": "10"}
+    pvc = yaml.safe_load((tmp_path / "generated" / "storageclasses-pvc-fast.yaml").read_text())
+    assert pvc["spec"]["storageClassName"] == "gp3-fast"
+
+
+# --- documentation -------------------------------------------------------------------------
+
+
+def test_the_documented_table_of_keys_is_current(tmp_path: Path) -> None:
+    doc = REPO / "docs" / "MANIFESTS.md"
+    copy = tmp_path / "MANIFESTS.md"
+    shutil.copy(doc, copy)
+    subprocess.run(
+        ["bash", str(PARAMS_DOC), str(copy)], check=True, capture_output=True, timeout=60
+    )
+    assert copy.read_text() == doc.read_text(), "run scripts/generate.d/31-manifests-params.sh"
+
+
+def test_the_table_lists_every_key_with_its_type_and_default() -> None:
+    text = (REPO / "docs" / "MANIFESTS.md").read_text()
+    for row in (
+        "| `pushgateway.storageClassName` | string or null | `null` |",
+        "| `everyMinutes` | number | `5` |",
+        "| `storageClasses[].volume` | volume model, required |  |",
+        "| `perNode.nodeSelector` | map of string | `{}` |",
+    ):
+        assert row in text, row
+    paths = json.loads(
+        jsonnet(
+            "local p = import 'manifests/lib/params.libsonnet';"
+            "[r.key for r in p.rows(import 'manifests/lib/defaults.libsonnet')]"
+        ).stdout
+    )
+    assert len(paths) > 60
+    for path in paths:
+        assert f"| `{path}` |" in text, path
