@@ -16,7 +16,8 @@ trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/generated"
 # A configuration error (manifests/lib/params.libsonnet) is reported as its message lines only:
 # jsonnet's stack trace would point into the checking code, not at the user's key.
-if ! .tools/bin/go-jsonnet -J . -S -m "$tmp" "$@" manifests/render.jsonnet >/dev/null 2>"$tmp/stderr"; then
+# -J vendor: the dashboards' grafonnet, installed by jsonnet-bundler (jsonnetfile.json).
+if ! .tools/bin/go-jsonnet -J . -J vendor -S -m "$tmp" "$@" manifests/render.jsonnet >/dev/null 2>"$tmp/stderr"; then
   if head -1 "$tmp/stderr" | grep -q '^RUNTIME ERROR: fioprobe manifests config: '; then
     sed -n '/^\t/q; p' "$tmp/stderr" >&2
   else
