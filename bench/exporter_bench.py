@@ -7,7 +7,7 @@
 2. Wall time and peak RSS of one `fioprobe push` (a new process, as a CronJob runs it) of a
    typical etcd-fsync result into a real Pushgateway. Goal: under 0.5 s and 60 MiB.
 
-Run: .venv/bin/python bench/exporter_bench.py   (prints a Markdown section)
+Run: PYTHONPATH=tests .venv/bin/python bench/exporter_bench.py   (prints a Markdown section)
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ import time
 from pathlib import Path
 
 from benchdoc import write_section
-from fioprobe import services
 from fioprobe.convert import convert_text
 from fioprobe.fioparse import parse_text
 from fioprobe.profiles import load_profile
+from support import services
 
 REPEATS = 15
 CONVERT_ROUNDS = 40

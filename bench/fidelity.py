@@ -5,7 +5,7 @@ above 10 ms", said by a 4 MiB fio job instead of by etcd. That claim is measured
 assumed. For each condition (a disk with known behaviour) this runs, at the same time and
 on the same filesystem:
 
-- real etcd (``fioprobe.services.etcd``) with its data directory on the disk, driven by a
+- real etcd (``support.services.etcd``) with its data directory on the disk, driven by a
   paced, bounded put loop through its v3 HTTP gateway (sequential puts of ~2 KiB values:
   one WAL append + fdatasync per put, the record size of the probe's bs=2300);
 - the etcd-fsync probe, run back to back with ``fioprobe probe`` (the CLI a CronJob runs)
@@ -25,7 +25,7 @@ adding 2, 5, 10 and 15 ms after every fsync/fdatasync; an ext4 loop device throt
 cgroup-v1 blkio group (tests/support/throttle.py), with etcd *and* the probe inside the
 group (fdatasync writes back in the caller's context, so both are throttled).
 
-    .venv/bin/python bench/fidelity.py [--runs 5] [--conditions plain,slowfs-15ms]
+    PYTHONPATH=tests .venv/bin/python bench/fidelity.py [--runs 5] [--conditions plain,slowfs-15ms]
         [--solo-seconds 10] [--max-seconds 1500] [--output docs/FIDELITY.md] [--json FILE]
 
 Needs root (FUSE mounts with allow_other, loop devices, cgroups). Everything it starts is
@@ -51,13 +51,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO / "tests") not in sys.path:  # tests/support: the slow FUSE fs and blkio tools
-    sys.path.insert(0, str(REPO / "tests"))
+from support import services, throttle
+from support.slowfs import slow_fs
 
-from fioprobe import services  # noqa: E402
-from support import throttle  # noqa: E402
-from support.slowfs import slow_fs  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 #: etcd's documented requirement and the alert's default threshold (config.libsonnet).
 THRESHOLD_SECONDS = 0.01

@@ -40,19 +40,17 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from fioprobe.collector import ProbeOutcome, registry_for
+from fioprobe.config import Config, ConfigError, load_config
+from fioprobe.fioparse import FioOutputError, parse_text
+from fioprobe.model import Run
+from fioprobe.state import GroupTotals, merge_run
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 from prometheus_client import generate_latest
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "tests" / "data" / "fio-corpus"
-sys.path.insert(0, str(REPO / "exporter"))
-
-from fioprobe.collector import ProbeOutcome, registry_for  # noqa: E402
-from fioprobe.config import Config, ConfigError, load_config  # noqa: E402
-from fioprobe.fioparse import FioOutputError, parse_text  # noqa: E402
-from fioprobe.model import Run  # noqa: E402
-from fioprobe.state import GroupTotals, merge_run  # noqa: E402
 
 # --- the corpus ---------------------------------------------------------------------------
 

@@ -12,7 +12,8 @@ present with the right cumulative counts, in the Pushgateway's API and in Promet
 records push latency (merge + state save + PUT, p50/p99), the Pushgateway's RSS, the size of
 its /metrics page and Prometheus' scrape_duration_seconds / scrape_samples_scraped.
 
-    .venv/bin/python bench/pushgateway_load.py [--nodes 100] [--profiles 5] [--rounds 4]
+    PYTHONPATH=tests .venv/bin/python bench/pushgateway_load.py [--nodes 100] [--profiles 5]
+        [--rounds 4]
 """
 
 from __future__ import annotations
@@ -28,15 +29,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "exporter"))
+from fioprobe.collector import ProbeOutcome
+from fioprobe.fioparse import parse_file
+from fioprobe.publish import publish
+from fioprobe.pushgateway import JOB, Transport
+from fioprobe.statefile import StateDir
+from support import services
 
-from fioprobe import services  # noqa: E402
-from fioprobe.collector import ProbeOutcome  # noqa: E402
-from fioprobe.fioparse import parse_file  # noqa: E402
-from fioprobe.publish import publish  # noqa: E402
-from fioprobe.pushgateway import JOB, Transport  # noqa: E402
-from fioprobe.statefile import StateDir  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 CORPUS = REPO / "tests" / "data" / "fio-corpus"
 #: A json+ result with bins: the realistic (largest) payload of a probe.

@@ -20,8 +20,8 @@ before: the per-node mode keeps its state on the node), so a push is one PUT. Th
 of a probe without a state reads its group back; that costs a download of its replica and
 is measured at 500 groups in docs/SIZING.md.
 
-    .venv/bin/python bench/sharded_load.py [--nodes 1000] [--shards 6] [--interval 300]
-        [--rounds 3] [--contrast-rounds 2] [--write]
+    PYTHONPATH=tests .venv/bin/python bench/sharded_load.py [--nodes 1000] [--shards 6]
+        [--interval 300] [--rounds 3] [--contrast-rounds 2] [--write]
 """
 
 from __future__ import annotations
@@ -40,18 +40,18 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "exporter"))
+from fioprobe import state
+from fioprobe.collector import ProbeOutcome
+from fioprobe.fioparse import parse_file
+from fioprobe.publish import publish
+from fioprobe.pushgateway import JOB, PushError, Transport
+from fioprobe.runner import spread_offset
+from fioprobe.shards import Shards
+from fioprobe.state import GroupState, GroupTotals
+from fioprobe.statefile import StateDir, StateFile, file_name
+from support import services
 
-from fioprobe import services, state  # noqa: E402
-from fioprobe.collector import ProbeOutcome  # noqa: E402
-from fioprobe.fioparse import parse_file  # noqa: E402
-from fioprobe.publish import publish  # noqa: E402
-from fioprobe.pushgateway import JOB, PushError, Transport  # noqa: E402
-from fioprobe.runner import spread_offset  # noqa: E402
-from fioprobe.shards import Shards  # noqa: E402
-from fioprobe.state import GroupState, GroupTotals  # noqa: E402
-from fioprobe.statefile import StateDir, StateFile, file_name  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 CORPUS = REPO / "tests" / "data" / "fio-corpus"
 SAMPLE = CORPUS / "fio3.39-jsonplus-bins-macos-posixaio-randwrite-extracted.json"

@@ -11,10 +11,12 @@ in the dashboard's grid: time series as lines (with the dashed threshold lines),
 gauges as bars coloured by threshold, stats as coloured numbers, tables as tables, the
 heatmap as a heatmap. Units follow each panel's unit.
 
-    .venv/bin/python scripts/dashboard_pictures.py               # live setup (root, FUSE)
-    .venv/bin/python scripts/dashboard_pictures.py --rounds 6    # more probe rounds
+Run with tests/ on the import path (it reuses the live test's setup):
+
+    PYTHONPATH=tests .venv/bin/python scripts/dashboard_pictures.py   # live setup (root, FUSE)
+    PYTHONPATH=tests .venv/bin/python scripts/dashboard_pictures.py --rounds 6
     FIOPROBE_LIVE_RESULTS=/tmp/live.json .venv/bin/python -m pytest tests/test_dashboards_live.py
-    .venv/bin/python scripts/dashboard_pictures.py --results /tmp/live.json  # the test's data
+    PYTHONPATH=tests .venv/bin/python scripts/dashboard_pictures.py --results /tmp/live.json
 """
 
 from __future__ import annotations
@@ -40,8 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT, help="output directory")
     args = parser.parse_args(argv)
 
-    sys.path.insert(0, str(REPO / "tests"))
-    import test_dashboards_live as live  # the test's setup and Grafana substitution
+    import test_dashboards_live as live  # the test's setup and Grafana substitution (tests/)
 
     if args.results:
         results = json.loads(args.results.read_text())

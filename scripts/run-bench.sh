@@ -6,6 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=$PWD/.tools/bin:$PWD/.venv/bin:$PATH
 PY=.venv/bin/python
+# Benchmarks import the test support (real fault injection, service launchers) as `support`
+# and each other by name, as pytest does through pyproject's pythonpath.
+export PYTHONPATH=$PWD/tests:$PWD/bench
 $PY bench/exporter_bench.py --write
 $PY bench/etcd_fsync_bench.py --write
 $PY bench/report_backfill.py --write docs/BENCHMARKS.md

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fioprobe import services
-from fioprobe.services import wait_for  # noqa: F401 - tests import it from here
+from support import services
+from support.services import wait_for  # noqa: F401 - tests import it from here
 
 REPO = Path(__file__).resolve().parents[1]
 #: Real fio outputs (and SOURCES.tsv, where each came from), kept inside the repository so a
@@ -21,6 +21,15 @@ CORPUS = REPO / "tests" / "data" / "fio-corpus"
 def corpus_files(negative: bool) -> list[Path]:
     files = sorted(p for p in CORPUS.iterdir() if p.name != "SOURCES.tsv")
     return [p for p in files if p.name.startswith("neg-") == negative]
+
+
+@pytest.fixture(autouse=True)
+def short_push_settle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A writer that does not own its group waits a settle time after its push before it
+    checks that no concurrent push replaced it (fioprobe.publish, 1 s by default). Nearly
+    every test pushes with a new state, so the suite waits 50 ms; the tests of concurrent
+    writers set the default back where they race."""
+    monkeypatch.setenv("FIOPROBE_PUSH_SETTLE_SECONDS", "0.05")
 
 
 @pytest.fixture

@@ -61,8 +61,8 @@ from typing import Any
 
 import pytest
 import yaml
-from fioprobe import services
 from support import fixtures as fx
+from support import services
 from support.slowfs import slow_fs
 from support.throttle import ThrottledMount
 

@@ -23,8 +23,8 @@ from pathlib import Path
 import bcrypt
 import pytest
 from conftest import CORPUS, REPO, fioprobe
-from fioprobe import services
 from fioprobe.pushgateway import JOB, Transport, list_groups
+from support import services
 
 USER = "fioprobe"
 PASSWORD = "s3cret-probe-password"

@@ -42,8 +42,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fioprobe import services
 from fioprobe.preview import evaluate
+from support import services
 from support.fixtures import fuse_unavailable
 from support.slowfs import slow_fs
 

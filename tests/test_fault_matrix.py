@@ -30,8 +30,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from fioprobe import services
 from support import hostile_http as hostile
+from support import services
 from support.fixtures import fuse_unavailable
 from support.slowfs import slow_fs
 

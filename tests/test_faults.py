@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 from conftest import CORPUS, fioprobe, wait_for
-from fioprobe import services
 from support import fixtures as fx
+from support import services
 
 loop_mount_factory = fx.loop_mount_factory
 

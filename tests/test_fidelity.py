@@ -15,14 +15,11 @@ truth for both; under slowfs every fsync takes at least 15 ms, so "above" is.
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
+import fidelity
 import pytest
 from support import fixtures as fx
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-import fidelity
 
 #: Two runs: the verdict after the first and after both are checked.
 RUNS = 2

@@ -9,21 +9,19 @@ and a real Pushgateway shows that nothing is pushed for an input the reader refu
 from __future__ import annotations
 
 import json
-import sys
 import tempfile
 import urllib.request
 from pathlib import Path
 
+import fuzz
 import pytest
-from conftest import REPO, corpus_files, fioprobe
-from fioprobe import cli, services
+from conftest import corpus_files, fioprobe
+from fioprobe import cli
 from fioprobe.config import ConfigError, load_config
 from fioprobe.fioparse import FioOutputError, parse_text
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-
-sys.path.insert(0, str(REPO / "bench"))
-import fuzz
+from support import services
 
 CI_SETTINGS = settings(
     derandomize=True,

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 from conftest import corpus_files, fioprobe
-from fioprobe import services
 from fioprobe.pushgateway import Transport, push
 from prometheus_client import CollectorRegistry, Gauge
+from support import services
 
 CONFIGURED = [
     {"storageclass": "gp3", "profile": "etcd-fsync"},

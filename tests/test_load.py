@@ -8,14 +8,10 @@ Pushgateway's API and in Prometheus; the measurements are only reported, never a
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-import pytest
-from conftest import REPO
-
-sys.path.insert(0, str(REPO / "bench"))
 import pushgateway_load
+import pytest
 
 
 @pytest.mark.slow

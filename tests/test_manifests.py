@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 import yaml
 from conftest import REPO
-from fioprobe import services
 from fioprobe.config import load_config
+from support import services
 
 MANIFESTS = REPO / "manifests"
 GENERATED = MANIFESTS / "generated"

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import REPO
-from fioprobe import services
+from support import services
 
 KUBE = REPO / ".tools" / "kube"
 GENERATED = REPO / "manifests" / "generated"

@@ -11,16 +11,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+import scenarios
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "alerts" / "tests"))
-
-import scenarios  # noqa: E402
 
 pytestmark = pytest.mark.timeout(900)
 

@@ -20,7 +20,6 @@ from typing import Any
 
 import pytest
 from conftest import REPO
-from fioprobe import services
 from fioprobe.collector import ProbeOutcome
 from fioprobe.errors import FailureReason
 from fioprobe.fioparse import parse_file
@@ -29,6 +28,7 @@ from fioprobe.preview import evaluate
 from fioprobe.publish import publish
 from fioprobe.pushgateway import Transport
 from fioprobe.statefile import StateDir, file_name
+from support import services
 
 pytestmark = pytest.mark.slow
 

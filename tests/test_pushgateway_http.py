@@ -20,7 +20,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fioprobe import services
 from fioprobe.collector import ProbeOutcome, registry_for
 from fioprobe.errors import ExitCode, UsageError
 from fioprobe.metrics import LATENCY_BUCKETS_SECONDS
@@ -40,6 +39,7 @@ from fioprobe.pushgateway import (
 )
 from fioprobe.state import GroupTotals, HistogramTotals
 from support import hostile_http as hostile
+from support import services
 from support.hostile_http import HostileServer
 
 USER = "fioprobe"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 from conftest import fioprobe, gateway_group, gauge
-from fioprobe import services
 from fioprobe.volumes import GIB
 from support import fixtures as fx
+from support import services
 
 throttled_loop_factory = fx.throttled_loop_factory
 

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 from conftest import fioprobe, gateway_group, gauge, wait_for
-from fioprobe import services
 from fioprobe.errors import ProbeFailure
 from fioprobe.fioexec import check_fio_version
 from support import fixtures as fx
+from support import services
 
 slow_dir_factory = fx.slow_dir_factory
 loop_mount_factory = fx.loop_mount_factory

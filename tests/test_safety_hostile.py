@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from conftest import fioprobe, gateway_group, gauge
-from fioprobe import services
+from support import services
 
 BUDGET = "# fioprobe-budget-bytes: 4194304\n# fioprobe-budget-seconds: 20\n"
 BASE = "ioengine=sync\nrw=write\nbs=4k\nsize=1m\nruntime=5\n"

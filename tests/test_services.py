@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fioprobe import services
+from support import services
 
 
 def test_a_taken_port_is_reported_not_mistaken_for_ours(tmp_path: Path) -> None:

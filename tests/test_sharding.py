@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, fioprobe
-from fioprobe import gc, services, shards, state
+from fioprobe import gc, shards, state
 from fioprobe.collector import ProbeOutcome
 from fioprobe.config import Config, load_config
 from fioprobe.fioparse import parse_file
@@ -25,6 +25,7 @@ from fioprobe.pushgateway import JOB, Transport
 from fioprobe.runner import spread_offset
 from fioprobe.shards import Shards
 from fioprobe.statefile import StateDir, StateFile, file_name
+from support import services
 
 SAMPLE = (
     REPO

@@ -25,7 +25,7 @@ import urllib.request
 from pathlib import Path
 
 from conftest import CORPUS
-from fioprobe import services
+from support import services
 
 SAMPLE = CORPUS / "fio343-client-1client-psync-randread.json"
 SAMPLES_PER_RUN = json.loads(SAMPLE.read_text())["client_stats"][0]["read"]["clat_ns"]["N"]

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
-from . import services
+from . import demo_services
 from .errors import FioprobeError, Interrupted
 from .probe import ProbeTarget, run_and_publish
 from .pushgateway import Transport
@@ -73,7 +73,7 @@ class Stack:
     """Everything the demo started, for the summary and for the cleanup."""
 
     root: Path
-    services: list[services.Service] = field(default_factory=list)
+    services: list[demo_services.Service] = field(default_factory=list)
     targets: list[DemoTarget] = field(default_factory=list)
     prometheus_url: str = ""
     alertmanager_url: str = ""
@@ -119,7 +119,7 @@ def render_rules(path: Path, interval_seconds: float, targets: list[DemoTarget])
         capture_output=True, text=True, timeout=120, check=False, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     if result.returncode != 0:
-        raise services.ServiceError(f"rendering the mixin's rules failed: {result.stderr}")
+        raise demo_services.ServiceError(f"rendering the mixin's rules failed: {result.stderr}")
     path.write_text(result.stdout)
     return path
 
@@ -206,11 +206,11 @@ def alert_states(stack: Stack) -> dict[str, str]:
 
 def _last_p99(stack: Stack) -> dict[str, float]:
     try:
-        result = services.query(
+        result = demo_services.query(
             stack.prometheus_url,
             f'fioprobe_last_sync_latency_seconds{{profile="{PROFILE}",quantile="0.99"}}',
         )
-    except services.ServiceError:
+    except demo_services.ServiceError:
         return {}
     return {r["metric"].get("storageclass", ""): float(r["value"][1]) for r in result}  # type: ignore[index,arg-type]
 
@@ -239,7 +239,9 @@ def _threshold() -> float:
         capture_output=True, text=True, timeout=60, check=False, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     if result.returncode != 0:
-        raise services.ServiceError(f"reading the mixin's configuration failed: {result.stderr}")
+        raise demo_services.ServiceError(
+            f"reading the mixin's configuration failed: {result.stderr}"
+        )
     return float(result.stdout)
 
 
@@ -309,7 +311,7 @@ def run_demo(
         print("\nfioprobe demo: stopped; every process, mount and file it made is gone",
               flush=True)  # fmt: skip
         return 0
-    except (services.ServiceError, FioprobeError, OSError) as exc:
+    except (demo_services.ServiceError, FioprobeError, OSError) as exc:
         print(f"fioprobe demo: {exc}", file=sys.stderr)
         return 1
 
@@ -324,7 +326,7 @@ def _run(
 ) -> int:
     root = stack.root
 
-    def start(service: services.Service) -> services.Service:
+    def start(service: demo_services.Service) -> demo_services.Service:
         service.start()
         cleanup.callback(service.stop)
         return service
@@ -333,10 +335,10 @@ def _run(
     stack.targets = targets
     rules = render_rules(root / "rules.json", interval, targets)
     threshold = _threshold()
-    gateway = start(services.pushgateway(root / "pushgateway"))
-    alertmanager = start(services.alertmanager(root / "alertmanager"))
-    prometheus = start(services.prometheus(
-        root / "prometheus", {"pushgateway": f"{services.LOCALHOST}:{gateway.port}"},
+    gateway = start(demo_services.pushgateway(root / "pushgateway"))
+    alertmanager = start(demo_services.alertmanager(root / "alertmanager"))
+    prometheus = start(demo_services.prometheus(
+        root / "prometheus", {"pushgateway": f"{demo_services.LOCALHOST}:{gateway.port}"},
         scrape_interval=f"{SCRAPE_SECONDS:g}s", evaluation_interval=f"{SCRAPE_SECONDS:g}s",
         rule_files=[rules], alertmanager_url=alertmanager.url,
         target_labels={"cluster": CLUSTER},

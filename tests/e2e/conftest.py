@@ -180,7 +180,7 @@ def rules_file(kube: Kube, run_dir: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def alertmanager(run_dir: Path) -> Iterator[Any]:
-    from fioprobe import services
+    from support import services
 
     service = services.alertmanager(run_dir / "alertmanager").start()
     yield service
@@ -193,7 +193,7 @@ def prometheus(
 ) -> Iterator[Any]:
     """Prometheus on this machine scraping the Pushgateway's ClusterIP with honor_labels, as
     the ServiceMonitor asks, with the mixin's rules and the Alertmanager above."""
-    from fioprobe import services
+    from support import services
 
     target = pushgateway_url.removeprefix("http://")
     service = services.prometheus(

@@ -24,7 +24,7 @@ from conftest import (
     pushgateway_groups,
     run_pod,
 )
-from fioprobe import services
+from support import services
 
 PROBE_UID = 65532
 # A first run waits for the next minute boundary, then pulls nothing (the image is loaded) and

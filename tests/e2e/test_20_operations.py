@@ -22,7 +22,7 @@ from conftest import (
     pushgateway_groups,
     run_pod,
 )
-from fioprobe import services
+from support import services
 
 PROBE_UID = 65532
 

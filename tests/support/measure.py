@@ -4,17 +4,14 @@ Why a script: whether a kernel throttles a given IO path, or how much FUSE costs
 between machines and kernels. Run it (as root, ~1 minute) to re-check before trusting a
 benchmark built on these tools::
 
-    .venv/bin/python tests/support/measure.py
+    PYTHONPATH=tests .venv/bin/python -m support.measure
 """
 
 from __future__ import annotations
 
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from support.fiorun import job, run_fio
 from support.slowfs import slow_fs

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .. import services
+from .. import demo_services
 
 #: The committed dashboards (generated from dashboards/*.libsonnet).
 DASHBOARDS = Path(__file__).resolve().parents[3] / "dashboards" / "out"
@@ -43,8 +43,8 @@ def panels(dashboard: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def api(prometheus: str, path: str, params: dict[str, Any] | list[tuple[str, str]]) -> Any:
-    """GET a Prometheus HTTP API endpoint (`fioprobe.services.prometheus_api`)."""
-    return services.prometheus_api(prometheus, path, params)
+    """GET a Prometheus HTTP API endpoint (`fioprobe.demo_services.prometheus_api`)."""
+    return demo_services.prometheus_api(prometheus, path, params)
 
 
 def require(condition: object, message: str) -> None:

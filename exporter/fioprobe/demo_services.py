@@ -1,12 +1,13 @@
-"""Start real Pushgateway, Prometheus, Alertmanager and etcd processes on 127.0.0.1.
+"""Start real Pushgateway, Prometheus and Alertmanager processes on 127.0.0.1.
 
-Used by `fioprobe demo` and by the tests: every process gets a free port, its own data
-directory, a bounded wait until it answers, and is stopped by PID (SIGTERM, then SIGKILL).
+`fioprobe demo` runs the whole chain on one machine, so the package needs this launcher:
+every process gets a free port, its own data directory, a bounded wait until it answers, and
+is stopped by PID (SIGTERM, then SIGKILL). The tests and benchmarks start the same processes
+through `tests/support/services.py`, which adds what only they need (etcd, a write load).
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import shutil
@@ -14,21 +15,19 @@ import signal
 import socket
 import ssl
 import subprocess
-import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+
+from .errors import FioprobeError
 
 LOCALHOST = "127.0.0.1"
-T = TypeVar("T")
 
 
-class ServiceError(RuntimeError):
+class ServiceError(FioprobeError):
     """A component did not start or answer in time."""
 
 
@@ -224,21 +223,6 @@ def alertmanager(workdir: Path, webhook_url: str | None = None) -> Service:
     return Service("alertmanager", command, port, workdir)
 
 
-def etcd(workdir: Path, data_dir: Path) -> Service:
-    client, peer = free_port(), free_port()
-    command = [
-        "etcd",
-        f"--data-dir={data_dir}",
-        f"--listen-client-urls=http://{LOCALHOST}:{client}",
-        f"--advertise-client-urls=http://{LOCALHOST}:{client}",
-        f"--listen-peer-urls=http://{LOCALHOST}:{peer}",
-        f"--initial-advertise-peer-urls=http://{LOCALHOST}:{peer}",
-        f"--initial-cluster=default=http://{LOCALHOST}:{peer}",
-        "--name=default",
-    ]
-    return Service("etcd", command, client, workdir, ready_path="/health")
-
-
 def prometheus_api(
     prometheus_url: str, path: str, params: dict[str, str] | list[tuple[str, str]]
 ) -> object:
@@ -260,102 +244,3 @@ def query(prometheus_url: str, promql: str, at: float | None = None) -> list[dic
     if at is not None:
         params["time"] = f"{at:.3f}"
     return prometheus_api(prometheus_url, "/api/v1/query", params)["result"]
-
-
-def wait_for(
-    predicate: Callable[[], T | None],
-    timeout: float = 30.0,
-    what: str = "condition",
-    interval: float = 0.25,
-) -> T:
-    """Poll `predicate` until it returns something truthy; TimeoutError after `timeout` s."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:g}s waiting for {what}")
-        time.sleep(interval)
-
-
-class EtcdWriteLoad:
-    """A paced, bounded put loop against etcd's v3 HTTP gateway, in a background thread.
-
-    Why: etcd fsyncs its WAL once per committed write, so without writes its own
-    etcd_disk_wal_fsync_duration_seconds histogram stays empty. Sequential puts are one WAL
-    append and one fdatasync each, like a steady apiserver write stream. Bounded by count
-    and time, stopped on exit; client-side put latencies are kept as a cross-check.
-    """
-
-    def __init__(
-        self,
-        url: str,
-        *,
-        rate: float,
-        max_seconds: float,
-        max_puts: int | None = None,
-        value_bytes: int = 64,
-        key_prefix: str = "fioprobe/load/",
-        keys: int = 64,
-    ) -> None:
-        self.url = url
-        self.interval = 1.0 / rate
-        self.max_puts = max_puts if max_puts is not None else int(rate * max_seconds) + 1
-        self.max_seconds = max_seconds
-        self.value_bytes = value_bytes
-        self.key_prefix = key_prefix
-        self.keys = keys
-        self.latencies: list[float] = []
-        self.errors: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="etcd-load", daemon=True)
-
-    @property
-    def puts(self) -> int:
-        """Puts that succeeded."""
-        return len(self.latencies)
-
-    def _run(self) -> None:
-        value = base64.b64encode(os.urandom(self.value_bytes)).decode()
-        deadline = time.monotonic() + self.max_seconds
-        next_at = time.monotonic()
-        sent = 0
-        while not self._stop.is_set() and sent < self.max_puts and time.monotonic() < deadline:
-            now = time.monotonic()
-            if now < next_at:
-                self._stop.wait(next_at - now)
-                continue
-            next_at = max(next_at + self.interval, now)
-            key = base64.b64encode(f"{self.key_prefix}{sent % self.keys}".encode()).decode()
-            request = urllib.request.Request(
-                self.url + "/v3/kv/put",
-                data=json.dumps({"key": key, "value": value}).encode(),
-                headers={"Content-Type": "application/json"},
-            )
-            sent += 1
-            started = time.monotonic()
-            try:
-                with urllib.request.urlopen(request, timeout=10) as response:
-                    response.read()
-                self.latencies.append(time.monotonic() - started)
-            except (urllib.error.URLError, OSError) as exc:
-                self.errors.append(str(exc))
-                if len(self.errors) > 50:
-                    return
-                self._stop.wait(0.1)
-
-    def start(self) -> EtcdWriteLoad:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop and wait for the put in flight (bounded by its 10 s timeout)."""
-        self._stop.set()
-        self._thread.join(timeout=15)
-
-    def __enter__(self) -> EtcdWriteLoad:
-        return self.start()
-
-    def __exit__(self, *_: object) -> None:
-        self.stop()
