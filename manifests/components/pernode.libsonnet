@@ -75,7 +75,7 @@ function(config, probes)
       name: volumeName(sc),
       ephemeral: {
         volumeClaimTemplate: {
-          metadata: { labels: common.labels(c, 'probe') + { 'app.kubernetes.io/instance': sc.name } },
+          metadata: { labels: common.labels(c, 'probe', sc.name) },
           spec: {
             accessModes: ['ReadWriteOnce'],
             storageClassName: std.get(sc, 'storageClassName', sc.name),
@@ -116,7 +116,7 @@ function(config, probes)
         // its first run waits for the node's slot, so a rollout makes no burst of pushes.
         updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: '10%' } },
         template: {
-          metadata: { labels: common.labels(c, 'probe') + { 'app.kubernetes.io/instance': 'per-node' } },
+          metadata: { labels: common.labels(c, 'probe', 'per-node') },
           spec: {
             serviceAccountName: 'fioprobe',
             automountServiceAccountToken: false,

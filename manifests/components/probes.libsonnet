@@ -104,7 +104,7 @@ function(config) {
       successfulJobsHistoryLimit: c.successfulJobsHistoryLimit,
       failedJobsHistoryLimit: c.failedJobsHistoryLimit,
       jobTemplate: {
-        metadata: { labels: common.labels(c, 'probe') + { 'app.kubernetes.io/instance': instance } },
+        metadata: { labels: common.labels(c, 'probe', instance) },
         spec: {
           // A failed probe has already pushed its failure; retrying at once would double
           // its IO on a disk that is struggling. The next slot runs it again.
@@ -112,7 +112,7 @@ function(config) {
           activeDeadlineSeconds: activeDeadline(profiles),
           template: {
             metadata: {
-              labels: common.labels(c, 'probe') + { 'app.kubernetes.io/instance': instance },
+              labels: common.labels(c, 'probe', instance),
             },
             spec: {
               restartPolicy: 'Never',

@@ -1,23 +1,21 @@
 // Helpers shared by the components: common labels and the restricted security settings.
 {
-  // Labels on every object (kube-prometheus style: name, component, part-of, version).
-  labels(config, component):: {
-    'app.kubernetes.io/name': 'fioprobe',
-    'app.kubernetes.io/part-of': 'fioprobe',
-    'app.kubernetes.io/component': component,
-    'app.kubernetes.io/version': config.version,
-  },
-
   // The subset that selects pods: stable across versions (a selector cannot change).
   selectorLabels(component, instance=null):: {
     'app.kubernetes.io/name': 'fioprobe',
     'app.kubernetes.io/component': component,
   } + (if instance == null then {} else { 'app.kubernetes.io/instance': instance }),
 
+  // Labels on every object and pod template (kube-prometheus style: name, component,
+  // instance, part-of, version): the selector's labels and those that may change.
+  labels(config, component, instance=null):: $.selectorLabels(component, instance) + {
+    'app.kubernetes.io/part-of': 'fioprobe',
+    'app.kubernetes.io/version': config.version,
+  },
+
   metadata(config, component, name, namespace=null, instance=null):: {
     name: name,
-    labels: $.labels(config, component)
-            + (if instance == null then {} else { 'app.kubernetes.io/instance': instance }),
+    labels: $.labels(config, component, instance),
   } + (if namespace == null then {} else { namespace: namespace }),
 
   // Pod Security Standard "restricted", pod level. fsGroup makes PVCs writable by the user.
