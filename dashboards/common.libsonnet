@@ -1,39 +1,37 @@
-// What the three fioprobe dashboards share: variables, selectors, thresholds and panel
-// shorthands. A function of the mixin's _config, so that every label name, selector and
-// threshold comes from config.libsonnet (or the dashboard-only defaults in
-// dashboards.libsonnet's `_config.dashboards`).
-local g = import 'lib/g.libsonnet';
+// What the three fioprobe dashboards share: selectors, thresholds, variables, the panel kinds
+// they use (grafonnet's, with fioprobe's defaults), the texts that say which number a panel
+// shows, and the grid layout. A function of the mixin's _config, so that every label name,
+// selector and threshold comes from config.libsonnet.
+local u = import '../lib/util.libsonnet';
+local g = import 'g.libsonnet';
 
 local var = g.dashboard.variable;
 local prom = g.query.prometheus;
+local gridWidth = 24;
 
 function(c) {
   local d = c.dashboards,
-  local cl = c.clusterLabel,
-  local nonEmpty(ms) = std.filter(function(m) m != '', ms),
-
-  // PromQL number text (jsonnet's %s would print 0.032000000000000001).
-  num(x):: '%.10g' % x,
+  local cluster = '%s=~"$cluster"' % c.clusterLabel,
 
   // --- Selectors ---------------------------------------------------------------------------
   // Raw fioprobe_* series: the configured selector, the cluster, and `extra` matchers.
-  raw(extra=[]):: '{%s}' % std.join(', ', nonEmpty([c.fioprobeSelector, '%s=~"$cluster"' % cl] + extra)),
+  raw(extra=[]):: '{%s}' % u.matchers(c, [cluster] + extra),
   // Recording-rule series probe:fioprobe_*: the configured selector was applied inside the
   // rule (and its labels may be aggregated away), so only the cluster and `extra` here.
-  rec(extra=[]):: '{%s}' % std.join(', ', ['%s=~"$cluster"' % cl] + extra),
+  rec(extra=[]):: '{%s}' % u.matcherList([cluster] + extra),
   // Series of other exporters (etcd, CloudWatch): the cluster, an optional configured
   // selector, and `extra`.
-  ext(selector, extra=[]):: '{%s}' % std.join(', ', nonEmpty(['%s=~"$cluster"' % cl, selector] + extra)),
+  ext(selector, extra=[]):: '{%s}' % u.matcherList([cluster, selector] + extra),
 
   // The usual probe filter of the overview: every probe variable.
   probeMatchers:: ['storageclass=~"$storageclass"', 'node=~"$node"', 'profile=~"$profile"'],
 
   // Labels that identify one probe within the chosen cluster (never job/instance).
-  probeBy:: 'storageclass, node, profile',
+  probeBy:: std.join(', ', u.probeLabels),
   // Labels that identify one probed volume, for joins: the volume gauges are pushed with
   // every profile's group of a target, so profile is left out (and the cluster kept, so a
   // join never pairs two clusters' volumes).
-  volumeBy:: '%s, storageclass, node' % cl,
+  volumeBy:: u.volumeBy(c),
 
   // --- Thresholds --------------------------------------------------------------------------
   // The benchmark tables' colours: green, yellow from 5 ms, red from 10 ms.
@@ -42,6 +40,45 @@ function(c) {
     { color: 'yellow', value: d.latencyYellowSeconds },
     { color: 'red', value: d.latencyRedSeconds },
   ],
+  latencyStepsText::
+    'Yellow from %s s, red from %s s (etcd needs a WAL fsync p99 below 10 ms).'
+    % [u.num(d.latencyYellowSeconds), u.num(d.latencyRedSeconds)],
+
+  // --- Which number a latency panel shows --------------------------------------------------
+  // The same percentile reaches the dashboards two ways, and they disagree for good reasons;
+  // every latency panel says which one it shows.
+  //   last run: fio's own percentile of the most recent run, exact, from that run alone;
+  //   estimate: histogram_quantile over the cumulative histogram's rate across a window of
+  //             runs, which pools their operations and interpolates inside one bucket.
+  lastRunText(q, op='sync')::
+    "fio's exact p%s of each probe's most recent run, from all %ss of that one run " % [q.name, u.opTitle[op]]
+    + '(fioprobe_last_%s_latency_seconds{quantile="%s"}); it holds until the next run pushes.'
+      % [op, q.q],
+  estimateText(what)::
+    'A histogram estimate over %s: histogram_quantile over the rate of the ' % what
+    + 'cumulative histogram pools the operations of every run in it and interpolates inside '
+    + 'the bucket the percentile falls into, so it is exact at bucket boundaries (5, 10 and '
+    + '20 ms are ones) and otherwise only known to lie in that bucket (e.g. between 32 and 64 ms).',
+  // Why the two differ, said on each of the two panels that show them side by side.
+  differFromEstimateText(estimatePanel)::
+    '"%s" shows a histogram estimate over %s instead, ' % [estimatePanel, self.latencyWindowText]
+    + 'so the two differ: a last run of 46 ms can read 61 ms there when its fsyncs lie between '
+    + '32 and 64 ms.',
+  differFromLastRunText(lastRunPanel)::
+    'It differs from "%s", fio\'s exact percentile of the last run alone: it pools ' % lastRunPanel
+    + 'several runs, interpolates within a bucket (a last run of 46 ms can read 61 ms here '
+    + 'when its fsyncs lie between 32 and 64 ms), and moves only as runs enter and leave the window.',
+  // The recording rules' window, as panels name it.
+  latencyWindowText:: 'the last %d runs (%s)' % [c.latencyWindowRuns, c.windows.latency],
+  // The last-run gauges (IOPS, bandwidth, duration) step once per run.
+  lastRunGaugeText:: 'Value of the most recent run, held until the next run pushes.',
+
+  // The percentiles panels show: name in titles, quantile label value of the summaries.
+  quantiles:: {
+    p50: { name: '50', q: '0.5', record: 'p50' },
+    p99: { name: '99', q: '0.99', record: 'p99' },
+    p999: { name: '99.9', q: '0.999', record: 'p999' },
+  },
 
   // --- Variables ---------------------------------------------------------------------------
   datasourceVar::
@@ -51,17 +88,27 @@ function(c) {
       'Prometheus (or Thanos/Cortex/Mimir) that holds the fioprobe series.'
     ),
 
-  local fromDs(v) = v + var.query.withDatasourceFromVariable(self.datasourceVar),
+  // A label_values variable on the datasource variable, refreshed when the time range
+  // changes (a new StorageClass or node shows up without a reload), sorted alphabetically.
+  queryVar(name, label, metric, label_text, description)::
+    var.query.new(name)
+    + var.query.withDatasourceFromVariable(self.datasourceVar)
+    + var.query.queryTypes.withLabelValues(label, metric)
+    + var.query.refresh.onTime()
+    + var.query.withSort(type='alphabetical')
+    + var.query.generalOptions.withLabel(label_text)
+    + var.query.generalOptions.withDescription(description),
 
   // One cluster at a time. Without a cluster label (a single Prometheus) the query finds no
   // values, the variable is empty and `cluster=~""` matches the series without the label.
   clusterVar::
-    fromDs(var.query.new('cluster'))
-    + var.query.queryTypes.withLabelValues(cl, 'fioprobe_success{%s}' % c.fioprobeSelector)
-    + var.query.generalOptions.withLabel('Cluster')
-    + var.query.generalOptions.withDescription(
-      'Value of the `%s` label (a Prometheus external label); empty in a single Prometheus.' % cl
-
+    self.queryVar(
+      'cluster',
+      c.clusterLabel,
+      'fioprobe_success{%s}' % c.fioprobeSelector,
+      'Cluster',
+      'Value of the `%s` label (a Prometheus external label); empty in a single Prometheus.'
+      % c.clusterLabel,
     )
     // Hidden where there is one cluster only (showClusterVariable: false); the variable
     // stays, so every query keeps its cluster matcher.
@@ -70,13 +117,10 @@ function(c) {
   // A multi-value variable over a label of fioprobe_success; "All" is the regex `.*`, which
   // also matches series without the label (node is present only on node-local probes).
   labelVar(name, label, label_text, description, extra=[], metric='fioprobe_success')::
-    fromDs(var.query.new(name))
-    + var.query.queryTypes.withLabelValues(label, metric + self.raw(extra))
-    + var.query.generalOptions.withLabel(label_text)
-    + var.query.generalOptions.withDescription(description)
+    self.queryVar(name, label, metric + self.raw(extra), label_text, description)
     + var.query.selectionOptions.withMulti()
     + var.query.selectionOptions.withIncludeAll(true, '.*')
-    + var.query.generalOptions.withCurrent('All', ['$__all']),
+    + var.query.generalOptions.withCurrent('All', '$__all'),
 
   storageclassVar(extra=[])::
     self.labelVar(
@@ -100,19 +144,28 @@ function(c) {
       'profile', 'profile', 'Profile', 'Probe profile (jobs/<profile>.fio).', extra
     ),
 
-  // --- Panels ------------------------------------------------------------------------------
-  // Every panel gets a title, a description, a unit and a datasource; targets get the
-  // datasource variable.
+  // --- Queries -----------------------------------------------------------------------------
+  // Every query reads the datasource variable.
   target(expr, legend=''):: prom.new('${datasource}', expr) + prom.withLegendFormat(legend),
-  instant(expr, legend=''):: self.target(expr, legend) + prom.withInstant(),
+  instant(expr, legend=''):: self.target(expr, legend) + prom.withInstant() + prom.withRange(false),
   tableTarget(expr):: self.instant(expr) + prom.withFormat('table'),
 
+  // --- Panels ------------------------------------------------------------------------------
+  // Every panel gets a title, a description, a unit, the datasource variable and its
+  // targets, with refIds A, B, C... in order (what Grafana would assign on load, written out
+  // so that overrides and the previews can name them).
   local base(kind, title, description, unit, targets) =
+    local list = if std.isArray(targets) then targets else [targets];
     kind.new(title)
     + kind.panelOptions.withDescription(description)
     + kind.standardOptions.withUnit(unit)
+    // Grafana's panel model requires the list, empty or not.
+    + kind.standardOptions.withOverrides([])
     + kind.queryOptions.withDatasource('prometheus', '${datasource}')
-    + kind.queryOptions.withTargets(targets),
+    + kind.queryOptions.withTargets([
+      list[i] + prom.withRefId(std.char(std.codepoint('A') + i))
+      for i in std.range(0, std.length(list) - 1)
+    ]),
 
   timeSeries(title, description, unit, targets, w=12, h=8)::
     local ts = g.panel.timeSeries;
@@ -137,6 +190,16 @@ function(c) {
     + ts.standardOptions.withMin(0)
     + ts.fieldConfig.defaults.custom.thresholdsStyle.withMode('dashed')
     + ts.standardOptions.color.withMode('palette-classic'),
+
+  // A ratio 0..1 (or a percentage 0..100: `top`) that sits at its top value most of the
+  // time, like a full credit balance. The top is a soft maximum: Grafana's axis reaches it at
+  // least and leaves room above a line that stays there, where a hard maximum would clip that
+  // line to the plot's top edge and show nothing.
+  fractionTimeSeries(title, description, unit, targets, top=1, w=12, h=8)::
+    local ts = g.panel.timeSeries;
+    self.timeSeries(title, description, unit, targets, w, h)
+    + ts.standardOptions.withMin(0)
+    + ts.fieldConfig.defaults.custom.withAxisSoftMax(top),
 
   barGauge(title, description, unit, targets, steps, w=12, h=8)::
     local bg = g.panel.barGauge;
@@ -170,6 +233,10 @@ function(c) {
     + tb.options.withShowHeader(true)
     + tb.queryOptions.withTransformations(transformations),
 
+  heatmap(title, description, targets, w=12, h=8)::
+    base(g.panel.heatmap, title, description, 'short', targets)
+    + g.panel.heatmap.panelOptions.withGridPos(h, w),
+
   // Drops Grafana's Time and Value columns of an instant table query and names the rest.
   organize(exclude=['Time', 'Value', '__name__'], rename={})::
     g.panel.table.queryOptions.transformation.withId('organize')
@@ -178,14 +245,22 @@ function(c) {
       renameByName: rename,
     }),
 
-  row(title):: g.panel.row.new(title),
+  // An uncollapsed row: a heading that starts a new line of the grid.
+  row(title):: g.panel.row.new(title) + g.panel.row.withPanels([]),
+
+  // Lines drawn dashed, for the series whose display name matches `regex`.
+  dashed(regex)::
+    local override = g.panel.timeSeries.standardOptions.override.byRegexp;
+    g.panel.timeSeries.standardOptions.withOverrides([
+      override.new(regex)
+      + override.withProperty('custom.lineStyle', { fill: 'dash', dash: [10, 10] }),
+    ]),
 
   // --- Burst credits (Overview per StorageClass, etcd disks per node) -----------------------
   // matchers: which volumes (storageclass/node; never profile: see volumeBy). The volume
   // model's lines are drawn only for volumes whose burst-ceiling probe has a measurement,
   // joined on cluster, storageclass and node.
   burstCeiling(matchers, legend, what, w=12)::
-    local ts = g.panel.timeSeries;
     local by = self.volumeBy;
     local ceiling = 'max by (%s) (fioprobe_write_iops%s)'
                     % [by, self.raw(matchers + ['profile="%s"' % c.burstProfile])];
@@ -193,12 +268,14 @@ function(c) {
       'max by (%s) (%s%s) and on (%s) %s' % [by, metric, self.raw(matchers), by, ceiling];
     self.timeSeries(
       'IOPS ceiling vs baseline and burst',
-      'Write IOPS the %s probe measured %s (a few seconds of ' % [c.burstProfile, what]
-      + '4 KiB random writes at high queue depth: the ceiling the volume delivers now) '
-      + "against the volume model's baseline and burst IOPS "
-      + '(fioprobe_volume_baseline_iops, fioprobe_volume_burst_iops; dashed, shown where '
-      + 'the probe measured a ceiling). A ceiling that drops to the baseline means the '
-      + 'burst credits are gone. The profile variable does not apply.',
+      'Write IOPS the %s probe measured %s in its most recent run (a few seconds of '
+      % [c.burstProfile, what]
+      + '4 KiB random writes at high queue depth: the ceiling the volume delivers now; '
+      + "one value per run, held until the next) against the volume model's baseline and "
+      + 'burst IOPS (fioprobe_volume_baseline_iops, fioprobe_volume_burst_iops: configured '
+      + 'facts, not measurements; dashed, shown where the probe measured a ceiling). A '
+      + 'ceiling that drops to the baseline means the burst credits are gone. The profile '
+      + 'variable does not apply.',
       'iops',
       [
         self.target(ceiling, 'ceiling ' + legend),
@@ -207,52 +284,75 @@ function(c) {
       ],
       w=w,
     )
-    + ts.standardOptions.withOverrides([
-      ts.standardOptions.override.byRegexp.new('^(baseline|burst) .*')
-      + ts.standardOptions.override.byRegexp.withProperty(
-        'custom.lineStyle', { fill: 'dash', dash: [10, 10] }
-      ),
-    ]),
+    + self.dashed('^(baseline|burst) .*'),
 
   // min: each profile's group carries the balance as of its own push; the lowest is the
   // one that has seen the most spending.
   burstBalance(matchers, legend, what, w=12)::
-    local ts = g.panel.timeSeries;
-    self.timeSeries(
+    self.fractionTimeSeries(
       'Modelled burst credit balance',
       'Burst credit balance the volume model computes %s ' % what
-      + '(fioprobe_volume_burst_balance_ratio, 0 to 1; the lowest of the probe groups of a '
-      + "volume), only for a dedicated probe volume whose only IO is the probe's own, of a "
-      + 'type with credits (gp2). Empty where no volume has such a model.',
+      + "(fioprobe_volume_burst_balance_ratio, 0 to 100 %: modelled from the probe's own IO "
+      + "and the volume's size, not measured; the lowest of the probe groups of a volume), "
+      + "only for a dedicated probe volume whose only IO is the probe's own, of a type with "
+      + 'credits (gp2). A full balance is a line at 100 %. Empty where no volume has such a model.',
       'percentunit',
       self.target(
         'min by (%s) (fioprobe_volume_burst_balance_ratio%s)' % [self.volumeBy, self.raw(matchers)],
         legend
       ),
       w=w,
-    )
-    + ts.standardOptions.withMin(0)
-    + ts.standardOptions.withMax(1),
+    ),
 
-  // The dashboard frame: uid, tags, variables, panels laid out on the grid.
+  // --- Layout ------------------------------------------------------------------------------
+  // Lays panels out left to right, wrapping at the grid width; a panel keeps its own
+  // gridPos.w/h (default `width` x `height`); a row starts a line of its own; a wrapped line
+  // starts below the tallest panel of the line before. grafonnet's util.grid.wrapPanels is
+  // not used: it starts a wrapped line at the previous line's y plus the new panel's own
+  // height (gaps or overlaps where heights differ) and gives uncollapsed rows a width of 0.
+  layout(panels, width=12, height=8)::
+    local step(acc, p) =
+      local isRow = p.type == 'row';
+      local pos = std.get(p, 'gridPos', {});
+      local w = if isRow then gridWidth else std.get(pos, 'w', width);
+      local h = if isRow then 1 else std.get(pos, 'h', height);
+      local newLine = isRow || acc.x + w > gridWidth;
+      local x = if newLine then 0 else acc.x;
+      local y = if newLine then acc.y + acc.lineHeight else acc.y;
+      {
+        panels: acc.panels + [p { gridPos: { x: x, y: y, w: w, h: h } }],
+        x: if isRow then 0 else x + w,
+        y: if isRow then y + 1 else y,
+        lineHeight: if isRow then 0 else if newLine then h else std.max(acc.lineHeight, h),
+      };
+    std.foldl(step, panels, { panels: [], x: 0, y: 0, lineHeight: 0 }).panels,
+
+  // The dashboard frame: uid, tags, variables, panels laid out on the grid (grafonnet's
+  // withPanels numbers them).
   dashboard(key, title, description, variables, panels)::
     local db = g.dashboard;
+    local link = db.link;
     db.new(title)
     + db.withUid(d.uids[key])
     + db.withDescription(description)
     + db.withTags(d.tags)
     + db.withTimezone(d.timezone)
     + db.withRefresh(d.refresh)
+    + db.withEditable(false)
     + db.time.withFrom(d.timeFrom)
     + db.graphTooltip.withSharedCrosshair()
     + db.withVariables(variables)
     // Every fioprobe dashboard links to the others by tag, as a dropdown that keeps the
     // time range and the variables (cluster, StorageClass, node, profile).
     + db.withLinks([
-      db.link.dashboards.new('fioprobe', [d.linkTag])
-      + db.link.dashboards.options.withAsDropdown()
-      + db.link.dashboards.options.withIncludeVars()
-      + db.link.dashboards.options.withKeepTime(),
+      link.dashboards.new('fioprobe', [d.linkTag])
+      + link.dashboards.options.withAsDropdown()
+      + link.dashboards.options.withIncludeVars()
+      + link.dashboards.options.withKeepTime()
+      + link.dashboards.options.withTargetBlank(false)
+      // Grafana's link model requires them; the dropdown shows no icon or tooltip anyway.
+      + link.link.withIcon('external link')
+      + link.link.withTooltip(''),
     ])
-    + db.withPanels(g.util.grid.wrapPanels(panels, 12, 8)),
+    + db.withPanels(self.layout(panels)),
 }

@@ -2,16 +2,17 @@
 // etcd's 10 ms, etcd's own WAL fsync p99 beside the probe's, and the burst-ceiling probe's
 // measured IOPS against the volume model's baseline and burst, with the modelled credit
 // balance (and CloudWatch's, where it is exported).
-local g = import 'lib/g.libsonnet';
+local u = import '../lib/util.libsonnet';
+local g = import 'g.libsonnet';
 
 function(c)
   local k = (import 'common.libsonnet')(c);
   local d = c.dashboards;
-  local ts = g.panel.timeSeries;
   local var = g.dashboard.variable;
+  local p99 = k.quantiles.p99;
 
   local nodeLocal = ['node!=""', 'storageclass=~"$storageclass"', 'node=~"$node"'];
-  local fsyncRaw = k.raw(['quantile="0.99"'] + nodeLocal + ['profile=~"$profile"']);
+  local fsyncRaw = k.raw(['quantile="%s"' % p99.q] + nodeLocal + ['profile=~"$profile"']);
   local fsyncRec = k.rec(nodeLocal + ['profile=~"$profile"']);
   local etcdSteps = [
     { color: 'green', value: null },
@@ -21,8 +22,11 @@ function(c)
   ];
   local thresholdsText =
     "Yellow from %s s; red from %s s (etcd's requirement, FioProbeEtcdFsyncLatencyHigh "
-    % [k.num(d.latencyYellowSeconds), k.num(c.etcdFsyncP99WarningSeconds)]
-    + 'warning); dark red from %s s (critical).' % k.num(c.etcdFsyncP99CriticalSeconds);
+    % [u.num(d.latencyYellowSeconds), u.num(c.etcdFsyncP99WarningSeconds)]
+    + 'warning); dark red from %s s (critical).' % u.num(c.etcdFsyncP99CriticalSeconds);
+  local latestTitle = 'Latest fsync p99 per node';
+  local overTimeTitle = 'fsync p99 per node';
+  local probeP99 = 'max by (node) (probe:fioprobe_sync_latency_seconds:p99%s)' % fsyncRec;
 
   k.dashboard(
     'etcd',
@@ -49,37 +53,35 @@ function(c)
     [
       k.row('fsync'),
       k.barGauge(
-        'Latest fsync p99 per node',
-        "fsync p99 of each node's most recent probe run, as fio computed it "
-        + '(fioprobe_last_sync_latency_seconds{quantile="0.99"}). ' + thresholdsText,
+        latestTitle,
+        k.lastRunText(p99) + ' This is the number FioProbeEtcdFsyncLatencyHigh judges each '
+        + 'run by. ' + k.differFromEstimateText(overTimeTitle) + ' ' + thresholdsText,
         's',
-        k.instant(
-          'max by (node) (fioprobe_last_sync_latency_seconds%s)' % fsyncRaw,
-          '{{node}}'
-        ),
+        k.instant('max by (node) (fioprobe_last_sync_latency_seconds%s)' % fsyncRaw, '{{node}}'),
         etcdSteps,
         w=8,
       ),
       k.latencyTimeSeries(
-        'fsync p99 per node',
-        'Probe fsync p99 per control-plane node over the last %s of runs ' % c.windows.latency
-        + '(recording rule probe:fioprobe_sync_latency_seconds:p99, the same series '
-        + 'FioProbeEtcdFsyncLatencyHigh uses). ' + thresholdsText,
-        k.target('max by (node) (probe:fioprobe_sync_latency_seconds:p99%s)' % fsyncRec, '{{node}}'),
+        overTimeTitle,
+        'Probe fsync p99 per control-plane node over %s ' % k.latencyWindowText
+        + '(recording rule probe:fioprobe_sync_latency_seconds:p99). '
+        + k.estimateText(k.latencyWindowText) + ' '
+        + k.differFromLastRunText(latestTitle) + ' ' + thresholdsText,
+        k.target(probeP99, '{{node}}'),
         etcdSteps,
         w=16,
       ),
       k.latencyTimeSeries(
         'Probe fsync p99 vs etcd WAL fsync p99',
-        "The probe's fsync p99 per node beside etcd's own WAL fsync p99 per member "
-        + '(histogram_quantile over etcd_disk_wal_fsync_duration_seconds_bucket, same '
-        + '%s window). Their buckets share every boundary. ' % c.windows.latency
-        + "etcd's lines appear only where Prometheus scrapes etcd. " + thresholdsText,
+        "The probe's fsync p99 per node (as in \"%s\") beside etcd's own WAL " % overTimeTitle
+        + 'fsync p99 per member (histogram_quantile over etcd_disk_wal_fsync_duration_seconds'
+        + '_bucket), each a histogram estimate over %s ' % k.latencyWindowText
+        + "(etcd's: its own fsyncs of those %s). " % c.windows.latency
+        + "The probe's buckets contain every boundary of etcd's, so the two are estimated "
+        + "alike and comparable. etcd's lines appear only where Prometheus scrapes etcd. "
+        + thresholdsText,
         [
-          k.target(
-            'max by (node) (probe:fioprobe_sync_latency_seconds:p99%s)' % fsyncRec,
-            'probe {{node}}'
-          ),
+          k.target(probeP99, 'probe {{node}}'),
           k.target(
             'histogram_quantile(0.99, sum by (%s, le) ' % d.etcdMemberLabel
             + '(rate(etcd_disk_wal_fsync_duration_seconds_bucket%s[%s])))'
@@ -95,19 +97,20 @@ function(c)
       // of a StorageClass (PVCs, no node) have these panels on the Overview.
       k.burstCeiling(nodeLocal, '{{node}} {{storageclass}}', 'per node', w=24),
       k.burstBalance(nodeLocal, '{{node}} {{storageclass}}', 'per node-local volume'),
-      k.timeSeries(
+      k.fractionTimeSeries(
         'CloudWatch BurstBalance (when exported)',
-        "AWS CloudWatch's BurstBalance per EBS volume, as yet-another-cloudwatch-exporter "
-        + 'exports it (aws_ebs_burst_balance_average). Optional: only gp2/st1/sc1 volumes up '
-        + 'to 1 TiB have it, and only where that exporter runs; nothing else depends on it.',
+        "AWS CloudWatch's BurstBalance per EBS volume, 0 to 100 %, as "
+        + 'yet-another-cloudwatch-exporter exports it (aws_ebs_burst_balance_average, the '
+        + "average of CloudWatch's period): measured by AWS, unlike the modelled balance "
+        + 'beside it. Optional: only gp2/st1/sc1 volumes up to 1 TiB have it, and only where '
+        + 'that exporter runs; nothing else depends on it.',
         'percent',
         k.target(
           'max by (%s) (aws_ebs_burst_balance_average%s)'
           % [d.burstBalanceVolumeLabel, k.ext(d.burstBalanceSelector)],
           '{{%s}}' % d.burstBalanceVolumeLabel
         ),
-      )
-      + ts.standardOptions.withMin(0)
-      + ts.standardOptions.withMax(100),
+        top=100,
+      ),
     ],
   )

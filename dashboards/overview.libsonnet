@@ -1,11 +1,14 @@
 // Overview: is every probed disk healthy now? Latest fsync p99/p99.9 per StorageClass, latency
 // over time, the sync latency histogram, IOPS and bandwidth per profile, probe health and the
 // probes' own cost.
-local g = import 'lib/g.libsonnet';
+local u = import '../lib/util.libsonnet';
+local g = import 'g.libsonnet';
 
 function(c)
   local k = (import 'common.libsonnet')(c);
   local d = c.dashboards;
+  local ts = g.panel.timeSeries;
+  local hm = g.panel.heatmap;
   local by = k.probeBy;
   local raw = k.raw(k.probeMatchers);
   local rec = k.rec(k.probeMatchers);
@@ -13,50 +16,49 @@ function(c)
   // The volume gauges' filter: the volume variables, never profile (see k.volumeBy).
   local volumes = ['storageclass=~"$storageclass"', 'node=~"$node"'];
   local volumeLegend = '{{storageclass}} {{node}}';
-  local perOp(op, title) = k.target(
-    'sum by (%s) (fioprobe_%s%s)' % [by, op, raw], '%s %s' % [legend, title]
-  );
+  // A last-run gauge per operation (fioprobe_<op>_<metric>), one line per probe and op.
+  local perOp(metric, ops) = [
+    k.target('sum by (%s) (fioprobe_%s_%s%s)' % [by, op, metric, raw], '%s %s' % [legend, op])
+    for op in ops
+  ];
 
-  local latest(q, name) = k.barGauge(
-    'Latest fsync %s by StorageClass' % name,
-    "fsync (fdatasync) latency %s of each probe's most recent run, as fio computed it "
-    % name
-    + '(fioprobe_last_sync_latency_seconds{quantile="%s"}). ' % q
-    + 'Yellow from %s s, red from %s s: etcd needs a WAL fsync p99 below 10 ms.'
-      % [k.num(d.latencyYellowSeconds), k.num(d.latencyRedSeconds)],
+  local latest(q) = k.barGauge(
+    'Latest fsync p%s by StorageClass' % q.name,
+    k.lastRunText(q) + ' '
+    + k.differFromEstimateText('fsync p%s over time' % q.name) + ' '
+    + k.latencyStepsText,
     's',
     k.instant(
       'max by (%s) (fioprobe_last_sync_latency_seconds%s)'
-      % [by, k.raw(['quantile="%s"' % q] + k.probeMatchers)],
+      % [by, k.raw(['quantile="%s"' % q.q] + k.probeMatchers)],
       legend
     ),
     k.latencySteps
   );
 
+  local overTime(op, q) =
+    'probe:fioprobe_%s_latency_seconds:%s%s' % [op, q.record, rec];
+
   local heatmap =
-    local hm = g.panel.heatmap;
-    hm.new('fsync latency distribution: $storageclass')
-    + hm.panelOptions.withDescription(
-      'How many fsyncs fell into each latency bucket per interval, one heatmap per selected '
-      + "StorageClass (so a fast class's buckets are not drowned by a slow one's), that "
-      + "class's selected nodes and profiles together (increase of the cumulative histogram "
-      + 'fioprobe_sync_latency_seconds). The bucket boundaries include 5, 10 and 20 ms and all '
-      + "of etcd's own. Empty for a class whose probes never succeeded."
-    )
-    + hm.panelOptions.withGridPos(8, 12)
-    + hm.panelOptions.withRepeat('storageclass')
-    + hm.panelOptions.withRepeatDirection('h')
-    + hm.panelOptions.withMaxPerRow(2)
-    + hm.standardOptions.withUnit('short')
-    + hm.queryOptions.withDatasource('prometheus', '${datasource}')
-    + hm.queryOptions.withInterval(d.heatmapMinInterval)
-    + hm.queryOptions.withTargets([
+    k.heatmap(
+      'fsync latency distribution: $storageclass',
+      'How many fsyncs fell into each latency bucket of the cumulative histogram '
+      + 'fioprobe_sync_latency_seconds per heatmap cell (its increase over $__interval, at '
+      + 'least one probe interval, %s), one heatmap per selected StorageClass ' % d.heatmapMinInterval
+      + "(so a fast class's buckets are not drowned by a slow one's), that class's selected "
+      + 'nodes and profiles together. Counts, not percentiles: the bucket boundaries include '
+      + "5, 10 and 20 ms and all of etcd's own. Empty for a class whose probes never succeeded.",
       k.target(
         'sum by (le) (increase(fioprobe_sync_latency_seconds_bucket%s[$__interval]))' % raw,
         '{{le}}'
       )
       + g.query.prometheus.withFormat('heatmap'),
-    ])
+    )
+    + hm.panelOptions.withRepeat('storageclass')
+    + hm.panelOptions.withRepeatDirection('h')
+    + hm.panelOptions.withMaxPerRow(2)
+    + hm.queryOptions.withInterval(d.heatmapMinInterval)
+    // false: the data are already buckets (Prometheus `le`), not to be re-bucketed.
     + hm.options.withCalculate(false)
     + hm.options.withCellGap(1)
     + hm.options.yAxis.withUnit('s')
@@ -84,7 +86,8 @@ function(c)
   local health = [
     k.stat(
       'Failing probes',
-      'Probes whose last run failed (fioprobe_success == 0). The table beside names the reason.',
+      'Number of selected probes whose most recent run failed (fioprobe_success == 0), now. '
+      + 'The table beside names the reason.',
       'none',
       k.instant('count(fioprobe_success%s == 0) or vector(0)' % raw),
       [{ color: 'green', value: null }, { color: 'red', value: 1 }],
@@ -92,10 +95,10 @@ function(c)
     ),
     k.stat(
       'Never succeeded',
-      'Probes that have run (fioprobe_runs_total > 0) but never once succeeded: they have no '
-      + 'fioprobe_last_success_timestamp_seconds, so "Oldest last success" and "Age of last '
-      + 'successful run" cannot show them. Usually a misconfigured target; the table beside '
-      + 'names the reason.',
+      'Number of probes that have run (fioprobe_runs_total > 0) but never once succeeded: '
+      + 'they have no fioprobe_last_success_timestamp_seconds, so "Oldest last success" and '
+      + '"Age of last successful run" cannot show them. Usually a misconfigured target; the '
+      + 'table beside names the reason.',
       'none',
       k.instant('count(%s) or vector(0)' % neverSucceeded),
       [{ color: 'green', value: null }, { color: 'red', value: 1 }],
@@ -104,8 +107,10 @@ function(c)
     k.stat(
       'Oldest last success',
       'Time since the least recent successful run among the selected probes that have ever '
-      + 'succeeded (fioprobe_last_success_timestamp_seconds; "Never succeeded" counts the '
-      + 'others). Red from %s s, the age at which FioProbeStale fires for a probe that stopped pushing.' % c.windows.staleAfterSeconds,
+      + 'succeeded (now minus fioprobe_last_success_timestamp_seconds; "Never succeeded" '
+      + 'counts the others). Red from %s s, the age at which FioProbeStale fires for a probe '
+        % u.num(c.windows.staleAfterSeconds)
+      + 'that stopped pushing.',
       's',
       k.instant('max(time() - fioprobe_last_success_timestamp_seconds%s)' % raw),
       [
@@ -117,7 +122,7 @@ function(c)
     ),
     k.table(
       'Failing probes and reasons',
-      'One row per probe whose last run failed, with the reason '
+      'One row per probe whose most recent run failed, with the reason '
       + '(fioprobe_failure_reason_info, present only while the last run failed). '
       + 'Empty while every probe succeeds.',
       'none',
@@ -139,16 +144,17 @@ function(c)
         legend
       ),
     )
-    + g.panel.timeSeries.standardOptions.thresholds.withMode('absolute')
-    + g.panel.timeSeries.standardOptions.thresholds.withSteps([
+    + ts.standardOptions.thresholds.withMode('absolute')
+    + ts.standardOptions.thresholds.withSteps([
       { color: 'green', value: null },
       { color: 'red', value: c.windows.staleAfterSeconds },
     ])
-    + g.panel.timeSeries.fieldConfig.defaults.custom.thresholdsStyle.withMode('dashed'),
+    + ts.fieldConfig.defaults.custom.thresholdsStyle.withMode('dashed'),
     k.timeSeries(
       'Run duration',
-      "Wall-clock duration of each probe's last run (fioprobe_duration_seconds), fio and "
-      + "the runner's checks together. A run that grows towards its timeout is a slow disk.",
+      "Wall-clock duration of each probe's most recent run (fioprobe_duration_seconds), fio "
+      + "and the runner's checks together. A run that grows towards its timeout is a slow "
+      + 'disk. ' + k.lastRunGaugeText,
       's',
       k.target('max by (%s) (fioprobe_duration_seconds%s)' % [by, raw], legend),
     ),
@@ -168,9 +174,9 @@ function(c)
   local cost = [
     k.timeSeries(
       'Probe IO per day',
-      'Bytes each probe wrote and read over the past day (increase of '
-      + 'fioprobe_written_bytes_total and fioprobe_read_bytes_total over %s): ' % d.costWindow
-      + 'the IO budget the probes spend on the disks they watch.',
+      'Bytes each probe wrote and read over the %s before each point (increase of ' % d.costWindow
+      + 'the counters fioprobe_written_bytes_total and fioprobe_read_bytes_total): the IO '
+      + 'budget the probes spend on the disks they watch.',
       'bytes',
       [
         k.target(
@@ -185,8 +191,8 @@ function(c)
     ),
     k.timeSeries(
       'Runs and failures per hour',
-      'Probe runs and failed runs per hour (increase of fioprobe_runs_total and '
-      + 'fioprobe_failures_total over 1h).',
+      'Probe runs and failed runs in the hour before each point (increase of the counters '
+      + 'fioprobe_runs_total and fioprobe_failures_total over 1h).',
       'short',
       [
         k.target('sum by (%s) (increase(fioprobe_runs_total%s[1h]))' % [by, raw], legend + ' runs'),
@@ -211,32 +217,36 @@ function(c)
     ],
     [
       k.row('Latest run'),
-      latest('0.99', 'p99'),
-      latest('0.999', 'p99.9'),
+      latest(k.quantiles.p99),
+      latest(k.quantiles.p999),
       k.row('Latency over time'),
       k.latencyTimeSeries(
         'fsync p99 over time',
-        'fsync p99 over the last %s of runs, from the cumulative histogram ' % c.windows.latency
-        + '(recording rule probe:fioprobe_sync_latency_seconds:p99, shared with the alerts). '
-        + 'Dashed lines at %s s and %s s; etcd needs p99 below 10 ms.'
-          % [k.num(d.latencyYellowSeconds), k.num(d.latencyRedSeconds)],
-        k.target('probe:fioprobe_sync_latency_seconds:p99%s' % rec, legend),
+        'fsync p99 over %s, per probe (recording rule ' % k.latencyWindowText
+        + 'probe:fioprobe_sync_latency_seconds:p99, the same series the regression alert '
+        + 'uses). ' + k.estimateText(k.latencyWindowText) + ' '
+        + k.differFromLastRunText('Latest fsync p99 by StorageClass') + ' Dashed lines: '
+        + k.latencyStepsText,
+        k.target(overTime('sync', k.quantiles.p99), legend),
       ),
       k.latencyTimeSeries(
         'fsync p99.9 over time',
-        'fsync p99.9 over the last %s of runs ' % c.windows.latency
-        + '(recording rule probe:fioprobe_sync_latency_seconds:p999): the tail that single '
-        + 'slow runs move first.',
-        k.target('probe:fioprobe_sync_latency_seconds:p999%s' % rec, legend),
+        'fsync p99.9 over %s (recording rule ' % k.latencyWindowText
+        + 'probe:fioprobe_sync_latency_seconds:p999): the tail that single slow runs move '
+        + 'first. ' + k.estimateText(k.latencyWindowText) + ' '
+        + k.differFromLastRunText('Latest fsync p99.9 by StorageClass'),
+        k.target(overTime('sync', k.quantiles.p999), legend),
       ),
       k.latencyTimeSeries(
         'Write and read completion latency p99',
-        'Completion latency p99 of writes and reads over the last %s of runs ' % c.windows.latency
+        'Completion latency p99 of writes and reads over %s ' % k.latencyWindowText
         + '(recording rules probe:fioprobe_write_latency_seconds:p99 and '
-        + 'probe:fioprobe_read_latency_seconds:p99).',
+        + 'probe:fioprobe_read_latency_seconds:p99). '
+        + k.estimateText(k.latencyWindowText),
         [
-          k.target('probe:fioprobe_write_latency_seconds:p99%s' % rec, legend + ' write'),
-          k.target('probe:fioprobe_read_latency_seconds:p99%s' % rec, legend + ' read'),
+          k.target(overTime(op, k.quantiles.p99), '%s %s' % [legend, op])
+          for op in u.ops
+          if op != 'sync'
         ],
         w=24,
       ),
@@ -246,20 +256,19 @@ function(c)
       k.row('Throughput'),
       k.timeSeries(
         'IOPS per profile',
-        "Read, write and sync operations per second of each probe's last run "
-        + '(fioprobe_read_iops, fioprobe_write_iops, fioprobe_sync_iops).',
+        "Read, write and sync operations per second of each probe's most recent run "
+        + '(fioprobe_<op>_iops, as fio reports them for the run). ' + k.lastRunGaugeText,
         'iops',
-        [perOp('read_iops', 'read'), perOp('write_iops', 'write'), perOp('sync_iops', 'sync')],
+        perOp('iops', u.ops),
       ),
       k.timeSeries(
         'Bandwidth per profile',
-        "Read and write bandwidth of each probe's last run "
-        + '(fioprobe_read_bandwidth_bytes_per_second, fioprobe_write_bandwidth_bytes_per_second).',
+        "Read and write bandwidth of each probe's most recent run "
+        + '(fioprobe_<op>_bandwidth_bytes_per_second, as fio reports them for the run). '
+        + k.lastRunGaugeText,
         'Bps',
-        [
-          perOp('read_bandwidth_bytes_per_second', 'read'),
-          perOp('write_bandwidth_bytes_per_second', 'write'),
-        ],
+        // fsyncs move no data: no sync bandwidth.
+        perOp('bandwidth_bytes_per_second', [op for op in u.ops if op != 'sync']),
       ),
       // Every probed volume with a model, dedicated StorageClass volumes (PVCs, no node)
       // included; the etcd disks dashboard has the same panels for node-local volumes.

@@ -28,7 +28,7 @@ OUT = DASHBOARDS / "out"
 SCHEMA_DIR = REPO / ".tools" / "grafana-schema"
 EXTERNAL = json.loads((DASHBOARDS / "external-metrics.json").read_text())
 GENERATOR = REPO / "scripts" / "generate.d" / "20-dashboards.sh"
-JSONNET_LINT = REPO / ".tools" / "bin" / "jsonnet-lint"
+MIRROR = REPO.parent / "shared" / "git-mirror"
 
 #: The uids are a contract: links, bookmarks and provisioning refer to them.
 EXPECTED_UIDS = {
@@ -58,13 +58,6 @@ DEPRECATED_PANEL_TYPES = {"graph", "singlestat", "table-old", "grafana-piechart-
 Json = dict[str, Any]
 
 
-def _jsonnet_files() -> list[Path]:
-    """Every jsonnet file of the dashboards (the library included)."""
-    return sorted(
-        p for p in DASHBOARDS.rglob("*") if p.suffix in {".jsonnet", ".libsonnet"} and p.is_file()
-    )
-
-
 @cache
 def _dashboards() -> dict[str, Json]:
     """The committed rendered dashboards by file name (what users deploy)."""
@@ -76,7 +69,7 @@ def _render(config: str = "{}") -> dict[str, Json]:
     """The mixin's grafanaDashboards rendered with `config` merged into its _config."""
     code = f"((import 'mixin.libsonnet') + {{ _config+:: {config} }}).grafanaDashboards"
     result = subprocess.run(
-        ["jsonnet", "-J", ".", "-e", code],
+        ["jsonnet", "-J", ".", "-J", "vendor", "-e", code],
         cwd=REPO,
         check=True,
         capture_output=True,
@@ -478,38 +471,25 @@ def test_regenerating_changes_nothing(tmp_path: Path) -> None:
         assert text == committed[name], f"{name} is stale: run scripts/generate.sh"
 
 
-@pytest.mark.parametrize("path", _jsonnet_files(), ids=lambda p: str(p.relative_to(REPO)))
-def test_jsonnetfmt_clean(path: Path) -> None:
-    result = subprocess.run(["jsonnetfmt", "--test", str(path)], capture_output=True, text=True)
-    assert result.returncode == 0, f"{path} is not jsonnetfmt-formatted: run jsonnetfmt -i"
-
-
-@pytest.mark.parametrize("path", _jsonnet_files(), ids=lambda p: str(p.relative_to(REPO)))
-def test_jsonnet_lint_clean(path: Path) -> None:
-    """One file per run: jsonnet-lint v0.21.0 panics ("placeholder for a dependent node
-    cannot be noType") when given all of them at once."""
-    if not JSONNET_LINT.exists():
-        pytest.fail(f"{JSONNET_LINT} is missing: run scripts/setup.sh")
-    result = subprocess.run(
-        [str(JSONNET_LINT), "-J", str(REPO), str(path)], cwd=REPO, capture_output=True, text=True
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-
-
-def test_grid_layout_wraps_and_starts_rows_on_new_lines() -> None:
-    """util.grid.wrapPanels: panels fill a line of 24, wrap, and a row starts a new line."""
+def test_layout_wraps_and_starts_rows_on_new_lines() -> None:
+    """common.libsonnet's layout: panels fill a line of 24, a wrapped line starts below the
+    tallest panel of the line before, and a row is a full-width line of its own."""
     code = """
-      local g = import 'dashboards/lib/g.libsonnet';
-      [p.gridPos for p in g.util.grid.wrapPanels([
+      local k = (import 'dashboards/common.libsonnet')((import 'mixin.libsonnet')._config);
+      [p.gridPos for p in k.layout([
         { type: 'stat', gridPos: { w: 16, h: 4 } },
         { type: 'stat' },
         { type: 'stat', gridPos: { w: 6, h: 3 } },
         { type: 'row' },
         { type: 'stat', gridPos: { w: 24, h: 2 } },
-      ])]
+      ], width=8, height=8)]
     """
     result = subprocess.run(
-        ["jsonnet", "-J", ".", "-e", code], cwd=REPO, check=True, capture_output=True, text=True
+        ["jsonnet", "-J", ".", "-J", "vendor", "-e", code],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
     )
     assert json.loads(result.stdout) == [
         {"x": 0, "y": 0, "w": 16, "h": 4},
@@ -518,6 +498,124 @@ def test_grid_layout_wraps_and_starts_rows_on_new_lines() -> None:
         {"x": 0, "y": 11, "w": 24, "h": 1},
         {"x": 0, "y": 12, "w": 24, "h": 2},
     ]
+
+
+def test_dashboards_are_built_on_the_vendored_grafonnet() -> None:
+    """grafonnet comes from jsonnet-bundler (jsonnetfile.json, its lock, vendor/), pinned to
+    a commit, and no local stand-in for it is left."""
+    assert not (DASHBOARDS / "lib").exists()
+    (entry,) = [
+        d
+        for d in json.loads((REPO / "jsonnetfile.json").read_text())["dependencies"]
+        if d["source"]["git"]["remote"] == "https://github.com/grafana/grafonnet.git"
+    ]
+    assert entry["source"]["git"]["subdir"] == "gen/grafonnet-v11.4.0"
+    import_line = f"import 'github.com/grafana/grafonnet/{entry['source']['git']['subdir']}/"
+    assert import_line in (DASHBOARDS / "g.libsonnet").read_text()
+    lock = json.loads((REPO / "jsonnetfile.lock.json").read_text())["dependencies"]
+    locked = {d["source"]["git"]["remote"]: d for d in lock}
+    assert re.fullmatch(r"[0-9a-f]{40}", locked[entry["source"]["git"]["remote"]]["version"])
+    for path in DASHBOARDS.glob("*sonnet"):
+        if path.name != "g.libsonnet":  # the one import, so the version is named once
+            assert "import 'github.com/grafana/" not in path.read_text(), path
+
+
+def test_lock_names_the_mirrored_upstream_commits() -> None:
+    """The lock written offline from ../shared/git-mirror is the one a networked machine
+    writes: each locked commit is the head of a branch of the upstream repository's mirror."""
+    if not (MIRROR / "github.com").is_dir():
+        pytest.skip(f"no git mirror at {MIRROR}")
+    lock = json.loads((REPO / "jsonnetfile.lock.json").read_text())["dependencies"]
+    assert len(lock) >= 3  # grafonnet and what it imports (docsonnet, xtd)
+    for dep in lock:
+        remote = dep["source"]["git"]["remote"]
+        repo = MIRROR / remote.removeprefix("https://").removesuffix(".git")
+        heads = (repo.with_suffix(".git") / "packed-refs").read_text()
+        assert re.search(rf"^{dep['version']} refs/heads/", heads, re.M), (remote, dep["version"])
+
+
+# --- What each panel's number is -----------------------------------------------------------
+
+#: A latency percentile reaches the dashboards two ways: fio's exact percentile of the last
+#: run (the summaries) or a histogram estimate over a window of runs (histogram_quantile, or
+#: the recording rules made with it).
+_LAST_RUN = re.compile(r'fioprobe_last_(\w+)_latency_seconds\{[^}]*quantile="([\d.]+)"')
+_ESTIMATE = re.compile(
+    r"probe:fioprobe_(\w+)_latency_seconds:p(\d+)"
+    r"|histogram_quantile\(([\d.]+), .*?fioprobe_(\w+)_latency"
+)
+_RECORD_QUANTILE = {"50": "0.5", "99": "0.99", "999": "0.999"}
+
+
+def _latency_kinds(panel: Json) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+    """(op, quantile) pairs a panel shows as last-run values and as histogram estimates."""
+    last, estimate = set(), set()
+    for target in panel["targets"]:
+        last |= set(_LAST_RUN.findall(target["expr"]))
+        for op, record, q, hist_op in _ESTIMATE.findall(target["expr"]):
+            estimate.add((op, _RECORD_QUANTILE[record]) if op else (hist_op, q))
+    return last, estimate
+
+
+def test_latency_kinds_parser() -> None:
+    last, estimate = _latency_kinds(
+        {
+            "targets": [
+                {"expr": 'max(fioprobe_last_sync_latency_seconds{a="b", quantile="0.99"})'},
+                {"expr": 'probe:fioprobe_write_latency_seconds:p999{c=~"$c"}'},
+                {"expr": "histogram_quantile(0.5, sum(rate(fioprobe_read_latency_seconds_bucket"},
+            ]
+        }
+    )
+    assert last == {("sync", "0.99")}
+    assert estimate == {("write", "0.999"), ("read", "0.5")}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_UIDS))
+def test_latency_panels_say_which_number_they_show(name: str) -> None:
+    """Every latency panel says whether it shows the last run's exact percentile or a
+    histogram estimate over which window; where one dashboard shows the same percentile
+    both ways, the last-run panel and an estimate panel name each other and say that (and
+    why) they differ."""
+    panels = list(_data_panels(_dashboards()[name]))
+    kinds = {p["title"]: _latency_kinds(p) for p in panels}
+    pairs = 0
+    for panel in panels:
+        title, text = panel["title"], panel["description"]
+        last, estimate = kinds[title]
+        if estimate:
+            assert re.search(
+                r"histogram estimate over (the last \d+ runs \(\w+\)|each \$window|the dash)", text
+            ), title
+        if not last:
+            continue
+        assert "exact" in text and "most recent run" in text, title
+        partners = [p for p in panels if last & kinds[p["title"]][1]]
+        named = [p for p in partners if f'"{p["title"]}"' in text]
+        assert named or not partners, f"{title!r} names none of {[p['title'] for p in partners]}"
+        for partner in named:
+            pairs += 1
+            assert "differ" in text and "differ" in partner["description"], partner["title"]
+            assert f'"{title}"' in partner["description"], (partner["title"], title)
+    assert pairs >= (0 if "comparison" in name else 1)
+
+
+def test_full_credit_balance_is_drawn() -> None:
+    """A credit balance sits at its top (100 %) while credits are full. A hard axis maximum
+    there clips that line to the plot's top edge, where nobody sees it: the top is a soft
+    maximum, which Grafana's axis reaches and pads above."""
+    tops = {"Modelled burst credit balance": 1, "CloudWatch BurstBalance (when exported)": 100}
+    found = 0
+    for dashboard in _dashboards().values():
+        for panel in _data_panels(dashboard):
+            if panel["title"] not in tops:
+                continue
+            found += 1
+            defaults = panel["fieldConfig"]["defaults"]
+            assert defaults["min"] == 0, panel["title"]
+            assert "max" not in defaults, (panel["title"], defaults["max"])
+            assert defaults["custom"]["axisSoftMax"] == tops[panel["title"]], panel["title"]
+    assert found == 3  # the modelled balance on Overview and etcd disks, CloudWatch's
 
 
 # --- Repeats, burst credits, probe health -------------------------------------------------

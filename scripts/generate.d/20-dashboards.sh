@@ -8,7 +8,7 @@ cd "$(dirname "$(realpath "$0")")/../.."
 out=${FIOPROBE_DASHBOARDS_OUT:-dashboards/out}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-jsonnet -J . -S -m "$tmp" dashboards/render.jsonnet >/dev/null
+jsonnet -J . -J vendor -S -m "$tmp" dashboards/render.jsonnet >/dev/null
 mkdir -p "$out"
 rm -f "$out"/*.json
 cp "$tmp"/*.json "$out"/
