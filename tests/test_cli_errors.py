@@ -82,6 +82,12 @@ CASES = [
     Case("timeout-negative", [*PUSH, "--timeout", "-1"], "timeout must be a finite number"),
     Case("timeout-infinite", [*PUSH, "--timeout", "inf"], "timeout must be a finite number"),
     Case("timeout-nan", [*PUSH, "--timeout", "nan"], "timeout must be a finite number"),
+    Case(
+        "settle-not-seconds",
+        [*PUSH],
+        "FIOPROBE_PUSH_SETTLE_SECONDS='soon': expected seconds from 0 to 60",
+        env={"FIOPROBE_PUSH_SETTLE_SECONDS": "soon"},
+    ),
     Case("no-gateway", ["push", FIO_OUTPUT, *GROUP], "no Pushgateway: give --gateway URL"),
     Case(
         "url-credentials",

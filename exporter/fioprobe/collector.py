@@ -81,11 +81,13 @@ class ProbeCollector(Collector):
         totals: GroupTotals | None,
         const_labels: dict[str, str] | None = None,
         writer: str | None = None,
+        push_ids: tuple[int, int] | None = None,
     ) -> None:
         self.outcome = outcome
         self.totals = totals
         self.const_labels = dict(const_labels or {})
         self.writer = writer
+        self.push_ids = push_ids
 
     def collect(self) -> Iterator[Metric]:
         if self.totals is None:
@@ -101,6 +103,13 @@ class ProbeCollector(Collector):
             writer = self._family("fioprobe_writer_info")
             writer.add_metric(self._values(self.writer), 1.0)
             yield writer
+        if self.push_ids is not None:
+            # Whole numbers below 2**53: exact as floats on the wire and in the read-back.
+            for name, value in zip(("fioprobe_push_id", "fioprobe_push_basis_id"),
+                                   self.push_ids, strict=True):  # fmt: skip
+                family = self._family(name)
+                family.add_metric(self._values(), float(value))
+                yield family
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -257,8 +266,13 @@ def registry_for(
     const_labels: dict[str, str] | None = None,
     *,
     writer: str | None = None,
+    push_ids: tuple[int, int] | None = None,
 ) -> CollectorRegistry:
-    """A fresh registry holding only this group's families (never the process defaults)."""
+    """A fresh registry holding only this group's families (never the process defaults).
+
+    `push_ids` are this push's identity and the identity of the push it continued from: how
+    a writer sees whether a push that replaced its own carried its run along.
+    """
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(ProbeCollector(outcome, totals, const_labels, writer))
+    registry.register(ProbeCollector(outcome, totals, const_labels, writer, push_ids))
     return registry

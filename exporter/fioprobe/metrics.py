@@ -115,6 +115,18 @@ METRICS: tuple[MetricDef, ...] = (
         ("writer",),
     ),
     MetricDef(
+        "fioprobe_push_id",
+        "gauge",
+        "Random identity of the push that wrote this group's counters (bookkeeping)",
+        (),
+    ),
+    MetricDef(
+        "fioprobe_push_basis_id",
+        "gauge",
+        "fioprobe_push_id of the push these counters continued from, 0 if none (bookkeeping)",
+        (),
+    ),
+    MetricDef(
         "fioprobe_owner_info",
         "gauge",
         "Owner (configuration) this group belongs to; `fioprobe gc` deletes only its owner's",

@@ -23,6 +23,14 @@ it is not done on every push):
   continuing from its totals plus its own pending runs.
 When the group cannot be read at all, the run is kept as pending and nothing is pushed.
 
+The Pushgateway has no compare-and-swap, so two writers that read the group back at the same
+moment (two brand-new states) would both push, and the later push would replace the earlier
+one's run. A writer that read the group back therefore looks again after saving (and decides
+again if it changed), and after its push waits a settle time and checks that the group holds
+its push, or one that names it as its basis (`fioprobe_push_basis_id`: that writer read this
+push and continued from it). Otherwise its run was replaced: it is kept as pending and
+refused as `writer_conflict`, exactly as if the other writer owned the group.
+
 With several Pushgateway replicas (`fioprobe.shards`) the group is pushed to its replica.
 When the replicas changed since this state's last push, the group moves: it is read back
 from the replica that held it (when a read-back is due), pushed to its new replica, and only
@@ -33,7 +41,10 @@ keeps naming the old replica until it succeeds); `fioprobe gc` removes such a co
 from __future__ import annotations
 
 import contextlib
+import copy
+import math
 import os
+import secrets
 import sys
 import time
 from collections.abc import Callable
@@ -42,7 +53,7 @@ from pathlib import Path
 from . import pushgateway, state
 from .collector import ProbeOutcome, registry_for
 from .errors import FailureReason
-from .pushgateway import PushError, ReadBack, Transport
+from .pushgateway import PushError, ReadBack, Transport, TransportConfigError
 from .shards import Shards
 from .state import GroupState, GroupTotals
 from .statefile import StateDir, StateError, StateFile, file_name
@@ -53,7 +64,7 @@ ENV_STATE_DIR = "FIOPROBE_STATE_DIR"
 #: sensible probe interval; shorter than the time anyone waits for a replaced pod's probe.
 WRITER_LEASE_SECONDS = 3600.0
 
-#: A hook run inside the state lock after the merge: it may update model state kept beside
+#: A hook run inside the state lock before the merge: it may update model state kept beside
 #: the totals (the gp2 credit balance) and returns the outcome to push.
 Adjust = Callable[[ProbeOutcome, GroupTotals], ProbeOutcome]
 
@@ -91,13 +102,15 @@ def publish(
     push), and StateNotKept when the state could not be used (the failure was pushed).
     """
     finished_at = time.time() if finished_at is None else finished_at
+    settle = settle_seconds()
     shards = Shards.of(transport)
     replica = shards.for_key(grouping_key)
     try:
         with state_file.locked():
             return _publish_locked(
-                outcome, grouping_key, shards, state_file, finished_at, adjust, lease_seconds
-            )
+                outcome, grouping_key, shards, state_file, finished_at, adjust, lease_seconds,
+                settle,
+            )  # fmt: skip
     except StateError as exc:
         if isinstance(exc, StateNotKept | WriterConflict):
             raise
@@ -127,49 +140,82 @@ def _publish_locked(
     finished_at: float,
     adjust: Adjust | None,
     lease_seconds: float,
+    settle: float,
 ) -> ProbeOutcome:
     loaded = state.load(file)
-    group = loaded or GroupState()
+    before = loaded or GroupState()
     transport = shards.for_key(key)
     # Replicas that may still hold a copy of this group from before the replicas changed.
-    moved_from = _previous_replicas(shards, transport, group)
+    moved_from = _previous_replicas(shards, transport, before)
     now = time.time()
-    recent = group.last_push_at is not None and 0 <= now - group.last_push_at <= lease_seconds
+    recent = before.last_push_at is not None and 0 <= now - before.last_push_at <= lease_seconds
+    owns = before.claimed and before.totals is not None and recent
     took_over = False
-    if not (group.claimed and group.totals is not None and recent):
-        try:
-            back = pushgateway.read_group(transport, key)
-            # Not on its replica: it may not have moved yet (read it where it was).
-            for previous in moved_from if back is None else ():
-                back = pushgateway.read_group(previous, key)
-                if back is not None:
-                    break
-        except PushError:
-            # Who owns the group is unknown: keep the run for later, push nothing.
-            state.merge_run(group.pending, outcome.run, success=outcome.success,
+    if adjust is not None:
+        # Model state beside the totals (the gp2 credit balance) follows the IO the run did,
+        # whether or not the run counts; done first so that nothing slow comes between the
+        # last look at the group and the push.
+        outcome = adjust(outcome, before.totals or GroupTotals())
+    if owns:
+        group = before
+        basis = group.push_id or 0
+        state.merge_run(group.totals, outcome.run, success=outcome.success,
+                        finished_at=finished_at)  # fmt: skip
+        state.save(file, group)
+    else:
+        # Look, decide, save, look again: a writer that pushed between the two looks would
+        # be replaced by this push without its run being in it, so decide again from what
+        # it pushed. What is left (another push between the second look and this push) is
+        # caught by the look after the push.
+        for _ in range(_LOOKS):
+            group = copy.deepcopy(before)
+            back = _read(transport, moved_from, key, outcome, group, file, finished_at)
+            for note in back.dropped if back is not None else ():
+                print(f"fioprobe: read back of {key}: {note}", file=sys.stderr)
+            owner = None if back is None else back.writer
+            if back is not None and owner not in (None, group.writer):
+                if back.push_time is None or now - back.push_time < lease_seconds:
+                    return _refuse(
+                        outcome, key, transport, file, before, finished_at,
+                        f"owned by another writer ({owner}) that pushed less than the writer "
+                        "lease ago",
+                    )  # fmt: skip
+                took_over = True
+            group.totals = state.combine(_base(group, back, took_over), group.pending)
+            group.pending = GroupTotals()
+            # A state claims the group only once it has outlived a run: a state that is new
+            # at every run (a container without a volume) is no owner, just a reader-writer.
+            group.claimed = loaded is not None
+            state.merge_run(group.totals, outcome.run, success=outcome.success,
                             finished_at=finished_at)  # fmt: skip
             state.save(file, group)
-            raise
-        for note in back.dropped if back is not None else ():
-            print(f"fioprobe: read back of {key}: {note}", file=sys.stderr)
-        owner = None if back is None else back.writer
-        if back is not None and owner not in (None, group.writer):
-            if back.push_time is None or now - back.push_time < lease_seconds:
-                return _refuse(outcome, key, transport, file, group, finished_at, owner)
-            took_over = True
-        group.totals = state.combine(_base(group, back, took_over), group.pending)
-        group.pending = GroupTotals()
-        # A state claims the group only once it has outlived a run: a state that is new at
-        # every run (a container without a volume) is no owner, just a reader-writer.
-        group.claimed = loaded is not None
+            basis = 0 if back is None else back.push_id or 0
+            # A failed second look is a failed push: the run is saved in the totals, the next
+            # run reads the group back and pushes it.
+            if _same(back, _look(transport, moved_from, key)):
+                break
+            took_over = False
+        else:
+            return _refuse(
+                outcome, key, transport, file, before, finished_at,
+                f"pushed by other writers at every one of {_LOOKS} looks",
+            )  # fmt: skip
     assert group.totals is not None
-    state.merge_run(group.totals, outcome.run, success=outcome.success, finished_at=finished_at)
-    if adjust is not None:
-        outcome = adjust(outcome, group.totals)
-    state.save(file, group)
+    push_id = secrets.randbelow(pushgateway.COUNT_LIMIT - 1) + 1
     writer = group.writer if group.claimed else None
-    pushgateway.push(transport, key, registry_for(outcome, group.totals, writer=writer))
+    pushgateway.push(
+        transport,
+        key,
+        registry_for(outcome, group.totals, writer=writer, push_ids=(push_id, basis)),
+    )
     group.last_push_at = time.time()
+    group.push_id = push_id
+    if not owns and _replaced(transport, key, push_id, settle):
+        return _refuse(
+            outcome, key, transport, file, before, finished_at,
+            "pushed by another writer at the same moment, and that push does not contain "
+            "this run",
+        )  # fmt: skip
     # Only after the push: until the new replica holds the group, the old copy is the one
     # that counts. A failed delete keeps the old replica in the state: the next run retries.
     moved = all([_delete_quietly(previous, key) for previous in moved_from])
@@ -181,6 +227,94 @@ def _publish_locked(
     if took_over:
         _delete_quietly(transport, {**key, "writer": group.writer})
     return outcome
+
+
+#: How often a writer that reads the group back looks again when it changed under it.
+_LOOKS = 3
+ENV_SETTLE = "FIOPROBE_PUSH_SETTLE_SECONDS"
+#: How long a writer that does not own its group waits after its push before it checks that
+#: no other writer's push replaced it. A push of the other writer that lands later than this
+#: after that writer's last look can still replace a run unseen (docs/FAULTS.md).
+DEFAULT_SETTLE_SECONDS = 1.0
+
+
+def settle_seconds() -> float:
+    """The settle time: $FIOPROBE_PUSH_SETTLE_SECONDS if it is a number from 0 to 60."""
+    raw = os.environ.get(ENV_SETTLE)
+    if raw is None:
+        return DEFAULT_SETTLE_SECONDS
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value <= 60:
+        raise TransportConfigError(f"{ENV_SETTLE}={raw!r}: expected seconds from 0 to 60")
+    return value
+
+
+def _read(
+    transport: Transport,
+    moved_from: tuple[Transport, ...],
+    key: dict[str, str],
+    outcome: ProbeOutcome,
+    group: GroupState,
+    file: StateFile,
+    finished_at: float,
+) -> ReadBack | None:
+    """The group as its replica holds it (or, not there yet, where it was before it moved).
+
+    When the Pushgateway cannot be read, who owns the group is unknown: the run is kept as
+    pending and nothing is pushed (the PushError goes on).
+    """
+    try:
+        return _look(transport, moved_from, key)
+    except PushError:
+        state.merge_run(group.pending, outcome.run, success=outcome.success,
+                        finished_at=finished_at)  # fmt: skip
+        state.save(file, group)
+        raise
+
+
+def _look(
+    transport: Transport, moved_from: tuple[Transport, ...], key: dict[str, str]
+) -> ReadBack | None:
+    back = pushgateway.read_group(transport, key)
+    for previous in moved_from if back is None else ():
+        back = pushgateway.read_group(previous, key)
+        if back is not None:
+            break
+    return back
+
+
+def _same(first: ReadBack | None, second: ReadBack | None) -> bool:
+    """Whether two looks at a group saw the same push."""
+    if first is None or second is None:
+        return first is second
+    return (first.push_time, first.push_id, first.writer, first.totals.runs_total) == (
+        second.push_time,
+        second.push_id,
+        second.writer,
+        second.totals.runs_total,
+    )
+
+
+def _replaced(transport: Transport, key: dict[str, str], push_id: int, settle: float) -> bool:
+    """Whether another writer's push replaced this one without continuing from it.
+
+    A push that continued from this one names it as its basis: this run is in it. The look
+    waits `settle` seconds first: another writer whose last look came just before this push
+    may still be sending a push based on what it saw then (32 ms was seen between two
+    processes on two busy cores). A look that fails proves nothing either way; the push
+    succeeded, so it counts.
+    """
+    time.sleep(settle)
+    try:
+        after = pushgateway.read_group(transport, key)
+    except PushError:
+        return False
+    if after is None:  # deleted since (`fioprobe gc`, an operator): nothing was replaced
+        return False
+    return push_id not in (after.push_id, after.basis_id)
 
 
 def _previous_replicas(
@@ -228,9 +362,11 @@ def _refuse(
     file: StateFile,
     group: GroupState,
     finished_at: float,
-    owner: str | None,
+    why: str,
 ) -> ProbeOutcome:
-    """Another writer owns the group: keep the run as pending, push the refusal apart."""
+    """This run cannot count now: keep it as pending (added when this writer takes the group
+    over) and push the refusal into a group of its own, where FioProbeFailing sees it."""
+    group = copy.deepcopy(group)
     state.merge_run(group.pending, outcome.run, success=outcome.success, finished_at=finished_at)
     state.save(file, group)
     refused = outcome.failed(FailureReason.WRITER_CONFLICT)
@@ -240,9 +376,8 @@ def _refuse(
         registry_for(refused, None, writer=group.writer),
     )
     raise WriterConflict(
-        f"group {key} is owned by another writer ({owner}) that pushed less than the writer "
-        f"lease ago; this run (writer {group.writer}) was kept in {file.path}, not counted, "
-        "and the conflict (writer_conflict) was pushed with writer="
+        f"group {key} was {why}; this run (writer {group.writer}) was kept in {file.path}, "
+        "not counted, and the conflict (writer_conflict) was pushed with writer="
         f"{group.writer}. Run one probe per group (see docs/FAULTS.md)",
         refused,
     )

@@ -74,6 +74,7 @@ COUNTERS = (
 )
 LAST_SUCCESS = "fioprobe_last_success_timestamp_seconds"
 WRITER_INFO = "fioprobe_writer_info"
+PUSH_IDS = ("fioprobe_push_id", "fioprobe_push_basis_id")
 PUSH_TIME = "push_time_seconds"
 #: The bucket bounds of every latency histogram, +Inf included, as numbers.
 _CONTRACT_BOUNDS: tuple[float, ...] = (*LATENCY_BUCKETS_SECONDS, math.inf)
@@ -807,6 +808,9 @@ class ReadBack:
     push_time: float | None
     #: Label "writer" of fioprobe_writer_info, if present.
     writer: str | None
+    #: fioprobe_push_id and fioprobe_push_basis_id, if present and whole numbers.
+    push_id: int | None
+    basis_id: int | None
     #: Human-readable notes of what was not trusted and why.
     dropped: tuple[str, ...]
 
@@ -835,7 +839,14 @@ def read_group(transport: Transport, grouping_key: dict[str, str]) -> ReadBack |
                     f"answer: group {_show(wanted, 200)}: {exc}"
                 ) from None
             notes = tuple(transport.scrub(note) for note in read_back.dropped)
-            return ReadBack(read_back.totals, read_back.push_time, read_back.writer, notes)
+            return ReadBack(
+                read_back.totals,
+                read_back.push_time,
+                read_back.writer,
+                read_back.push_id,
+                read_back.basis_id,
+                notes,
+            )
     return None
 
 
@@ -864,7 +875,19 @@ def _read_back(group: dict[str, object]) -> ReadBack:
     writer_metric = _single(group, WRITER_INFO, notes)
     if writer_metric is not None:
         writer = writer_metric.get("labels", {}).get("writer")  # type: ignore[union-attr]
-    return ReadBack(totals, push_time, writer, tuple(notes))
+    push_id, basis_id = (_identity(group, name, notes) for name in PUSH_IDS)
+    return ReadBack(totals, push_time, writer, push_id, basis_id, tuple(notes))
+
+
+def _identity(group: dict[str, object], name: str, notes: list[str]) -> int | None:
+    """A push identity: a whole number from 1 below 2**53 (0 and anything else: none)."""
+    metric = _single(group, name, notes)
+    if metric is None or "value" not in metric:
+        return None
+    value = _number(metric["value"], f"{name}: value")
+    if _count_problem(value) is not None or value == 0:
+        return None
+    return int(value)
 
 
 def _single(group: dict[str, object], name: str, notes: list[str]) -> dict[str, object] | None:

@@ -139,6 +139,8 @@ class GroupState:
     #: The Pushgateway replica that holds this group's last push (None: unknown, e.g. a state
     #: from before sharding). When the replicas change, the group moves from there.
     shard: str | None = None
+    #: The fioprobe_push_id of this writer's last successful push (None: none yet).
+    push_id: int | None = None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -149,6 +151,7 @@ class GroupState:
             "last_push_at": self.last_push_at,
             "claimed": self.claimed,
             "shard": self.shard,
+            "push_id": self.push_id,
         }
 
     @classmethod
@@ -183,7 +186,17 @@ class GroupState:
             last_push_at=last_push_at,
             claimed=data.get("claimed") is True,
             shard=_optional_shard(data, where),
+            push_id=_optional_push_id(data, where),
         )
+
+
+def _optional_push_id(data: dict[str, object], where: str) -> int | None:
+    push_id = data.get("push_id")
+    if push_id is None:
+        return None
+    if type(push_id) is not int or not 0 < push_id < 2**53:
+        raise StateError(f"{where}: state is corrupt (push_id is not a push identity)")
+    return push_id
 
 
 def _optional_shard(data: dict[str, object], where: str) -> str | None:
