@@ -2,7 +2,9 @@
 // After editing, run `make generate` (or scripts/generate.d/30-manifests.sh) and apply with
 // `kubectl apply -k manifests/`. docs/MANIFESTS.md explains every key.
 //
-// Everything not set here comes from manifests/lib/defaults.libsonnet (same keys).
+// Everything not set here comes from manifests/lib/defaults.libsonnet: the same keys with
+// their defaults and types (docs/MANIFESTS.md, "Configuration keys", has the table). A key
+// that is not there or a value of the wrong type stops `make generate` with a line naming it.
 {
   // Image of the probe (built from the Dockerfile at the repository root).
   image: { name: 'registry.example.com/fioprobe', tag: '0.1.0' },
