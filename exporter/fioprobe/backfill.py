@@ -30,6 +30,7 @@ from prometheus_client.openmetrics.exposition import generate_latest
 from prometheus_client.samples import Sample
 
 from .collector import ProbeOutcome, registry_for
+from .errors import ExitCode, FioprobeError, UsageError
 from .model import Run
 from .report.discover import Unreadable
 from .report.load import Entry, Grouping, load_with_progress
@@ -45,12 +46,14 @@ _LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 OPENMETRICS_NAME = "fioprobe-backfill.om"
 
 
-class BackfillError(RuntimeError):
-    """promtool missing or failing."""
+class BackfillError(FioprobeError):
+    """promtool missing or failing: the inputs were fine, the blocks were not written."""
+
+    exit_code = ExitCode.PROBE_FAILED
 
 
-class OutputNotEmpty(ValueError):
-    """The output folder already holds blocks."""
+class OutputNotEmpty(UsageError):
+    """The output folder already holds blocks: refused before anything is written."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,9 +86,9 @@ def parse_labels(pairs: Iterable[str]) -> dict[str, str]:
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep or not _LABEL_NAME.match(name) or name.startswith("__"):
-            raise ValueError(f"--label wants NAME=VALUE with a Prometheus label name: {pair!r}")
+            raise UsageError(f"--label wants NAME=VALUE with a Prometheus label name: {pair!r}")
         if name in RESERVED_LABELS:
-            raise ValueError(f"--label {name} is set by fioprobe itself")
+            raise UsageError(f"--label {name} is set by fioprobe itself")
         labels[name] = value
     return labels
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -23,10 +24,6 @@ from typing import NoReturn
 
 from . import __version__
 from .errors import ExitCode, FioprobeError, Interrupted, UsageError
-
-EXIT_OK, EXIT_PROBE_FAILED, EXIT_USAGE, EXIT_BAD_INPUT, EXIT_PUSH_FAILED = (
-    ExitCode.OK, ExitCode.PROBE_FAILED, ExitCode.USAGE, ExitCode.BAD_INPUT, ExitCode.PUSH_FAILED,
-)  # fmt: skip
 
 
 def _read_input(source: str) -> tuple[str, str]:
@@ -71,7 +68,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
         if v
     }
     sys.stdout.buffer.write(convert_text(text, name, labels))
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def cmd_push(args: argparse.Namespace) -> int:
@@ -97,7 +94,7 @@ def cmd_push(args: argparse.Namespace) -> int:
             "next push"
         ) from None
     _say(args, f"pushed {name} to {transport.url} for {key}")
-    return EXIT_OK if outcome.success else EXIT_PROBE_FAILED
+    return ExitCode.OK if outcome.success else ExitCode.PROBE_FAILED
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
@@ -184,22 +181,17 @@ def cmd_gc(args: argparse.Namespace) -> int:
         f"{len(result.others)} of other owners ({', '.join(owners) or 'none'}), "
         f"{len(result.unowned)} without an owner (see --unowned)",
     )
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from .report.load import GroupingError
-
     # Options are checked before matplotlib is imported: a typo costs no font cache.
     if not 0 < args.warn_ms <= args.crit_ms:
         raise UsageError("--warn-ms and --crit-ms must be positive, warn at or below crit")
     grouping = _grouping(args)
+    grouping.validate()
     try:
-        grouping.validate()
-    except GroupingError as exc:
-        raise UsageError(str(exc)) from None
-    try:
-        from .report.build import BaselineError, ReportOptions, build_report
+        from .report.build import ReportOptions, build_report
     except ImportError as exc:
         raise UsageError(
             f"fioprobe report needs matplotlib ({exc}): pip install 'fioprobe[report]'"
@@ -212,31 +204,22 @@ def cmd_report(args: argparse.Namespace) -> int:
         crit_ms=args.crit_ms,
         title=args.title,
     )
-    try:
-        result = build_report(args.paths, args.output, options)
-    except (GroupingError, BaselineError) as exc:
-        raise UsageError(str(exc)) from None
+    result = build_report(args.paths, args.output, options)
     _say(
         args,
         f"report of {result.files_parsed} of {result.files_read} files "
         f"({len(result.unreadable)} unreadable) in {result.html}",
     )
-    return EXIT_OK if result.files_parsed else EXIT_BAD_INPUT
+    return ExitCode.OK if result.files_parsed else ExitCode.BAD_INPUT
 
 
 def cmd_backfill(args: argparse.Namespace) -> int:
-    from .backfill import BackfillError, backfill, parse_labels
-    from .report.load import GroupingError
+    from .backfill import backfill, parse_labels
 
-    try:
-        grouping = _grouping(args)
-        grouping.validate()
-        labels = parse_labels(args.label or [])
-        result = backfill(args.paths, args.output, grouping, labels, promtool=args.promtool)
-    except (GroupingError, ValueError) as exc:
-        raise UsageError(str(exc)) from None
-    except BackfillError as exc:
-        return _fail(str(exc), EXIT_PROBE_FAILED)
+    grouping = _grouping(args)
+    grouping.validate()
+    labels = parse_labels(args.label or [])
+    result = backfill(args.paths, args.output, grouping, labels, promtool=args.promtool)
     for item in result.unreadable:
         _say(args, f"skipped {item.name}: {item.reason}")
     _say(
@@ -244,7 +227,7 @@ def cmd_backfill(args: argparse.Namespace) -> int:
         f"{result.pushes} pushes of {result.series_keys} series keys from "
         f"{result.files_parsed} files, {len(result.blocks)} blocks in {args.output}",
     )
-    return EXIT_OK if result.files_parsed else EXIT_BAD_INPUT
+    return ExitCode.OK if result.files_parsed else ExitCode.BAD_INPUT
 
 
 def _state_file(path: str) -> object:
@@ -363,7 +346,7 @@ class _Parser(argparse.ArgumentParser):
         line = " ".join(message.split())
         command = self.prog.removeprefix("fioprobe").strip()
         where = f"{command}: " if command else ""
-        self.exit(EXIT_USAGE, f"fioprobe: error: {where}{line} (see {self.prog} --help)\n")
+        self.exit(ExitCode.USAGE, f"fioprobe: error: {where}{line} (see {self.prog} --help)\n")
 
 
 # Adding a subcommand: a cmd_<name> function above and its subparser below, each a small,
@@ -600,17 +583,16 @@ def _add_results_options(parser: argparse.ArgumentParser, output: str, output_he
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; every error fioprobe reports carries its own exit status."""
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
-    except UsageError as exc:
-        return _fail(str(exc), EXIT_USAGE)
     except KeyboardInterrupt:
-        return _fail("interrupted", 130)
+        return _fail("interrupted", 128 + signal.SIGINT)
     except Interrupted as exc:
         return _fail(f"interrupted by {exc}; {exc.what_happened}", exc.exit_code)
     except FioprobeError as exc:
-        return _fail(str(exc), int(exc.exit_code))
+        return _fail(str(exc), exc.exit_code)
 
 
 def _fail(message: str, code: int) -> int:

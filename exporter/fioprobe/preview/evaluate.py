@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import demo_services
+from ..errors import FioprobeError
 
 #: The committed dashboards (generated from dashboards/*.libsonnet).
 DASHBOARDS = Path(__file__).resolve().parents[3] / "dashboards" / "out"
@@ -24,7 +25,7 @@ DASHBOARDS = Path(__file__).resolve().parents[3] / "dashboards" / "out"
 MAX_DATA_POINTS = 1000
 
 
-class PreviewError(RuntimeError):
+class PreviewError(FioprobeError):
     """A dashboard or a Prometheus answer Grafana could not use either."""
 
 

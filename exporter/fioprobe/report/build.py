@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import __version__
+from ..errors import UsageError
 from ..histogram import cumulative
 from ..metrics import EXPORTED_OPS
 from ..state import op_histogram
@@ -73,8 +74,8 @@ class ReportResult:
     groups: list[str]
 
 
-class BaselineError(ValueError):
-    """--baseline names no group of the input."""
+class BaselineError(UsageError):
+    """--baseline names no group of the input (exit 2: the option is wrong, not the data)."""
 
 
 def build_report(

@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TextIO
 
 from .. import fioparse
+from ..errors import UsageError
 from ..fioparse import FioOutputError
 from ..model import Job, Run
 from .discover import Source, Unreadable, count_candidates, discover
@@ -40,8 +41,8 @@ SWEEP_OPTIONS = ("iodepth", "numjobs")
 FIO_DEFAULTS = {"iodepth": "1", "numjobs": "1", "direct": "0"}
 
 
-class GroupingError(ValueError):
-    """A --group-by or --folder-pattern that cannot be used."""
+class GroupingError(UsageError):
+    """A --group-by or --folder-pattern that cannot be used (exit 2, like every bad option)."""
 
 
 @dataclass(frozen=True, slots=True)
