@@ -16,7 +16,6 @@
 //   map(default, type)   free keys (labels, selectors); merged key by key, null removes a key
 //   list(item, default)  a list whose items are checked (and completed) by the `item` schema;
 //                        a list given replaces the default, it is not appended to
-//   any(default)         anything (passed through unchecked)
 //   check(node, test, problem)  a further condition on the value
 //   type(name)           a value of a type given by name, without a default
 // A key `'#name'::` beside `name` documents it (the generated table in docs/MANIFESTS.md); an
@@ -38,7 +37,6 @@
   oneOf(default, types):: node('oneOf', { default: default, types: [asSchema(t) for t in types] }),
   map(default={}, type=null):: node('map', { default: default, type: type }),
   list(item, default=[], unique=null):: node('list', { item: asSchema(item), default: default, unique: unique }),
-  any(default=null):: node('any', { default: default }),
   check(schema, test, problem):: node('check', { schema: schema, test: test, problem: problem }),
 
   // --- describing a value and a type, for messages and the documentation table ------------
@@ -62,7 +60,6 @@
       else if std.objectHasAll(schema.item, '#title') then schema.item['#title']
       else 'objects'
     )
-    else if k == 'any' then 'any'
     else if k == 'check' then $.typeName(schema.schema)
     else k,
 
@@ -78,7 +75,7 @@
     }
     else if k == 'nullable' || k == 'type' then null
     else if k == 'optional' || k == 'required' then absent
-    else if k == 'oneOf' || k == 'map' || k == 'list' || k == 'any' then schema.default
+    else if k == 'oneOf' || k == 'map' || k == 'list' then schema.default
     else if k == 'check' then $.default(schema.schema)
     else schema,
 
@@ -177,7 +174,6 @@
           for n in twice
         ]
     )
-    else if k == 'any' then []
     else if k == 'type' then (if std.type(value) == schema.name then [] else typeProblem(path, schema, value))
     else if k == 'check' then (
       local inner = problemsOf(path, schema.schema, value);
@@ -242,7 +238,8 @@
       for row in $.rows(schema)
     ]) + '\n',
 
-  // The documentation table: one row per key, [path, type, default].
+  // The documentation table's rows, one per key: its path, type in words, default (where it
+  // has one: not for required and optional keys) and doc.
   rows(schema, path='')::
     local k = kindOf(schema);
     local at(key) = if path == '' then key else path + '.' + key;
@@ -261,8 +258,8 @@
         key: at(key),
         expanded: expand && ck != 'list',
         type: $.typeName(child) + (if ck == 'required' then ', required' else if ck == 'optional' then ', optional' else ''),
-        default: if ck == 'required' then null else if ck == 'optional' then null else $.default(child),
         hasDefault: !(ck == 'required' || ck == 'optional'),
+        default: if self.hasDefault then $.default(child) else null,
         doc: docOf(key),
       }] + (
         if !expand then []
