@@ -27,9 +27,11 @@ test: setup lint
 e2e: setup
 	@bash scripts/e2e/run.sh
 
+## ruff, and jsonnetfmt + jsonnet-lint over every jsonnet file (scripts/lint-jsonnet.sh).
 lint: setup
 	@$(VENV)/bin/ruff check exporter tests bench scripts
 	@$(VENV)/bin/ruff format --check exporter tests bench scripts
+	@bash scripts/lint-jsonnet.sh
 
 ## Regenerate every committed generated file (rules, dashboards, manifests, README metrics).
 generate: setup

@@ -25,7 +25,6 @@ from support import services
 MANIFESTS = REPO / "manifests"
 GENERATED = MANIFESTS / "generated"
 GENERATE = REPO / "scripts" / "generate.d" / "30-manifests.sh"
-JSONNET_LINT = REPO / ".tools" / "bin" / "jsonnet-lint"
 
 #: Pod Security Standard "restricted" (plus what this project adds: no service account token).
 RESTRICTED_CONTAINER = {
@@ -89,25 +88,6 @@ def test_kustomization_lists_every_generated_file_once() -> None:
     resources = kustomization["resources"]
     assert len(resources) == len(set(resources))
     assert sorted(resources) == sorted(f"generated/{p.name}" for p in GENERATED.glob("*.yaml"))
-
-
-@pytest.mark.parametrize(
-    "path",
-    sorted(MANIFESTS.rglob("*.libsonnet")) + sorted(MANIFESTS.rglob("*.jsonnet")),
-    ids=lambda p: str(p.relative_to(REPO)),
-)
-def test_jsonnet_fmt_and_lint(path: Path) -> None:
-    fmt = subprocess.run(["jsonnetfmt", "--test", str(path)], capture_output=True, timeout=30)
-    assert fmt.returncode == 0, f"jsonnetfmt -i {path}"
-    if not JSONNET_LINT.exists():
-        pytest.fail("jsonnet-lint missing: run `make setup`")
-    # It imports kube-prometheus, not vendored here (see manifests/kube-prometheus/README.md).
-    if path.name == "example.jsonnet":
-        return
-    lint = subprocess.run(
-        [str(JSONNET_LINT), "-J", str(REPO), str(path)], capture_output=True, timeout=60
-    )
-    assert lint.returncode == 0, lint.stderr.decode()
 
 
 def test_every_probe_configmap_is_a_valid_fioprobe_config(tmp_path: Path) -> None:
