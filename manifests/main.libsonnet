@@ -6,9 +6,18 @@
 // a config that sets `etcd: { nodes: [...] }` keeps the default tolerations; lists replace.
 // Each component is a function of the merged configuration.
 local monitoringConfig = import 'lib/monitoring-config.libsonnet';
+local params = import 'lib/params.libsonnet';
+
+// monitoring.mixinConfig may only set keys the mixin has: a misspelt key would be ignored.
+// Checked here rather than in lib/defaults.libsonnet, which the mixin's config reads.
+local schema = (import 'lib/defaults.libsonnet') + {
+  monitoring+: {
+    mixinConfig: params.map({}, keys=std.objectFieldsAll((import '../mixin.libsonnet')._config)),
+  },
+};
 
 function(config=(import 'config.libsonnet'), overrides={})
-  local c = monitoringConfig.merged(config, overrides);
+  local c = monitoringConfig.merged(config, overrides, schema);
   // Locals, not fields: jsonnet caches a local's value but re-evaluates a field on every
   // access, and the monitoring component (the mixin's dashboards) takes seconds.
   local pushgateway = (import 'components/pushgateway.libsonnet')(c);

@@ -254,6 +254,23 @@ def test_a_misspelt_key_in_the_users_config_file_is_named(tmp_path: Path) -> Non
     )
 
 
+def test_a_misspelt_mixin_config_key_is_named() -> None:
+    """monitoring.mixinConfig is passed to the mixin, which would ignore an unknown key."""
+    code = "(import 'manifests/main.libsonnet')(config={}, overrides=%s).config.everyMinutes"
+    proc = jsonnet(code % "{ monitoring: { mixinConfig: { etcdFsyncP99WarningSecond: 0.02 } } }")
+    assert proc.returncode != 0
+    first = proc.stderr.splitlines()[0]
+    assert first.startswith(
+        f"RUNTIME ERROR: {PREFIX}monitoring.mixinConfig.etcdFsyncP99WarningSecond: unknown key, "
+        "did you mean etcdFsyncP99WarningSeconds? (expected one of: "
+    ), first
+    assert "clusterLabel" in first  # the mixin's keys are listed
+    accepted = jsonnet(
+        code % "{ monitoring: { mixinConfig: { etcdFsyncP99WarningSeconds: 0.02 } } }"
+    )
+    assert accepted.returncode == 0, accepted.stderr
+
+
 def test_the_kube_prometheus_part_checks_its_config_too() -> None:
     proc = jsonnet(
         "(import 'manifests/kube-prometheus/fioprobe.libsonnet')"

@@ -307,7 +307,9 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
       folder: 'fioprobe',
     },
     // Overrides of the monitoring mixin's _config (config.libsonnet at the repository root).
-    '#mixinConfig':: "Overrides of the monitoring mixin's _config (config.libsonnet).",
+    '#mixinConfig':: "Overrides of the monitoring mixin's _config: its keys (config.libsonnet).",
+    // main.libsonnet checks its keys against the mixin's own (a misspelt one would be ignored
+    // by the mixin); not here: the mixin's config reads this file.
     mixinConfig: p.map({}),
   },
 }

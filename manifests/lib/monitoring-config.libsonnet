@@ -11,8 +11,9 @@ local params = import 'params.libsonnet';
   // The manifests' configuration as main.libsonnet merges it: defaults + config + overrides
   // (an object, or a list of them applied in order), each checked against the defaults first
   // (lib/params.libsonnet).
-  merged(config, overrides={})::
-    params.apply(defaults, [config] + (if std.isArray(overrides) then overrides else [overrides])),
+  // `schema`: the defaults, or an extension of them (main.libsonnet's).
+  merged(config, overrides={}, schema=defaults)::
+    params.apply(schema, [config] + (if std.isArray(overrides) then overrides else [overrides])),
 
   // _config keys of the mixin for a merged manifests configuration.
   mixinConfig(c):: {

@@ -13,7 +13,8 @@
 //   optional(type)       absent by default (and then absent from the merged object); null too
 //   required(type)       must be given (items of lists)
 //   oneOf(default, [t])  a value of one of several types (e.g. 'auto' or a number)
-//   map(default, type)   free keys (labels, selectors); merged key by key, null removes a key
+//   map(default, type, keys)  keys of its own (labels, selectors; `keys`: only those, when
+//                        another schema owns them); merged key by key, null removes a key
 //   list(item, default)  a list whose items are checked (and completed) by the `item` schema;
 //                        a list given replaces the default, it is not appended to
 //   check(node, test, problem)  a further condition on the value
@@ -35,7 +36,7 @@
   optional(type):: node('optional', { type: asSchema(type) }),
   required(type):: node('required', { type: asSchema(type) }),
   oneOf(default, types):: node('oneOf', { default: default, types: [asSchema(t) for t in types] }),
-  map(default={}, type=null):: node('map', { default: default, type: type }),
+  map(default={}, type=null, keys=null):: node('map', { default: default, type: type, keys: keys }),
   list(item, default=[], unique=null):: node('list', { item: asSchema(item), default: default, unique: unique }),
   check(schema, test, problem):: node('check', { schema: schema, test: test, problem: problem }),
 
@@ -81,11 +82,15 @@
 
   // --- checking --------------------------------------------------------------------------
 
-  // Edit distance, for "did you mean": only computed for a key that is already wrong.
+  // Edit distance, for "did you mean": only computed for a key that is already wrong. Each
+  // cell is computed before it is appended (the `>= 0` test): left lazy, the last cell would
+  // be a chain of len(a) x len(b) thunks, beyond jsonnet's stack for two 30-letter keys.
   local distance(a, b) =
     local n = std.length(b);
     local row(prev, i) = std.foldl(
-      function(cur, j) cur + [std.min(std.min(cur[j - 1] + 1, prev[j] + 1), prev[j - 1] + (if a[i - 1] == b[j - 1] then 0 else 1))],
+      function(cur, j)
+        local cell = std.min(std.min(cur[j - 1] + 1, prev[j] + 1), prev[j - 1] + (if a[i - 1] == b[j - 1] then 0 else 1));
+        if cell >= 0 then cur + [cell] else error 'unreachable',
       std.range(1, n),
       [i],
     );
@@ -98,6 +103,9 @@
     if std.length(scored) > 0 && scored[0].d <= std.max(2, std.floor(std.length(key) / 4)) then
       ', did you mean %s?' % scored[0].key
     else '',
+
+  local unknownKey(at, key, allowed) =
+    '%s: unknown key%s (expected one of: %s)' % [at, suggestion(key, allowed), std.join(', ', allowed)],
 
   // The jsonnet type every value of a node has, or null when it may have several.
   local baseType(schema) =
@@ -122,9 +130,7 @@
         local at(key) = if path == '' then key else path + '.' + key;
         std.flattenArrays([
           if std.objectHas(schema, key) then problemsOf(at(key), schema[key], value[key])
-          else [
-            '%s: unknown key%s (expected one of: %s)' % [at(key), suggestion(key, allowed), std.join(', ', allowed)],
-          ]
+          else [unknownKey(at(key), key, allowed)]
           for key in std.objectFields(value)
         ] + [
           ['%s: is required' % at(key)]
@@ -149,11 +155,14 @@
       else typeProblem(path, schema, value)
     else if k == 'map' then (
       if !std.isObject(value) then typeProblem(path, schema, value)
-      else if schema.type == null then []
       else [
+        unknownKey(path + '.' + key, key, schema.keys)
+        for key in std.objectFields(value)
+        if schema.keys != null && !std.member(schema.keys, key)
+      ] + [
         '%s.%s: expected %s, got %s %s' % [path, key, schema.type, std.type(value[key]), shown(value[key])]
         for key in std.objectFields(value)
-        if value[key] != null && std.type(value[key]) != schema.type
+        if schema.type != null && value[key] != null && std.type(value[key]) != schema.type
       ]
     )
     else if k == 'list' then (
