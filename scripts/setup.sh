@@ -3,7 +3,8 @@
 # Idempotent and quiet when everything is already there: each step checks before it acts.
 # Called by `make setup` (and so by `make test`); `make demo` calls it with --core, which
 # skips the extras only the tests use (scripts/setup.d: kube-apiserver, Grafana schemas,
-# Chromium). Safe to run twice.
+# Chromium, jb and grafonnet for rendering the dashboards; the demo reads the committed
+# dashboards/out/). Safe to run twice.
 set -euo pipefail
 CORE_ONLY=false
 [[ ${1:-} == --core ]] && CORE_ONLY=true
