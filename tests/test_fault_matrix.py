@@ -504,21 +504,12 @@ def test_sigkill_between_state_save_and_push(matrix: Matrix, moment: str) -> Non
         healthy_round(m, 2)
         armed.set()
         m.write_config()
-        process = subprocess.Popen(m.command(), stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)  # fmt: skip
         try:
-            assert holding.wait(60), "the faulty target's push never arrived"
-            process.send_signal(signal.SIGKILL)
-            process.wait(30)
+            returncode, _ = signal_during_faulty_push(m, holding, signal.SIGKILL)
         finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait(30)
             release.set()
             armed.clear()
-            assert process.stderr is not None
-            process.stderr.close()
-        assert process.returncode == -signal.SIGKILL
+        assert returncode == -signal.SIGKILL
         before = groups(m.gateway)
         stored = moment == "after-the-gateway-stores"
         assert value(before[FAULTY], "fioprobe_runs_total") == (3 if stored else 2)
@@ -533,6 +524,22 @@ def test_sigkill_between_state_save_and_push(matrix: Matrix, moment: str) -> Non
             assert_histogram_consistent(after[name])
             leftovers = sorted(p.name for p in m.directories[name].iterdir())
             assert leftovers == [".fioprobe-state"], (name, leftovers)
+
+
+def signal_during_faulty_push(m: Matrix, holding: threading.Event, signum: int) -> tuple[int, str]:
+    """Run the matrix, send `signum` once the faulty target's push is held by the front;
+    the exit status and stderr (the process is never left running)."""
+    process = subprocess.Popen(m.command(), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)  # fmt: skip
+    try:
+        assert holding.wait(60), "the faulty target's push never arrived"
+        process.send_signal(signum)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate(timeout=30)
+    return process.returncode, stderr.decode()
 
 
 class _Sink:
@@ -568,18 +575,8 @@ def test_signal_while_the_push_is_in_flight(matrix: Matrix, signum: int) -> None
         healthy_round(m, 2)
         armed.set()
         m.write_config()
-        process = subprocess.Popen(m.command(), stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)  # fmt: skip
-        try:
-            assert holding.wait(60), "the faulty target's push never arrived"
-            process.send_signal(signum)
-            _, stderr_bytes = process.communicate(timeout=60)
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait(30)
-        stderr = stderr_bytes.decode()
-        assert process.returncode == 128 + signum, stderr
+        returncode, stderr = signal_during_faulty_push(m, holding, signum)
+        assert returncode == 128 + signum, stderr
         assert "Traceback" not in stderr
         name = signal.Signals(signum).name
         assert f"interrupted by {name}; the run had finished; its outcome was pushed" in stderr
