@@ -715,3 +715,44 @@ def test_never_succeeded_probes_are_counted() -> None:
         r"fioprobe_last_success_timestamp_seconds\{",
         target["expr"],
     ), target["expr"]
+
+
+@pytest.mark.parametrize("balance", [0.5, 1.0])
+def test_preview_follows_the_soft_axis_maximum(balance: float) -> None:
+    """The preview (fioprobe.preview.draw) follows the soft axis maximum as Grafana does:
+    the axis reaches 100 % even while the balance is at half (a reader sees how far from
+    full it is), and a balance at 100 % is drawn below the plot's top edge, not on it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from fioprobe.preview.draw import draw_timeseries
+    from matplotlib import pyplot
+
+    (panel,) = [
+        p
+        for p in json.loads((OUT / "fioprobe-etcd-disks.json").read_text())["panels"]
+        if p.get("title") == "Modelled burst credit balance"
+    ]
+    drawn = {  # as fioprobe.preview.evaluate hands a panel to the drawing
+        **panel,
+        "fieldConfig": panel["fieldConfig"]["defaults"],
+        "targets": [
+            {
+                **panel["targets"][0],
+                "result": [
+                    {
+                        "metric": {"node": "n1", "storageclass": "gp2"},
+                        "values": [[1_800_000_000 + 60 * i, str(balance)] for i in range(10)],
+                    }
+                ],
+            }
+        ],
+    }
+    figure, ax = pyplot.subplots()
+    try:
+        draw_timeseries(ax, drawn)
+        (line,) = ax.get_lines()
+        full = max(line.get_ydata()) / balance  # 100 % in the axis' unit
+        assert ax.get_ylim()[1] > full * 1.01, (ax.get_ylim(), full)
+    finally:
+        pyplot.close(figure)

@@ -152,6 +152,12 @@ def draw_timeseries(ax: Axes, panel: dict[str, Any], narrow: bool = False) -> No
                 )
     if panel["fieldConfig"].get("min") == 0:
         ax.set_ylim(bottom=0)
+    soft_max = custom.get("axisSoftMax")
+    if isinstance(soft_max, int | float):
+        # Grafana's soft maximum: the axis reaches at least this far (more if the data does),
+        # so a line at exactly the maximum (a full credit balance) is drawn inside the frame.
+        top = max(float(soft_max), max(values)) * factor
+        ax.set_ylim(top=top + 0.05 * (top - ax.get_ylim()[0]))
     ax.set_ylabel(label, fontsize=8)
     ax.xaxis.set_major_locator(mdates.AutoDateLocator(maxticks=4 if narrow else 8))
     ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S", tz=dt.UTC))
