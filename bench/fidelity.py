@@ -51,13 +51,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from fioprobe.thresholds import ETCD_FSYNC_P99_SECONDS
 from support import services, throttle
 from support.slowfs import slow_fs
 
 REPO = Path(__file__).resolve().parents[1]
 
-#: etcd's documented requirement and the alert's default threshold (config.libsonnet).
-THRESHOLD_SECONDS = 0.01
 #: etcd p99 inside this band is "too close to call" for the acceptance rule.
 AMBIGUOUS_BAND = (0.008, 0.012)
 QUANTILE = 0.99
@@ -185,12 +184,12 @@ class Measurement:
     @property
     def etcd_above(self) -> bool | None:
         """etcd's verdict: p99 above 10 ms (None without data)."""
-        return None if self.etcd_p99 is None else self.etcd_p99 > THRESHOLD_SECONDS
+        return None if self.etcd_p99 is None else self.etcd_p99 > ETCD_FSYNC_P99_SECONDS
 
     @property
     def probe_above(self) -> bool | None:
         """The probe's verdict over the whole window."""
-        return None if self.probe_p99 is None else self.probe_p99 > THRESHOLD_SECONDS
+        return None if self.probe_p99 is None else self.probe_p99 > ETCD_FSYNC_P99_SECONDS
 
     @property
     def clear(self) -> bool:
@@ -217,7 +216,7 @@ class Measurement:
             return None
         needed = None
         for k, p99 in enumerate(self.probe_p99_after, start=1):
-            ok = p99 is not None and (p99 > THRESHOLD_SECONDS) == self.etcd_above
+            ok = p99 is not None and (p99 > ETCD_FSYNC_P99_SECONDS) == self.etcd_above
             if ok and needed is None:
                 needed = k
             elif not ok:
@@ -474,7 +473,7 @@ def _measure_window(
         etcd_solo_p99=(p99_between(url, ETCD_METRIC, "", t_solo, t0) if solo_seconds > 0 else None),
         etcd_share_over_8ms=share_above(etcd_buckets, 0.008),
         etcd_share_over_16ms=share_above(etcd_buckets, 0.016),
-        probe_share_over_10ms=share_above(probe_buckets, 0.01),
+        probe_share_over_10ms=share_above(probe_buckets, ETCD_FSYNC_P99_SECONDS),
         puts=len(puts),
         put_errors=len(load.errors),
         put_p99=puts[min(len(puts) - 1, int(QUANTILE * len(puts)))] if puts else None,

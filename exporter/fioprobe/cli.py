@@ -24,6 +24,7 @@ from typing import NoReturn
 
 from . import __version__
 from .errors import ExitCode, FioprobeError, Interrupted, UsageError
+from .thresholds import ETCD_FSYNC_P99_SECONDS, LATENCY_YELLOW_SECONDS
 
 
 def _read_input(source: str) -> tuple[str, str]:
@@ -519,8 +520,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_results_options(report, "OUTDIR", "output folder")
     report.add_argument("--baseline", metavar="GROUP", help="compare every group to this one")
-    report.add_argument("--warn-ms", type=float, default=5.0, help="yellow from (default 5)")
-    report.add_argument("--crit-ms", type=float, default=10.0, help="red from (default 10)")
+    warn_ms, crit_ms = LATENCY_YELLOW_SECONDS * 1e3, ETCD_FSYNC_P99_SECONDS * 1e3
+    report.add_argument(
+        "--warn-ms", type=float, default=warn_ms, help=f"yellow from (default {warn_ms:g})"
+    )
+    report.add_argument(
+        "--crit-ms", type=float, default=crit_ms, help=f"red from (default {crit_ms:g})"
+    )
     report.add_argument("--title", default="fio results", help="report title")
     report.add_argument("--quiet", action="store_true", help="no summary line on stderr")
     report.set_defaults(func=cmd_report)

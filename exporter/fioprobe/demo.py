@@ -34,7 +34,7 @@ from . import demo_services
 from .errors import FioprobeError, Interrupted
 from .probe import ProbeTarget, run_and_publish
 from .pushgateway import Transport
-from .statefile import StateDir, file_name
+from .thresholds import ETCD_FSYNC_P99_SECONDS
 
 PROFILE = "etcd-fsync"
 ALERT = "FioProbeEtcdFsyncLatencyHigh"
@@ -47,7 +47,8 @@ def node_of(disk: str) -> str:
     return f"demo-{disk}"
 
 
-#: fsync delay of the simulated slow disk: above etcd's 10 ms p99 requirement.
+#: fsync delay of the simulated slow disk: above etcd's 10 ms p99 requirement
+#: (`ETCD_FSYNC_P99_SECONDS`, the alert's threshold).
 SLOW_FSYNC_MS = 15.0
 #: A short etcd-fsync run (within the profile's budget): a round stays well inside a minute.
 RUN_SECONDS = 3
@@ -215,9 +216,10 @@ def _last_p99(stack: Stack) -> dict[str, float]:
     return {r["metric"].get("storageclass", ""): float(r["value"][1]) for r in result}  # type: ignore[index,arg-type]
 
 
-def summary(stack: Stack, threshold_seconds: float) -> str:
+def summary(stack: Stack) -> str:
     p99 = _last_p99(stack)
     states = alert_states(stack)
+    limit_ms = ETCD_FSYNC_P99_SECONDS * 1e3
     lines = [f"  {'disk':<11} {'last run fsync p99':>18}  {'verdict':<16} {ALERT}"]
     for target in stack.targets:
         value = p99.get(target.name)
@@ -225,24 +227,11 @@ def summary(stack: Stack, threshold_seconds: float) -> str:
             shown, verdict = "waiting", ""
         else:
             shown = f"{value * 1000:8.2f} ms"
-            verdict = "SLOW (>10 ms)" if value > threshold_seconds else "ok (<=10 ms)"
+            slow = value > ETCD_FSYNC_P99_SECONDS
+            verdict = f"SLOW (>{limit_ms:g} ms)" if slow else f"ok (<={limit_ms:g} ms)"
         state = states.get(target.name, "inactive")
         lines.append(f"  {target.name:<11} {shown:>18}  {verdict:<16} {state}")
     return "\n".join(lines)
-
-
-def _threshold() -> float:
-    """The etcd warning threshold of the mixin (its one home: config.libsonnet)."""
-    result = subprocess.run(
-        ["jsonnet", "-J", str(REPO), "-e",
-         "(import 'mixin.libsonnet')._config.etcdFsyncP99WarningSeconds"],
-        capture_output=True, text=True, timeout=60, check=False, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
-    if result.returncode != 0:
-        raise demo_services.ServiceError(
-            f"reading the mixin's configuration failed: {result.stderr}"
-        )
-    return float(result.stdout)
 
 
 # --- previews and Grafana ------------------------------------------------------------------
@@ -334,7 +323,6 @@ def _run(
     targets, no_fuse = _targets(root, cleanup)
     stack.targets = targets
     rules = render_rules(root / "rules.json", interval, targets)
-    threshold = _threshold()
     gateway = start(demo_services.pushgateway(root / "pushgateway"))
     alertmanager = start(demo_services.alertmanager(root / "alertmanager"))
     prometheus = start(demo_services.prometheus(
@@ -366,18 +354,15 @@ def _run(
         count += 1
         cycle_start = time.monotonic()
         for target in targets:
-            state = StateDir(root / "state" / target.name, create_parents=True).file(
-                file_name(target.probe.grouping_key)
-            )
-            try:
-                run_and_publish(target.probe, transport, state_file=state)
+            try:  # state in root/state/<disk>/: the probe's state_dir
+                run_and_publish(target.probe, transport)
             except Interrupted:
                 raise
             except FioprobeError as exc:
                 print(f"  {target.name}: {exc}", file=sys.stderr)
         time.sleep(2.5 * SCRAPE_SECONDS)  # scraped, and the rules evaluated on it
         print(f"--- round {count} ({time.strftime('%H:%M:%S')}, {time.time() - started:.0f}s)")
-        print(summary(stack, threshold), flush=True)
+        print(summary(stack), flush=True)
         if count % preview_every == 0:
             try:
                 written = draw_previews(stack, out, started)

@@ -17,6 +17,7 @@ from ..errors import UsageError
 from ..histogram import cumulative
 from ..metrics import EXPORTED_OPS
 from ..state import op_histogram
+from ..thresholds import ETCD_FSYNC_P99_SECONDS, LATENCY_YELLOW_SECONDS
 from . import analysis as an
 from . import charts
 from .discover import Unreadable
@@ -55,8 +56,8 @@ _METRIC_TITLES = {
 class ReportOptions:
     grouping: Grouping = field(default_factory=Grouping)
     baseline: str | None = None
-    warn_ms: float = 5.0
-    crit_ms: float = 10.0
+    warn_ms: float = LATENCY_YELLOW_SECONDS * 1e3
+    crit_ms: float = ETCD_FSYNC_P99_SECONDS * 1e3
     title: str = "fio results"
     step_ratio: float = 2.0
 
