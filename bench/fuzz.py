@@ -45,6 +45,7 @@ from fioprobe.config import Config, ConfigError, load_config
 from fioprobe.fioparse import FioOutputError, parse_text
 from fioprobe.model import Run
 from fioprobe.state import GroupTotals, merge_run
+from fioprobe.volumes import VOLUME_TYPES
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 from prometheus_client import generate_latest
@@ -357,7 +358,7 @@ yaml_leaves = st.one_of(
             *SPECIAL_VALUES[:12],
             "100Gi", "1e400Gi", "9" * 400, "9" * 400 + "Gi", "-1Gi", "0.5Ti", "١٠٠Gi",
             "http://x", "https://x", "ftp://x", "/probe", "relative", "../x", *PROFILES,
-            "etcd-fsync\n", "gp2", "gp3", "io1", "io2", "st1", "sc1", "ceph-rbd", "unknown",
+            "etcd-fsync\n", *VOLUME_TYPES,
             "3s", "500ms", "9" * 400, "1h", "4m", "1g", "-3", "0",
         ]
     ),
@@ -401,7 +402,7 @@ profile_entries = st.one_of(
 volumes = st.fixed_dictionaries(
     {},
     optional={
-        "type": _maybe(st.sampled_from(["gp2", "gp3", "io1", "io2", "st1", "sc1", "ceph-rbd"])),
+        "type": _maybe(st.sampled_from(VOLUME_TYPES)),
         "size": _maybe(st.sampled_from(["100Gi", "1Ti", "500Mi", 1000, "9" * 400])),
         "iops": _maybe(st.sampled_from([100, 3000, 64000, -5, 1e400])),
         "throughput": _maybe(st.sampled_from(["125Mi", "1Gi"])),

@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def test_metric_table_is_generated_from_the_metric_table() -> None:
     result = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "readme_metrics.py"), "--check"],
+        [sys.executable, str(REPO / "scripts" / "generated_docs.py"), "--check"],
         capture_output=True,
         text=True,
         check=False,

@@ -63,6 +63,13 @@ class FailureReason(enum.StrEnum):
     #: Another writer owns this group's counters; this run was not counted (see state.py).
     WRITER_CONFLICT = "writer_conflict"
 
+    @property
+    def pushed(self) -> bool:
+        """Whether a run that ends with this reason pushes it: every reason does but `busy`,
+        whose directory is held by another run that pushes its own outcome. The pushed ones
+        are what fioprobe_failure_reason_info{reason} can hold (and what the runbooks list)."""
+        return self is not FailureReason.BUSY
+
 
 #: errno values and the failure reason each one means for a probe.
 ERRNO_REASONS: dict[int, FailureReason] = {

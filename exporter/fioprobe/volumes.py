@@ -9,6 +9,7 @@ volume whose only IO is the probe's own, the credit balance is modelled run by r
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .collector import VolumeGauges
@@ -22,8 +23,6 @@ GP2_CREDIT_BUCKET = 5_400_000.0
 GP2_BURST_IOPS = 3000.0
 #: EBS counts each IO of up to 256 KiB as one credit; larger IOs as several.
 CREDIT_IO_BYTES = 256 * 1024
-
-VOLUME_TYPES = ("gp2", "gp3", "io1", "io2", "st1", "sc1", "ceph-rbd", "unknown")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,49 +67,79 @@ def model(
     throughput_bytes_per_second: float | None = None,
 ) -> VolumeModel:
     """The model of one volume. `iops`/`throughput` are provisioned values (gp3, io1, io2)."""
-    size_gib = size_bytes / GIB if size_bytes else None
-    if volume_type == "gp2":
-        if size_gib is None:
-            raise ValueError("gp2 needs the volume size: its baseline is 3 IOPS per GiB")
-        baseline = min(max(3.0 * size_gib, 100.0), 16000.0)
-        burst = GP2_BURST_IOPS if size_gib < 1000 and baseline < GP2_BURST_IOPS else baseline
-        # Throughput: 128 MiB/s up to 170 GiB, 250 MiB/s from 334 GiB; in between 250 MiB/s
-        # only while burst credits last.
-        base_tp = 250 * MIB if size_gib >= 334 else 128 * MIB
-        burst_tp = 250 * MIB if size_gib > 170 else 128 * MIB
-        return VolumeModel("gp2", size_bytes, baseline, burst, base_tp, burst_tp)
-    if volume_type == "gp3":
-        baseline = iops or 3000.0
-        tp = throughput_bytes_per_second or 125 * MIB
-        return VolumeModel("gp3", size_bytes, baseline, baseline, tp, tp)
-    if volume_type in ("io1", "io2"):
-        if not iops:
-            raise ValueError(f"{volume_type} needs its provisioned iops")
-        # Throughput scales with IOPS (256 KiB per IO) up to 1,000 MiB/s.
-        tp = throughput_bytes_per_second or min(iops * CREDIT_IO_BYTES, 1000 * MIB)
-        return VolumeModel(volume_type, size_bytes, iops, iops, tp, tp)
-    if volume_type in ("st1", "sc1"):
-        if size_bytes is None:
-            raise ValueError(f"{volume_type} needs the volume size: its throughput is per TiB")
-        per_tib_base, per_tib_burst, cap, max_iops = {
-            "st1": (40, 250, 500, 500.0),
-            "sc1": (12, 80, 250, 250.0),
-        }[volume_type]
-        tib = size_bytes / TIB
-        base_tp = min(per_tib_base * tib, cap) * MIB
-        burst_tp = min(per_tib_burst * tib, cap) * MIB
-        return VolumeModel(volume_type, size_bytes, max_iops, max_iops, base_tp, burst_tp)
-    if volume_type in ("ceph-rbd", "unknown"):
-        # No bursting: latency follows cluster load. A configured QoS limit is the baseline.
-        return VolumeModel(
-            volume_type,
-            size_bytes,
-            iops,
-            iops,
-            throughput_bytes_per_second,
-            throughput_bytes_per_second,
-        )
-    raise ValueError(f"unknown volume type {volume_type!r} (one of {', '.join(VOLUME_TYPES)})")
+    build = MODELS.get(volume_type)
+    if build is None:
+        raise ValueError(f"unknown volume type {volume_type!r} (one of {', '.join(VOLUME_TYPES)})")
+    return build(volume_type, size_bytes, iops, throughput_bytes_per_second)
+
+
+def _gp2(kind: str, size_bytes: float | None, iops: float | None, tp: float | None) -> VolumeModel:
+    """3 IOPS per GiB (100..16,000), bursting to 3,000 below 1,000 GiB on credits."""
+    if not size_bytes:
+        raise ValueError("gp2 needs the volume size: its baseline is 3 IOPS per GiB")
+    size_gib = size_bytes / GIB
+    baseline = min(max(3.0 * size_gib, 100.0), 16000.0)
+    burst = GP2_BURST_IOPS if size_gib < 1000 and baseline < GP2_BURST_IOPS else baseline
+    # Throughput: 128 MiB/s up to 170 GiB, 250 MiB/s from 334 GiB; in between 250 MiB/s
+    # only while burst credits last.
+    base_tp = 250 * MIB if size_gib >= 334 else 128 * MIB
+    burst_tp = 250 * MIB if size_gib > 170 else 128 * MIB
+    return VolumeModel(kind, size_bytes, baseline, burst, base_tp, burst_tp)
+
+
+def _gp3(kind: str, size_bytes: float | None, iops: float | None, tp: float | None) -> VolumeModel:
+    """3,000 IOPS and 125 MiB/s included, more when provisioned; no bursting."""
+    baseline = iops or 3000.0
+    throughput = tp or 125 * MIB
+    return VolumeModel(kind, size_bytes, baseline, baseline, throughput, throughput)
+
+
+def _provisioned_iops(
+    kind: str, size_bytes: float | None, iops: float | None, tp: float | None
+) -> VolumeModel:
+    """io1/io2: the provisioned IOPS, no bursting; throughput 256 KiB per IO up to 1,000 MiB/s."""
+    if not iops:
+        raise ValueError(f"{kind} needs its provisioned iops")
+    throughput = tp or min(iops * CREDIT_IO_BYTES, 1000 * MIB)
+    return VolumeModel(kind, size_bytes, iops, iops, throughput, throughput)
+
+
+#: st1/sc1 throughput per TiB (baseline, burst, cap; MiB/s) and their IOPS ceiling.
+_HDD = {"st1": (40, 250, 500, 500.0), "sc1": (12, 80, 250, 250.0)}
+
+
+def _hdd(kind: str, size_bytes: float | None, iops: float | None, tp: float | None) -> VolumeModel:
+    """st1/sc1: a throughput bucket that scales with size, capped per type."""
+    if size_bytes is None:
+        raise ValueError(f"{kind} needs the volume size: its throughput is per TiB")
+    per_tib_base, per_tib_burst, cap, max_iops = _HDD[kind]
+    tib = size_bytes / TIB
+    base_tp = min(per_tib_base * tib, cap) * MIB
+    burst_tp = min(per_tib_burst * tib, cap) * MIB
+    return VolumeModel(kind, size_bytes, max_iops, max_iops, base_tp, burst_tp)
+
+
+def _no_burst(
+    kind: str, size_bytes: float | None, iops: float | None, tp: float | None
+) -> VolumeModel:
+    """No bursting, latency follows cluster load: a configured QoS limit is the baseline."""
+    return VolumeModel(kind, size_bytes, iops, iops, tp, tp)
+
+
+#: The volume types fioprobe models, each with the function that models it: the one table
+#: the configuration checks against and the docs' lists are generated from
+#: (scripts/generated_docs.py). Adding a type: see CONTRIBUTING.md.
+MODELS: dict[str, Callable[[str, float | None, float | None, float | None], VolumeModel]] = {
+    "gp2": _gp2,
+    "gp3": _gp3,
+    "io1": _provisioned_iops,
+    "io2": _provisioned_iops,
+    "st1": _hdd,
+    "sc1": _hdd,
+    "ceph-rbd": _no_burst,
+    "unknown": _no_burst,
+}
+VOLUME_TYPES: tuple[str, ...] = tuple(MODELS)
 
 
 def credit_units(ios: int, io_bytes: int) -> float:
