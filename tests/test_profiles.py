@@ -23,11 +23,12 @@ slow_dir_factory = fx.slow_dir_factory
 throttled_loop_factory = fx.throttled_loop_factory
 
 
-def test_the_six_profiles_exist() -> None:
-    assert sorted(
-        ["etcd-fsync", "randread-iops", "randwrite-iops", "seqread-bw", "seqwrite-bw",
-         "burst-ceiling"]
-    ) == PROFILES  # fmt: skip
+def test_the_designs_six_profiles_exist() -> None:
+    """The design's six; a new profile is one more file in jobs/, tested below like these."""
+    assert {
+        "etcd-fsync", "randread-iops", "randwrite-iops", "seqread-bw", "seqwrite-bw",
+        "burst-ceiling",
+    } <= set(PROFILES)  # fmt: skip
 
 
 @pytest.mark.parametrize("name", PROFILES)
