@@ -33,6 +33,15 @@ local deployed = probes.mixinConfig(probes.merged(import 'manifests/config.libso
     // stale probe is reported and absent ones cannot be.
     expectedProbes: deployed.expectedProbes,
 
+    // The per-node probes (the manifests' DaemonSet: perNode.localDisks and
+    // perNode.storageClasses) as {storageclass, profile}, without a node: which nodes run them
+    // is only known at run time. One static series each
+    // (probe:fioprobe_expected_per_node:info). Each is expected on every node that runs
+    // per-node probes, i.e. that pushes any of them (or that the node inventory below lists):
+    // such a node is Missing the ones it does not push, their groups can be Stale, and one of
+    // them that no node pushes at all is Missing once, without a node.
+    expectedPerNodeProbes: deployed.expectedPerNodeProbes,
+
     // --- Identity and selection -------------------------------------------------------------
 
     // Label that names the cluster. It comes from Prometheus' external labels (one
@@ -159,6 +168,25 @@ local deployed = probes.mixinConfig(probes.merged(import 'manifests/config.libso
     // not running or cannot reach the Pushgateway. Stale if its series are still there,
     // Missing if an expected probe has none. Data older than this is never alerted on.
     staleAfterRuns: 3,
+
+    // Where kube-state-metrics runs (kube-prometheus always has it): take the nodes that
+    // should run the per-node probes from it. A node it lists that pushed none of them is then
+    // Missing them too (a new node whose pod never started), and the groups a node left behind
+    // when it was removed from the cluster stop being Stale (delete them with `fioprobe gc
+    // --node`). Off by default: a node list that does not match where the DaemonSet runs would
+    // raise Missing for every node it leaves out (see perNodeInventorySelector).
+    perNodeInventory: false,
+    // The nodes that should run the per-node probes (with perNodeInventory): a PromQL
+    // expression with one series per node, its name in `node`. Default: every node
+    // kube-state-metrics lists, minus those with a NoSchedule or NoExecute taint, which a
+    // DaemonSet without perNode.tolerations does not run on (control-plane nodes, dedicated
+    // pools); a DaemonSet tolerates the node.kubernetes.io/* taints (not-ready, unreachable,
+    // pressure) by itself, so such nodes stay listed. Set it to match perNode.nodeSelector
+    // and perNode.tolerations (docs/MIXIN.md, "Per-node probes"). When it returns nothing
+    // (kube-state-metrics down), the nodes are the ones that push, as without it.
+    perNodeInventorySelector:
+      'kube_node_info unless on (%s, node) kube_node_spec_taint{effect=~"NoSchedule|NoExecute", key!~"node[.]kubernetes[.]io/.+"}'
+      % self.clusterLabel,
 
     // --- Runbooks ---------------------------------------------------------------------------
 

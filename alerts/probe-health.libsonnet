@@ -14,6 +14,17 @@
 // instead of Failing forever. When expected probes are configured, only they can be Stale:
 // a probe removed from the configuration whose group was left behind stays silent (delete it
 // with `fioprobe gc`).
+//
+// Per-node probes (config.libsonnet's expectedPerNodeProbes) run on nodes known only at run
+// time, so they are expected per (storageclass, profile) on every node that runs per-node
+// probes (node:fioprobe_per_node:info: the nodes that push any of them, or the node
+// inventory's). The same three causes, each group in exactly one:
+//   Stale    one of its groups is there but old (the node's pod stopped pushing);
+//   Missing  (label scope="per-node") on a node: a node that runs per-node probes has no
+//            group of one of them while other nodes push it (that target does not run there,
+//            or the node never pushed); without a node: no node pushes it at all (the
+//            DaemonSet runs nowhere, or none of its pods runs that target), one alert instead
+//            of one per node.
 local u = import '../lib/util.libsonnet';
 
 {
@@ -21,9 +32,84 @@ local u = import '../lib/util.libsonnet';
     local c = $._config,
     local w = c.windows,
     local by = u.probeBy(c),
-    local expected = std.length(c.expectedProbes) > 0,
-    local expectedRecord = 'probe:fioprobe_expected:info',
+    local static = std.length(c.expectedProbes) > 0,
+    local perNode = std.length(c.expectedPerNodeProbes) > 0,
+    local expected = static || perNode,
     local identity = 'storageclass, profile, node',
+    local perNodeIdentity = '%s, storageclass, profile, node' % c.clusterLabel,
+    local stale = |||
+      time() - %(pushTime)s > %(staleAfter)s
+    ||| % { pushTime: u.pushTimeRecord, staleAfter: u.num(w.staleAfterSeconds) },
+    // A per-node group that no longer pushes. With the node inventory, only on the nodes that
+    // should run the probes: the groups a removed node left behind are not a probe to repair.
+    local perNodeStale = |||
+      time() - %(pushTime)s{node!=""} > %(staleAfter)s
+      and on (storageclass, profile)
+      %(expected)s
+    ||| % {
+      pushTime: u.pushTimeRecord,
+      staleAfter: u.num(w.staleAfterSeconds),
+      expected: u.expectedPerNodeRecord,
+    } + (if c.perNodeInventory then 'and on (%s)\n%s\n' % [u.nodeBy(c), u.perNodeNodesRecord] else ''),
+    local paren(text) = '(\n  %s\n)\n' % std.strReplace(std.rstripChars(text, '\n'), '\n', '\n  '),
+    // Per-node probes: on a node that runs per-node probes, every expected per-node probe (a
+    // cross product: one term per probe, each joining the nodes with that probe's one static
+    // series) less the groups that exist, only where some node of the cluster pushes the
+    // probe; or, where no node pushes it, the probe once, without a node, instead of once per
+    // node. Every alert of this rule carries scope="per-node": without a node, its labels would
+    // otherwise equal the first FioProbeMissing's for a StorageClass probed both by a CronJob
+    // and per node with one profile.
+    local perNodeMissing = {
+      alert: 'FioProbeMissing',
+      expr: |||
+        (
+          (
+            %(onNodes)s
+          )
+          unless on (%(identity)s)
+          push_time_seconds{%(matchers)s}
+          and on (%(cluster)s, storageclass, profile)
+          push_time_seconds{%(perNodeMatchers)s}
+        )
+        or
+        (
+          %(expected)s
+          unless on (storageclass, profile)
+          push_time_seconds{%(perNodeMatchers)s}
+        )
+      ||| % {
+        onNodes: std.join('\n    or\n    ', [
+          '%s * on () group_left (storageclass, profile) %s{storageclass="%s", profile="%s"}'
+          % [u.perNodeNodesRecord, u.expectedPerNodeRecord, p.storageclass, p.profile]
+          for p in c.expectedPerNodeProbes
+        ]),
+        identity: perNodeIdentity,
+        cluster: c.clusterLabel,
+        expected: u.expectedPerNodeRecord,
+        matchers: u.matchers(c),
+        perNodeMatchers: u.matchers(c, ['node!=""']),
+      },
+      'for': w.staleAfter,
+      labels: { severity: 'warning', scope: 'per-node' },
+      annotations: {
+        summary: 'A per-node fioprobe probe has no data from a node that runs per-node probes, or from any node.',
+        description: (
+          'fioprobe %(probe)s, a per-node probe, has had no series in Prometheus for %(runs)d '
+          + 'probe intervals (%(for)s)'
+          + '{{ if $labels.node }}, while the node runs per-node probes (it pushes others%(inventory)s) '
+          + 'and other nodes push this one: the per-node pod of that node does not run (not '
+          + 'scheduled, crashing, its volumes not mounted) or does not run this target.'
+          + '{{ else }} from any node: the per-node DaemonSet runs nowhere (deleted, no pod '
+          + 'scheduled or running) or none of its pods runs this target, or the Pushgateway lost '
+          + 'every group while the probes were not running.{{ end }}'
+        ) % {
+          probe: u.probeText(c),
+          runs: c.staleAfterRuns,
+          'for': w.staleAfter,
+          inventory: if c.perNodeInventory then ', or the node inventory lists it' else '',
+        },
+      },
+    },
     // Go template appending the last failure's reason, looked up at notification time
     // (fioprobe_failure_reason_info exists only while the last run failed).
     local reasonText = u.probeLookup(
@@ -51,10 +137,12 @@ local u = import '../lib/util.libsonnet';
           },
           {
             alert: 'FioProbeStale',
-            expr: |||
-                    time() - %(pushTime)s > %(staleAfter)s
-                  ||| % { pushTime: u.pushTimeRecord, staleAfter: u.num(w.staleAfterSeconds) }
-                  + (if expected then 'and on (%s)\n%s\n' % [identity, expectedRecord] else ''),
+            expr:
+              local terms = (if static then [stale + 'and on (%s)\n%s\n' % [identity, u.expectedRecord]] else [])
+                            + (if perNode then [perNodeStale] else []);
+              if !expected then stale
+              else if std.length(terms) == 1 then terms[0]
+              else std.join('or\n', [paren(t) for t in terms]),
             labels: { severity: 'warning' },
             annotations: {
               summary: 'A fioprobe probe stopped pushing results, so its disk is not being measured.',
@@ -65,14 +153,14 @@ local u = import '../lib/util.libsonnet';
               ) % { probe: u.probeText(c), runs: c.staleAfterRuns },
             },
           },
-        ] + (if !expected then [] else [
+        ] + (if !static then [] else [
                {
                  alert: 'FioProbeMissing',
                  expr: |||
                    %(expected)s
                    unless on (%(identity)s)
                    push_time_seconds{%(matchers)s}
-                 ||| % { expected: expectedRecord, identity: identity, matchers: u.matchers(c) },
+                 ||| % { expected: u.expectedRecord, identity: identity, matchers: u.matchers(c) },
                  'for': w.staleAfter,
                  labels: { severity: 'warning' },
                  annotations: {
@@ -85,7 +173,7 @@ local u = import '../lib/util.libsonnet';
                    ) % { probe: u.probeText(c), runs: c.staleAfterRuns, 'for': w.staleAfter },
                  },
                },
-             ]),
+             ]) + (if perNode then [perNodeMissing] else []),
       },
     ],
   },

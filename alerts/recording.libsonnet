@@ -15,6 +15,10 @@
 //   probe:fioprobe_last_sync_latency_seconds:p99_threshold   the StorageClass alert's
 //       threshold for the probe's volume type
 //   probe:fioprobe_expected:info                       one static series per expected probe
+//   probe:fioprobe_expected_per_node:info              one static series per per-node probe
+//       (storageclass, profile), expected on every node of ...
+//   node:fioprobe_per_node:info                        ... one series per node that runs (or,
+//       by the node inventory, should run) the per-node probes
 local u = import '../lib/util.libsonnet';
 
 {
@@ -54,6 +58,40 @@ local u = import '../lib/util.libsonnet';
       },
     },
     local etcdMatchers = u.matchers(c, [c.etcdDiskSelector, 'profile="%s"' % c.etcdProfile]),
+
+    // The nodes that run per-node probes: those that pushed any of them (a node's groups,
+    // fresh or not, stay until `fioprobe gc` deletes them). With the node inventory, the
+    // nodes it lists instead, so that a node that never pushed is known and a removed one is
+    // not; where it lists nothing (kube-state-metrics down or absent in that cluster), the
+    // pushing nodes again, so that no per-node alert goes blind with it.
+    local perNodePushing = |||
+      group by (%(nodeBy)s) (
+        push_time_seconds{%(matchers)s}
+        and on (storageclass, profile)
+        %(expected)s
+      )
+    ||| % { nodeBy: u.nodeBy(c), matchers: u.matchers(c, ['node!=""']), expected: u.expectedPerNodeRecord },
+    local perNodeNodes = {
+      record: u.perNodeNodesRecord,
+      expr: if !c.perNodeInventory then perNodePushing else |||
+        group by (%(nodeBy)s) (
+          %(inventory)s
+        )
+        or
+        (
+          %(pushing)s
+          unless on (%(cluster)s)
+          group by (%(cluster)s) (
+            %(inventory)s
+          )
+        )
+      ||| % {
+        nodeBy: u.nodeBy(c),
+        cluster: c.clusterLabel,
+        inventory: c.perNodeInventorySelector,
+        pushing: std.strReplace(std.rstripChars(perNodePushing, '\n'), '\n', '\n  '),
+      },
+    },
 
     groups+: [
       {
@@ -123,17 +161,25 @@ local u = import '../lib/util.libsonnet';
       {
         // Static: which probes the configuration deploys. FioProbeMissing and FioProbeStale
         // compare with them; they carry no cluster label (each cluster's Prometheus
-        // evaluates its own rules; its external label is added on the way out).
+        // evaluates its own rules; its external label is added on the way out). Then the
+        // nodes the per-node probes are expected on, after the static series they join.
         name: 'fioprobe.expected',
         rules: [
           {
-            record: 'probe:fioprobe_expected:info',
+            record: u.expectedRecord,
             expr: 'vector(1)',
             labels: { storageclass: p.storageclass, profile: p.profile }
                     + (if std.objectHas(p, 'node') then { node: p.node } else {}),
           }
           for p in c.expectedProbes
-        ],
+        ] + [
+          {
+            record: u.expectedPerNodeRecord,
+            expr: 'vector(1)',
+            labels: { storageclass: p.storageclass, profile: p.profile },
+          }
+          for p in c.expectedPerNodeProbes
+        ] + (if std.length(c.expectedPerNodeProbes) == 0 then [] else [perNodeNodes]),
       },
     ],
   },

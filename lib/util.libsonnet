@@ -79,6 +79,18 @@
   // Name of the per-probe recording rule holding the last run's fio p99 of `op`.
   lastRunRecord(op):: 'probe:fioprobe_last_%s_latency_seconds:p99' % op,
 
+  // Static series of the probes the configuration deploys (alerts/recording.libsonnet's
+  // group fioprobe.expected), which FioProbeStale and FioProbeMissing compare with: one per
+  // probe {storageclass, profile, node (node-local only)}, and one per per-node probe
+  // {storageclass, profile}, expected on every node of perNodeNodesRecord.
+  expectedRecord:: 'probe:fioprobe_expected:info',
+  expectedPerNodeRecord:: 'probe:fioprobe_expected_per_node:info',
+  // One series per node (and cluster) that runs, or should run, the per-node probes.
+  perNodeNodesRecord:: 'node:fioprobe_per_node:info',
+
+  // The labels that identify one node across clusters.
+  nodeBy(c):: std.join(', ', [c.clusterLabel, 'node']),
+
   // The recorded time of the probe's last push (any outcome), from the Pushgateway's own
   // push_time_seconds of the probe's group(s).
   pushTimeRecord:: 'probe:push_time_seconds:max',

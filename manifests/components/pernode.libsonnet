@@ -18,6 +18,7 @@ function(config, probes)
   local nodeDir = '/node';
   local probeRoot = c.probeMountPath;
   local volumeName(sc) = common.dnsName('sc-' + sc.name, 63);
+  local names = [t.name for t in p.localDisks + p.storageClasses];
   local fioprobeConfig = {
     owner: p.name,
     pushgateway: probes.pushgatewayConfig,
@@ -90,6 +91,10 @@ function(config, probes)
     // Every target has profiles (lib/defaults.libsonnet checks that); an enabled DaemonSet
     // with no target at all would run pods that probe nothing.
     assert std.length(p.localDisks) + std.length(p.storageClasses) > 0 : 'fioprobe manifests config: perNode.enabled needs perNode.localDisks or perNode.storageClasses',
+    // A target's name is the storageclass label of its groups: two targets of one name, or
+    // one named like the etcd disks, would push the same grouping key from two writers, and
+    // the mixin could not tell the per-node probes from the etcd ones.
+    assert std.length(std.set(names)) == std.length(names) && !(std.length(c.etcd.nodes) > 0 && std.member(names, c.etcd.name)) : 'fioprobe manifests config: perNode.localDisks and perNode.storageClasses need names of their own, different from each other and from etcd.name, got %s' % std.join(', ', names),
     // hostPath volumes are outside every Pod Security level but "privileged" (as the etcd
     // probes' namespace); warn/audit stay "restricted".
     namespace: {

@@ -28,5 +28,12 @@ local params = import 'params.libsonnet';
       for node in c.etcd.nodes
       for p in c.etcd.profiles
     ],
+    // The per-node DaemonSet's probes, without a node: which nodes run it is only known at
+    // run time (the mixin expects each of them on every node that runs per-node probes).
+    expectedPerNodeProbes: if !c.perNode.enabled then [] else [
+      { storageclass: t.name, profile: profileName(p) }
+      for t in c.perNode.localDisks + c.perNode.storageClasses
+      for p in t.profiles
+    ],
   },
 }
