@@ -29,7 +29,7 @@ from conftest import CORPUS, REPO, corpus_files, fioprobe
 from fioprobe.histogram import cumulative
 from fioprobe.metrics import LATENCY_BUCKETS_SECONDS
 from fioprobe.report import analysis, discover
-from fioprobe.report.build import fmt_ms
+from fioprobe.report.format import fmt_ms
 from fioprobe.report.load import Grouping, load
 from test_corpus import EXPECTED_ERRORS, raw_document
 

@@ -2,9 +2,11 @@
 
 Pipeline: `discover` (files, nested folders, tar archives read in place) -> `load` (the
 exporter's own reader, `fioprobe.fioparse`, plus grouping) -> `analysis` (fio's numbers into
-tables, baseline ratios, sweeps, steps; the contract's buckets via `fioprobe.state`) ->
-`document` (one model, rendered as Markdown and as self-contained HTML) with `charts` (PNG).
-`build` writes report.md, report.html, report.json and charts/*.png into one folder.
+grids, baseline ratios, sweeps, steps; the contract's buckets via `fioprobe.state`) ->
+`content` (every table of the report, computed once) -> `sections` + `tables` (the document:
+one model, rendered as Markdown and self-contained HTML by `document`, with `charts` as PNG)
+and `report_json` (the same numbers for machines). `build` writes report.md, report.html,
+report.json and charts/*.png into one folder.
 
 Importing this package does not import matplotlib (`fioprobe backfill` shares `load`
 without it); `fioprobe.report.build` does.
