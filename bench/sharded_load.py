@@ -6,7 +6,7 @@ measures N real Pushgateway replicas (each group on the replica fioprobe.shards 
 scraped by one real Prometheus, against one Pushgateway holding all of them.
 
 What a round is: every node starts its probes at its own offset inside the interval
-(`fioprobe.runner.spread_offset`, what the per-node DaemonSet uses) and pushes its 6 groups
+(`fioprobe.schedule.spread_offset`, what the per-node DaemonSet uses) and pushes its 6 groups
 one after the other through `fioprobe.publish` (merge, state file, PUT), exactly as `fioprobe
 run` does. The real probe spends fio's runtime between two pushes; here they follow at once,
 which is harder on the Pushgateway. After every round the benchmark checks, in every
@@ -45,7 +45,7 @@ from fioprobe.collector import ProbeOutcome
 from fioprobe.fioparse import parse_file
 from fioprobe.publish import publish
 from fioprobe.pushgateway import JOB, PushError, Transport
-from fioprobe.runner import spread_offset
+from fioprobe.schedule import spread_offset
 from fioprobe.shards import Shards
 from fioprobe.state import GroupState, GroupTotals
 from fioprobe.statefile import StateDir, StateFile, file_name

@@ -22,7 +22,7 @@ from fioprobe.config import Config, load_config
 from fioprobe.fioparse import parse_file
 from fioprobe.publish import publish
 from fioprobe.pushgateway import JOB, Transport
-from fioprobe.runner import spread_offset
+from fioprobe.schedule import spread_offset
 from fioprobe.shards import Shards
 from fioprobe.statefile import StateDir, StateFile, file_name
 from support import services

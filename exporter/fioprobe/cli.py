@@ -126,7 +126,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     config = load_config(Path(args.config), _jobs_dir(args))
     if args.every is not None:
-        from .runner import run_every
+        from .schedule import run_every
 
         return run_every(config, args.every, only_node=args.node, jobs_dir=_jobs_dir(args),
                          quiet=args.quiet, cycles=args.cycles)  # fmt: skip
