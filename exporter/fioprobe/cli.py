@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import NoReturn
 
-from . import __version__
+from . import __version__, push_defaults
 from .errors import ExitCode, FioprobeError, Interrupted, UsageError
 from .thresholds import ETCD_FSYNC_P99_SECONDS, LATENCY_YELLOW_SECONDS
 
@@ -300,17 +300,18 @@ def _add_gateway_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--timeout",
         type=float,
-        default=10.0,
+        default=push_defaults.TIMEOUT_SECONDS,
         metavar="S",
-        help="deadline of each whole request: connect, send, answer (default 10)",
+        help="deadline of each whole request: connect, send, answer "
+        f"(default {push_defaults.TIMEOUT_SECONDS:g})",
     )
     group.add_argument(
         "--attempts",
         type=int,
-        default=3,
+        default=push_defaults.ATTEMPTS,
         metavar="N",
-        help="tries per request, with exponential backoff from 0.5 s, on network errors and "
-        "HTTP 5xx only (default 3)",
+        help=f"tries per request, with exponential backoff from {push_defaults.BACKOFF_SECONDS:g}"
+        f" s, on network errors and HTTP 5xx only (default {push_defaults.ATTEMPTS})",
     )
     group.add_argument(
         "--writer-lease",

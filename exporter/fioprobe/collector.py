@@ -20,17 +20,15 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from . import __version__
 from .errors import FailureReason
-from .histogram import cumulative
+from .histogram import LE_LABELS, cumulative
 from .metrics import (
     EXPORTED_OPS,
-    LATENCY_BUCKETS_SECONDS,
     METRICS_BY_NAME,
     SUMMARY_QUANTILES,
 )
 from .model import Job, OpStats, Run
 from .state import GroupTotals, histogram_source
 
-_LE = [f"{le:g}" for le in LATENCY_BUCKETS_SECONDS] + ["+Inf"]
 #: (quantile label, fio's percentile key) of each summary quantile: 0.999 -> ("0.999", 99.9).
 _QUANTILE_PERCENTS = [(f"{q:g}", round(q * 100, 6)) for q in SUMMARY_QUANTILES]
 
@@ -135,7 +133,7 @@ class ProbeCollector(Collector):
             if totals is None:
                 continue
             family = self._family(f"fioprobe_{op}_latency_seconds")
-            buckets = list(zip(_LE, map(float, cumulative(totals.counts)), strict=True))
+            buckets = list(zip(LE_LABELS, map(float, cumulative(totals.counts)), strict=True))
             family.add_metric(self._values(), buckets, totals.sum_seconds)
             yield family
 
@@ -150,7 +148,7 @@ class ProbeCollector(Collector):
         for job in run.jobs:
             for op in EXPORTED_OPS:
                 stats = job.ops.get(op)
-                if stats is None or not _active(stats):
+                if stats is None or not stats.did_io:
                     continue
                 self._summary(family(f"fioprobe_last_{op}_latency_seconds"), job, stats)
                 family(f"fioprobe_{op}_iops").add_metric(
@@ -243,11 +241,6 @@ class ProbeCollector(Collector):
                 family = self._family(name)
                 family.add_metric(self._values(), float(value))
                 yield family
-
-
-def _active(stats: OpStats) -> bool:
-    """Whether this direction did any IO: fio writes all-zero sections for idle ones."""
-    return stats.total_ios > 0 or stats.io_bytes > 0 or stats.sample_count > 0
 
 
 def operation_iops(job: Job, stats: OpStats) -> float:

@@ -39,6 +39,7 @@ from typing import Any
 
 import yaml
 
+from . import push_defaults
 from .errors import UsageError
 from .profiles import OVERRIDABLE, ProfileError, load_profile
 from .volumes import VOLUME_TYPES, model
@@ -69,8 +70,8 @@ class PushgatewayConfig:
     ca_file: str | None = None
     cert_file: str | None = None
     key_file: str | None = None
-    timeout_seconds: float = 10.0
-    attempts: int = 3
+    timeout_seconds: float = push_defaults.TIMEOUT_SECONDS
+    attempts: int = push_defaults.ATTEMPTS
     writer_lease_seconds: float = 3600.0
     #: The replicas of a sharded Pushgateway (`url` is then the first); empty: `url` alone.
     shards: tuple[str, ...] = ()
@@ -328,8 +329,8 @@ def _pushgateway(raw: object, file: str) -> PushgatewayConfig:
         ca_file=r.take("ca_file", str),
         cert_file=r.take("cert_file", str),
         key_file=r.take("key_file", str),
-        timeout_seconds=_default(_number(r, "timeout_seconds"), 10.0),
-        attempts=r.take("attempts", int, 3),
+        timeout_seconds=_default(_number(r, "timeout_seconds"), push_defaults.TIMEOUT_SECONDS),
+        attempts=r.take("attempts", int, push_defaults.ATTEMPTS),
         writer_lease_seconds=_default(_number(r, "writer_lease_seconds"), 3600.0),
     )
     r.done()

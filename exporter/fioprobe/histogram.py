@@ -22,6 +22,17 @@ from .model import Bins, LatencyStats
 _BOUNDS_NS: tuple[int, ...] = tuple(round(le * 1e9) for le in LATENCY_BUCKETS_SECONDS)
 #: Number of buckets including +Inf.
 BUCKET_COUNT = len(_BOUNDS_NS) + 1
+#: The bucket bounds of every latency histogram in seconds, +Inf included.
+BUCKET_BOUNDS_SECONDS: tuple[float, ...] = (*LATENCY_BUCKETS_SECONDS, math.inf)
+
+
+def le_label(bound: float) -> str:
+    """A bucket bound as its `le` label value: 0.0001 ... 8.192, +Inf."""
+    return "+Inf" if bound == math.inf else f"{bound:g}"
+
+
+#: The `le` label of every bucket, in order: what fioprobe pushes.
+LE_LABELS: tuple[str, ...] = tuple(map(le_label, BUCKET_BOUNDS_SECONDS))
 #: fio splits every power of two of latency into 64 bins (FIO_IO_U_PLAT_BITS = 6), in every
 #: version that writes percentiles; a bin is therefore at most 1/64 of its value wide.
 FIO_BINS_PER_OCTAVE = 64

@@ -86,6 +86,12 @@ class OpStats:
             return self.total_ios
         return round(self.iops * self.runtime_s)
 
+    @property
+    def did_io(self) -> bool:
+        """Whether this direction did any IO: fio writes all-zero sections for idle ones
+        (a read-only job's write section), which must not become zero-valued series."""
+        return self.total_ios > 0 or self.io_bytes > 0 or self.sample_count > 0
+
 
 @dataclass(slots=True)
 class Job:

@@ -39,9 +39,10 @@ from typing import TYPE_CHECKING, TypeVar
 from prometheus_client import CollectorRegistry, push_to_gateway, pushadd_to_gateway
 from prometheus_client.exposition import delete_from_gateway
 
+from . import push_defaults
 from .errors import ExitCode, FioprobeError, UsageError
-from .histogram import BUCKET_COUNT
-from .metrics import EXPORTED_OPS, LATENCY_BUCKETS_SECONDS
+from .histogram import BUCKET_BOUNDS_SECONDS, BUCKET_COUNT, le_label
+from .metrics import EXPORTED_OPS
 from .state import GroupTotals, HistogramTotals
 
 if TYPE_CHECKING:  # config imports yaml; a push must not pay for it
@@ -76,8 +77,6 @@ LAST_SUCCESS = "fioprobe_last_success_timestamp_seconds"
 WRITER_INFO = "fioprobe_writer_info"
 PUSH_IDS = ("fioprobe_push_id", "fioprobe_push_basis_id")
 PUSH_TIME = "push_time_seconds"
-#: The bucket bounds of every latency histogram, +Inf included, as numbers.
-_CONTRACT_BOUNDS: tuple[float, ...] = (*LATENCY_BUCKETS_SECONDS, math.inf)
 
 
 class PushError(FioprobeError):
@@ -131,9 +130,9 @@ class Transport:
     ca_file: str | None = None
     cert_file: str | None = None
     key_file: str | None = None
-    timeout_seconds: float = 10.0
-    attempts: int = 3
-    backoff_seconds: float = 0.5
+    timeout_seconds: float = push_defaults.TIMEOUT_SECONDS
+    attempts: int = push_defaults.ATTEMPTS
+    backoff_seconds: float = push_defaults.BACKOFF_SECONDS
 
     def __post_init__(self) -> None:
         _check_url(self.url)
@@ -979,8 +978,8 @@ def _histogram_problem(
         for key, raw in buckets.items()
     )
     found = [bound for bound, _ in bounds]
-    if len(found) != BUCKET_COUNT or set(found) != set(_CONTRACT_BOUNDS):
-        shown = ", ".join(map(_le, found[:8])) + (", ..." if len(found) > 8 else "")
+    if len(found) != BUCKET_COUNT or set(found) != set(BUCKET_BOUNDS_SECONDS):
+        shown = ", ".join(map(le_label, found[:8])) + (", ..." if len(found) > 8 else "")
         return (
             f"bucket bounds are not fioprobe's {BUCKET_COUNT} (found {len(found)}: "
             f"{shown or 'none'})"
@@ -990,9 +989,9 @@ def _histogram_problem(
     for bound, value in bounds:
         problem = _count_problem(value)
         if problem:
-            return f"bucket le={_le(bound)} count {value:g} {problem}"
+            return f"bucket le={le_label(bound)} count {value:g} {problem}"
         if value < previous:
-            return f"cumulative count falls from {previous} to {value:g} at le={_le(bound)}"
+            return f"cumulative count falls from {previous} to {value:g} at le={le_label(bound)}"
         previous = int(value)
         cumulative.append(previous)
     if "count" in metric:
@@ -1019,10 +1018,6 @@ def _number(text: object, what: str) -> float:
     if not isinstance(text, str) or len(text) > 64 or not _NUMBER.fullmatch(text):
         raise _Shape(f"{what} is not a number in a string: {_show(text)}")
     return float(text)
-
-
-def _le(bound: float) -> str:
-    return "+Inf" if bound == math.inf else f"{bound:g}"
 
 
 def _string_map(value: object) -> bool:

@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 # The exporter's own IOPS rule (fsyncs per second of writing for sync), so that the report
 # and fioprobe_<op>_iops agree.
 from ..collector import operation_iops as exporter_iops
-from ..histogram import cumulative
-from ..metrics import LATENCY_BUCKETS_SECONDS
+from ..histogram import BUCKET_BOUNDS_SECONDS, cumulative
 from ..model import OPERATIONS, OpStats
 from ..state import op_histogram
 from .load import SWEEP_OPTIONS, Entry
@@ -48,10 +47,8 @@ def has_latency(stats: OpStats | None) -> bool:
 
 
 def active(stats: OpStats | None) -> bool:
-    """Whether this direction did any IO (fio writes all-zero sections for idle ones)."""
-    if stats is None:
-        return False
-    return stats.total_ios > 0 or stats.io_bytes > 0 or stats.sample_count > 0
+    """Whether this direction exists and did any IO (`OpStats.did_io`)."""
+    return stats is not None and stats.did_io
 
 
 def latency_value(stats: OpStats | None, metric: str) -> Value | None:
@@ -108,7 +105,7 @@ def total_iops(entry: Entry) -> float:
 def bucket_quantile(q: float, cumulative_counts: Sequence[float]) -> float:
     """Prometheus's `histogram_quantile` over the contract buckets (promql bucketQuantile).
 
-    `cumulative_counts` has one entry per bucket of LATENCY_BUCKETS_SECONDS plus +Inf, as
+    `cumulative_counts` has one entry per bucket of BUCKET_BOUNDS_SECONDS (+Inf last), as
     exported. Same steps and float operations as Prometheus 2.x, so a backfilled series
     queried with histogram_quantile gives exactly this number.
     """
@@ -118,7 +115,7 @@ def bucket_quantile(q: float, cumulative_counts: Sequence[float]) -> float:
         return -math.inf
     if q > 1:
         return math.inf
-    bounds = [*LATENCY_BUCKETS_SECONDS, math.inf]
+    bounds = BUCKET_BOUNDS_SECONDS
     counts = [float(c) for c in cumulative_counts]
     # ensureMonotonic: Prometheus repairs non-monotonic buckets the same way.
     for i in range(1, len(counts)):

@@ -1,0 +1,15 @@
+"""How long and how often fioprobe tries each Pushgateway request, unless configured.
+
+One home for the values the HTTP client (`pushgateway.Transport`), the configuration file
+(`pushgateway:` in config.yaml) and the command line (`--timeout`, `--attempts`) default to;
+apart from the client so that parsing the command line does not import it.
+"""
+
+from __future__ import annotations
+
+#: Deadline of one whole request: connect, send, answer.
+TIMEOUT_SECONDS = 10.0
+#: Tries per request; only network errors and HTTP 5xx are tried again.
+ATTEMPTS = 3
+#: Wait before the second try, doubled before each further one.
+BACKOFF_SECONDS = 0.5
