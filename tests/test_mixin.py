@@ -17,10 +17,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import scenarios
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 RULES = ROOT / "alerts" / "out" / "rules.yaml"
+#: The rules of a deployment with per-node probes and the node inventory
+#: (alerts/rules-per-node.jsonnet): the per-node rules exist only there.
+RULES_PER_NODE = ROOT / "alerts" / "out" / "rules-per-node.yaml"
+RULE_FILES = [RULES, RULES_PER_NODE]
 UNIT_TESTS = sorted((ROOT / "alerts" / "tests").glob("*.yaml"))
 RUNBOOKS = ROOT / "docs" / "runbooks.md"
 
@@ -47,6 +52,11 @@ RECORD_NAMES = {
     "probe:fioprobe_runs_total:storageclass_fsync_slow",
     "probe:fioprobe_expected:info",
 }
+#: ... and with per-node probes.
+PER_NODE_RECORD_NAMES = RECORD_NAMES | {
+    "probe:fioprobe_expected_per_node:info",
+    "node:fioprobe_per_node:info",
+}
 
 #: A value for every _config key, each different from its default and from one another, so
 #: that a default left anywhere in the rendered rules is visible (test_overrides_...).
@@ -54,6 +64,7 @@ OVERRIDES: dict[str, Any] = {
     "probeIntervalSeconds": 420,
     "pushMarginFraction": 0.3,
     "expectedProbes": [{"storageclass": "nvme-local", "profile": "etcd-wal", "node": "cp-9"}],
+    "expectedPerNodeProbes": [{"storageclass": "nvme-pool", "profile": "etcd-wal"}],
     "clusterLabel": "k8s_cluster",
     "fioprobeSelector": 'fioprobe_env="prod"',
     "etcdDiskSelector": 'storageclass="etcd-nvme"',
@@ -82,6 +93,8 @@ OVERRIDES: dict[str, Any] = {
     "regressionSelector": 'profile!~"noisy-.*"',
     "failingRuns": 5,
     "staleAfterRuns": 8,
+    "perNodeInventory": True,
+    "perNodeInventorySelector": 'kube_node_labels{label_fioprobe_probe="yes"}',
     "runbookURLBase": "https://wiki.example.com/storage/fioprobe",
 }
 
@@ -105,7 +118,7 @@ def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return proc
 
 
-def render(config: dict[str, Any] | None = None) -> str:
+def render(config: dict[str, Any] | None = None, source: str = "alerts/rules.jsonnet") -> str:
     """Render the rules with _config overrides as a rule file in JSON (Prometheus and
     promtool read rule files with a YAML parser, which takes JSON as it is)."""
     return run(
@@ -114,7 +127,7 @@ def render(config: dict[str, Any] | None = None) -> str:
         ".",
         "--tla-code",
         f"config={json.dumps(config or {})}",
-        "alerts/rules.jsonnet",
+        source,
     ).stdout
 
 
@@ -154,17 +167,21 @@ def occurs(value: str, text: str) -> bool:
 # --- promtool -------------------------------------------------------------------------------
 
 
-def test_committed_rules_pass_promtool_check() -> None:
-    """The committed rule file is what Prometheus and the PrometheusRule manifest load."""
-    out = run(tool("promtool"), "check", "rules", str(RULES)).stdout
-    assert f"SUCCESS: {len(rules_of(RULES.read_text()))} rules found" in out
+@pytest.mark.parametrize("rules", RULE_FILES, ids=lambda p: p.stem)
+def test_committed_rules_pass_promtool_check(rules: Path) -> None:
+    """The committed rule file is what Prometheus and the PrometheusRule manifest load (with
+    per-node probes: no rule twice, although FioProbeMissing has two rules)."""
+    out = run(tool("promtool"), "check", "rules", str(rules)).stdout
+    assert f"SUCCESS: {len(rules_of(rules.read_text()))} rules found" in out
 
 
 def test_every_alert_group_has_a_unit_test_file() -> None:
-    """One promtool test file per alert group, so no group ships untested."""
+    """One promtool test file per alert group, so no group ships untested; the per-node
+    scenarios have their own (they need other rules)."""
     groups = [g["name"] for g in yaml.safe_load(RULES.read_text())["groups"]]
     alert_groups = {g.removeprefix("fioprobe-") for g in groups if not g.startswith("fioprobe.")}
-    assert {p.stem for p in UNIT_TESTS} == alert_groups
+    assert {p.stem for p in UNIT_TESTS} == alert_groups | set(scenarios.RULE_FILES)
+    assert set(scenarios.RULE_FILES) == {"probe-health-per-node"}
 
 
 @pytest.mark.parametrize("unit_test", UNIT_TESTS, ids=lambda p: p.stem)
@@ -203,6 +220,15 @@ MUTATIONS = [
     ("probe-health", {"failingRuns": 2}, "a probe failing for two runs fires"),
     ("probe-health", {"staleAfterRuns": 4}, "the stopped probe is not stale in time"),
     ("probe-health", {"expectedProbes": []}, "removed probes stale, nothing missing"),
+    ("probe-health-per-node", {"expectedPerNodeProbes": []}, "per-node groups never stale"),
+    ("probe-health-per-node", {"perNodeInventory": False}, "listed node without groups silent"),
+    (
+        "probe-health-per-node",
+        {"perNodeInventorySelector": "kube_node_info"},
+        "control-plane nodes, where the DaemonSet does not run, are missing every probe",
+    ),
+    ("probe-health-per-node", {"clusterLabel": "region"}, "clusters a and b merged"),
+    ("probe-health-per-node", {"staleAfterRuns": 4}, "the stopped node is not stale in time"),
 ]
 
 
@@ -215,12 +241,13 @@ def test_unit_tests_catch_broken_rules(
     tmp_path: Path, unit_test: str, mutation: dict[str, Any], why: str
 ) -> None:
     """The promtool tests are only worth something if a wrong rule makes them fail."""
+    committed, jsonnet = scenarios.rule_file(unit_test)
     rules = tmp_path / "rules.yaml"
-    rules.write_text(render(mutation))
+    rules.write_text(render(mutation, jsonnet))
     test_file = tmp_path / f"{unit_test}.yaml"
     source = (ROOT / "alerts" / "tests" / f"{unit_test}.yaml").read_text()
-    assert "\n- ../out/rules.yaml\n" in source
-    test_file.write_text(source.replace("\n- ../out/rules.yaml\n", "\n- rules.yaml\n"))
+    assert f"\n- {committed}\n" in source
+    test_file.write_text(source.replace(f"\n- {committed}\n", "\n- rules.yaml\n"))
     proc = run(tool("promtool"), "test", "rules", str(test_file), check=False)
     if mutation:
         assert proc.returncode != 0, f"{unit_test}.yaml did not notice: {why}"
@@ -250,11 +277,14 @@ def test_jsonnet_lint_script_fails_on_a_finding(tmp_path: Path) -> None:
 
 
 def test_committed_rules_are_what_the_generator_renders(tmp_path: Path) -> None:
-    """alerts/out/rules.yaml must be regenerated whenever the mixin changes."""
+    """alerts/out/*.yaml must be regenerated whenever the mixin changes."""
     run("bash", "scripts/generate.d/10-mixin.sh", str(tmp_path))
-    fresh = (tmp_path / "rules.yaml").read_text()
-    assert fresh == RULES.read_text(), "run scripts/generate.sh and commit alerts/out/"
-    assert [p.name for p in tmp_path.iterdir()] == ["rules.yaml"], "temporary file left behind"
+    for rules in RULE_FILES:
+        fresh = (tmp_path / rules.name).read_text()
+        assert fresh == rules.read_text(), "run scripts/generate.sh and commit alerts/out/"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(r.name for r in RULE_FILES), (
+        "temporary file left behind"
+    )
 
 
 def test_mixin_entry_point_fields() -> None:
@@ -277,15 +307,17 @@ def test_mixin_entry_point_fields() -> None:
 
 def test_rule_names_are_the_contract() -> None:
     """Dashboards and the end-to-end test use these exact names."""
-    rules = rules_of(RULES.read_text())
-    assert {r["record"] for r in rules if "record" in r} == RECORD_NAMES
-    assert {r["alert"] for r in rules if "alert" in r} == ALERT_NAMES
+    for path, records in ((RULES, RECORD_NAMES), (RULES_PER_NODE, PER_NODE_RECORD_NAMES)):
+        rules = rules_of(path.read_text())
+        assert {r["record"] for r in rules if "record" in r} == records, path.name
+        assert {r["alert"] for r in rules if "alert" in r} == ALERT_NAMES, path.name
 
 
-def test_alert_hygiene() -> None:
+@pytest.mark.parametrize("rules", RULE_FILES, ids=lambda p: p.stem)
+def test_alert_hygiene(rules: Path) -> None:
     """Mixin conventions (node-mixin, kubernetes-mixin) that on-call tooling relies on."""
     anchors = set(re.findall(r"^## (FioProbe\w+)$", RUNBOOKS.read_text(), flags=re.M))
-    for rule in alerts_of(RULES.read_text()):
+    for rule in alerts_of(rules.read_text()):
         name = rule["alert"]
         assert re.fullmatch(r"FioProbe(?:[A-Z][a-z0-9]*)+", name), name
         assert rule["labels"]["severity"] in {"critical", "warning", "info"}, name
@@ -303,21 +335,28 @@ def test_alert_hygiene() -> None:
     assert anchors == ALERT_NAMES, "runbooks for alerts that do not exist"
 
 
-def test_no_dependence_on_job_or_instance() -> None:
+@pytest.mark.parametrize("rules", RULE_FILES, ids=lambda p: p.stem)
+def test_no_dependence_on_job_or_instance(rules: Path) -> None:
     """OpenShift user-workload monitoring renames job/instance to exported_*."""
-    for rule in rules_of(RULES.read_text()):
+    for rule in rules_of(rules.read_text()):
         text = rule["expr"] + json.dumps(rule.get("annotations", {}))
         assert not re.search(r"(?<![\w.])(job|instance)(?!\w)", text), rule
 
 
-def test_every_aggregation_keeps_the_probe_identity() -> None:
+@pytest.mark.parametrize("rules", RULE_FILES, ids=lambda p: p.stem)
+def test_every_aggregation_keeps_the_probe_identity(rules: Path) -> None:
     """Every `by (...)` keeps cluster, storageclass and node, so that neither clusters nor
-    control-plane nodes with the same StorageClass name are ever merged."""
+    control-plane nodes with the same StorageClass name are ever merged. The per-node
+    probes' node set is one series per cluster and node, and whether a cluster's node
+    inventory lists any node is one per cluster."""
     seen = 0
-    for rule in rules_of(RULES.read_text()):
+    for rule in rules_of(rules.read_text()):
         for labels in re.findall(r"\bby \(([^)]*)\)", rule["expr"]):
             names = {label.strip() for label in labels.split(",")}
-            assert {"cluster", "storageclass", "node"} <= names, (rule, labels)
+            if rule.get("record") == "node:fioprobe_per_node:info":
+                assert names in ({"cluster", "node"}, {"cluster"}), (rule, labels)
+            else:
+                assert {"cluster", "storageclass", "node"} <= names, (rule, labels)
             seen += 1
     assert seen >= 9 + 5, "the aggregation pattern above matched too little to mean anything"
 
@@ -338,7 +377,11 @@ def test_overrides_leave_no_default_literal(tmp_path: Path) -> None:
     (tmp_path / "rules.yaml").write_text(text)
     run(tool("promtool"), "check", "rules", str(tmp_path / "rules.yaml"))
     rules = rules_of(text)
-    exprs = "\n".join(r["expr"] for r in rules)
+    # A per-node probe's groups are the ones with a node: `node!=""` there is what a per-node
+    # group is, not etcdDiskSelector's default (which the etcd rules must not keep).
+    exprs = "\n".join(
+        r["expr"].replace('node!=""', "") if "per_node" in r["expr"] else r["expr"] for r in rules
+    )
     checked = "\n".join(
         [exprs]
         + [r.get("for", "") for r in rules]
@@ -367,6 +410,8 @@ DERIVED_KEYS = {
     "probeIntervalSeconds",
     "pushMarginFraction",
     "expectedProbes",
+    "expectedPerNodeProbes",
+    "perNodeInventory",
     "latencyWindowRuns",
     "etcdFsyncSlowRuns",
     "etcdFsyncOfRuns",
@@ -381,10 +426,16 @@ DERIVED_KEYS = {
 }
 
 
+#: What a derived key needs besides itself to take effect: the node inventory is about
+#: per-node probes, which the shipped configuration does not deploy.
+DERIVED_BASE = {"perNodeInventory": {"expectedPerNodeProbes": OVERRIDES["expectedPerNodeProbes"]}}
+
+
 @pytest.mark.parametrize("key", sorted(DERIVED_KEYS))
 def test_derived_keys_change_the_rules(key: str) -> None:
     """A key used only through a computed window still takes effect."""
-    assert render({key: OVERRIDES[key]}) != render({})
+    base = DERIVED_BASE.get(key, {})
+    assert render({**base, key: OVERRIDES[key]}) != render(base)
 
 
 @pytest.mark.parametrize(
@@ -419,6 +470,26 @@ def test_default_schedule_and_expected_probes_come_from_the_manifests() -> None:
     assert config["probeIntervalSeconds"] == manifests["every"] * 60
     assert config["expectedProbes"] == manifests["mixin"]["expectedProbes"]
     assert len(config["expectedProbes"]) >= 3
+    # The shipped configuration has no per-node DaemonSet, and so no per-node rules.
+    assert config["expectedPerNodeProbes"] == manifests["mixin"]["expectedPerNodeProbes"] == []
+    assert "per_node" not in RULES.read_text()
+
+
+def test_per_node_rules_expect_the_manifests_per_node_probes() -> None:
+    """alerts/rules-per-node.jsonnet's rules come from the manifests' per-node configuration:
+    one static series per local disk or StorageClass and profile, none with a node, and the
+    node inventory in the node set only because that file switches it on."""
+    rules = rules_of(RULES_PER_NODE.read_text())
+    records = [r for r in rules if r.get("record") == "probe:fioprobe_expected_per_node:info"]
+    assert [(r["labels"]["storageclass"], r["labels"]["profile"]) for r in records] == (
+        scenarios.PER_NODE
+    )
+    assert all(r["expr"] == "vector(1)" for r in records)
+    (nodes,) = [r for r in rules if r.get("record") == "node:fioprobe_per_node:info"]
+    assert "kube_node_info" in nodes["expr"]
+    off = rules_of(render({"perNodeInventory": False}, "alerts/rules-per-node.jsonnet"))
+    (nodes,) = [r for r in off if r.get("record") == "node:fioprobe_per_node:info"]
+    assert "kube_node" not in json.dumps(off)
 
 
 def test_empty_selector_renders_valid_promql(tmp_path: Path) -> None:

@@ -22,11 +22,10 @@ ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.timeout(900)
 
 
-def render(tmp_path: Path, interval_min: int) -> Path:
+def render(tmp_path: Path, interval_min: int, source: str) -> Path:
     config = json.dumps({"probeIntervalSeconds": interval_min * 60})
     proc = subprocess.run(
-        ["jsonnet", "-J", str(ROOT), "--tla-code", f"config={config}",
-         str(ROOT / "alerts" / "rules.jsonnet")],
+        ["jsonnet", "-J", str(ROOT), "--tla-code", f"config={config}", str(ROOT / source)],
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -38,7 +37,7 @@ def render(tmp_path: Path, interval_min: int) -> Path:
 @pytest.mark.parametrize("group", sorted(scenarios.GROUPS))
 @pytest.mark.parametrize("interval_min", [5, 10, 15])
 def test_scenarios_at_each_schedule(tmp_path: Path, interval_min: int, group: str) -> None:
-    rules = render(tmp_path, interval_min)
+    rules = render(tmp_path, interval_min, scenarios.rule_file(group)[1])
     test_file = tmp_path / f"{group}-{interval_min}m.yaml"
     test_file.write_text(yaml.safe_dump(scenarios.document(group, interval_min, str(rules))))
     proc = subprocess.run(

@@ -10,6 +10,10 @@ endpoint, container) besides the pushed job and instance="" (honorLabels); an op
 cluster label. A Pushgateway restart without persistence drops every series until the
 probe's next push, and the new pod comes back with a new `pod` label.
 
+The per-node scenarios (group probe-health-per-node) run on the rules of a deployment with
+per-node probes and the node inventory (alerts/out/rules-per-node.yaml, RULE_FILES), with
+kube-state-metrics' node series beside the pushed ones (KubeNode).
+
 `python alerts/tests/scenarios.py [outdir]` writes the committed 5-minute files
 (scripts/generate.d/15-alert-tests.sh). Time 0 of every test is the start of run 0; "first
 bad run" in docs/MIXIN.md's table is the start of the first slot whose run is bad.
@@ -79,6 +83,55 @@ class Probe:
         return out
 
 
+#: Target labels of kube-state-metrics' series as kube-prometheus scrapes them.
+KSM_LABELS = {
+    "job": "kube-state-metrics",
+    "instance": "10.0.7.12:8443",
+    "namespace": "monitoring",
+    "service": "kube-state-metrics",
+    "endpoint": "https-main",
+    "container": "kube-rbac-proxy-main",
+    "pod": "kube-state-metrics-6d8b7c9f6-q7w2x",
+}
+
+
+@dataclass
+class KubeNode:
+    """A node as kube-state-metrics lists it: kube_node_info, and kube_node_spec_taint per
+    taint, until the node is removed from the cluster."""
+
+    name: str
+    cluster: str | None = None
+    #: (key, effect) of each taint.
+    taints: list[tuple[str, str]] = field(default_factory=list)
+    #: From this sample on the node is gone from the cluster.
+    removed_at: int | None = None
+
+    def series(self, samples: int) -> list[dict[str, str]]:
+        end = samples if self.removed_at is None else self.removed_at
+        values: list[float | None] = [1.0] * end + [None] * (samples - end)
+        if end < samples:
+            values[end] = STALE
+        node = {"node": self.name, **({"cluster": self.cluster} if self.cluster else {})}
+        info = {
+            **KSM_LABELS,
+            **node,
+            "container_runtime_version": "containerd://1.7.22",
+            "kernel_version": "6.1.112",
+            "kubelet_version": "v1.31.2",
+            "os_image": "Ubuntu 24.04.1 LTS",
+            "internal_ip": "10.0.3.4",
+            "provider_id": f"aws:///eu-west-1a/i-{self.name}",
+        }
+        out = [{"series": "kube_node_info" + fmt_labels(info), "values": compress(values)}]
+        for key, effect in self.taints:
+            taint = {**KSM_LABELS, **node, "key": key, "value": "", "effect": effect}
+            out.append(
+                {"series": "kube_node_spec_taint" + fmt_labels(taint), "values": compress(values)}
+            )
+        return out
+
+
 def fmt_labels(labels: dict[str, str]) -> str:
     return "{" + ", ".join(f'{k}="{v}"' for k, v in labels.items()) + "}"
 
@@ -113,6 +166,8 @@ class Scenario:
     #: Pushgateway restarts without persistence, at these samples.
     gateway_restarts: list[int] = field(default_factory=list)
     checks: list[dict[str, Any]] = field(default_factory=list)
+    #: The nodes kube-state-metrics lists (the per-node rules' node inventory).
+    kube_nodes: list[KubeNode] = field(default_factory=list)
 
     @property
     def per_run(self) -> int:
@@ -126,6 +181,8 @@ class Scenario:
         out: list[dict[str, str]] = []
         for probe in self.probes:
             out += self._probe_series(probe)
+        for node in self.kube_nodes:
+            out += node.series(self.samples)
         return out
 
     def _probe_series(self, p: Probe) -> list[dict[str, str]]:
@@ -366,6 +423,34 @@ def missing_alert(p: Probe, interval_min: int) -> dict[str, Any]:
                 f"for 3 probe intervals ({duration(3.5 * interval_min * 60)}): it never pushed, "
                 "or its Pushgateway group is gone (deleted, or a Pushgateway restart without "
                 "persistence) while the probe is not running."
+            ),
+            "runbook_url": f"{RUNBOOKS}#fioprobemissing",
+        },
+    }
+
+
+def per_node_missing_alert(p: Probe, interval_min: int) -> dict[str, Any]:
+    """FioProbeMissing of a per-node probe: on a node (p.node), or from every node (no node)."""
+    if p.node:
+        why = (
+            ", while the node runs per-node probes (it pushes others, or the node inventory "
+            "lists it) and other nodes push this one: the per-node pod of that node does not run "
+            "(not scheduled, crashing, its volumes not mounted) or does not run this target."
+        )
+    else:
+        why = (
+            " from any node: the per-node DaemonSet runs nowhere (deleted, no pod scheduled or "
+            "running) or none of its pods runs this target, or the Pushgateway lost every group "
+            "while the probes were not running."
+        )
+    return {
+        "exp_labels": {"severity": "warning", "scope": "per-node", **p.labels()},
+        "exp_annotations": {
+            "summary": "A per-node fioprobe probe has no data from a node that runs per-node "
+            "probes, or from any node.",
+            "description": (
+                f"fioprobe {probe_text(p)}, a per-node probe, has had no series in Prometheus for "
+                f"3 probe intervals ({duration(3.5 * interval_min * 60)}){why}"
             ),
             "runbook_url": f"{RUNBOOKS}#fioprobemissing",
         },
@@ -786,6 +871,199 @@ def health_scenarios(i: int) -> list[Scenario]:
     ]
 
 
+#: The per-node probes of alerts/rules-per-node.jsonnet: (storageclass, profile).
+PER_NODE = [("node-disk", "etcd-fsync"), ("gp3", "etcd-fsync"), ("gp3", "randread-iops")]
+CONTROL_PLANE_TAINT = ("node-role.kubernetes.io/control-plane", "NoSchedule")
+
+
+def per_node(
+    node: str,
+    rs: list[Run | None],
+    cluster: str | None = None,
+    without: tuple[tuple[str, str], ...] = (),
+) -> list[Probe]:
+    """The per-node probes one node pushes (all of PER_NODE but `without`)."""
+    return [
+        Probe(sc, profile, node=node, cluster=cluster, runs=rs)
+        for sc, profile in PER_NODE
+        if (sc, profile) not in without
+    ]
+
+
+def cronjob_and_etcd_probes(n: int) -> list[Probe]:
+    """The shipped configuration's StorageClass and etcd probes, all running: the per-node
+    scenarios' rules expect them too (and gp3 is probed by a CronJob as well as per node)."""
+    return [
+        Probe(sc, profile, runs=runs((n, FAST)))
+        for sc, profile in (
+            ("gp2", "etcd-fsync"),
+            ("gp2", "randread-iops"),
+            ("gp2", "burst-ceiling"),
+            ("gp3", "etcd-fsync"),
+            ("gp3", "randread-iops"),
+        )
+    ] + [etcd_probe(node, runs((n, FAST))) for node in ETCD_NODES]
+
+
+def per_node_scenarios(i: int) -> list[Scenario]:
+    """FioProbeStale and FioProbeMissing of per-node probes (every node runs the same ones),
+    with the node inventory (kube-state-metrics' nodes less the tainted ones)."""
+    n = 12
+    samples = n * i * 2
+    static = cronjob_and_etcd_probes(n)
+    stopped = per_node("w2", runs((5, FAST)))
+    unreachable = per_node("w6", runs((5, FAST)))
+    w3_lacks = Probe("gp3", "randread-iops", node="w3")
+    never = [Probe(sc, profile, node="w4") for sc, profile in PER_NODE]
+    # Cluster b has no kube-state-metrics: its nodes are the ones that push.
+    b_stopped = per_node("w3", runs((5, FAST)), cluster="b")
+    b_removed = per_node("w9", runs((3, FAST)), cluster="b")
+    a_lacks = Probe("gp3", "randread-iops", node="w2", cluster="a")
+    b_lacks = Probe("node-disk", "etcd-fsync", node="w2", cluster="b")
+    nowhere = [Probe(sc, profile) for sc, profile in PER_NODE]
+    healthy = [
+        *per_node("w1", runs((n, FAST))),
+        *per_node("w2", runs((n, FAST))),
+    ]
+    listed = [KubeNode("w1"), KubeNode("w2")]
+    return [
+        Scenario(
+            "per-node probes: a node whose pod stopped (also an unreachable one) is Stale for "
+            "each group; a node that does not push one of its targets is Missing it; a listed "
+            "node that never pushed is Missing all; a control-plane node (tainted, running only "
+            "its etcd probe) and a removed node whose groups were left behind raise nothing",
+            i,
+            [
+                *static,
+                *per_node("w1", runs((n, FAST))),
+                *stopped,
+                *per_node("w3", runs((n, FAST)), without=(("gp3", "randread-iops"),)),
+                *unreachable,
+                *per_node("w5", runs((3, FAST))),
+            ],
+            samples,
+            kube_nodes=[
+                KubeNode("w1"),
+                KubeNode("w2"),
+                KubeNode("w3"),
+                KubeNode("w4"),
+                KubeNode("w5", removed_at=3 * i * 2),
+                KubeNode("w6", taints=[("node.kubernetes.io/unreachable", "NoExecute")]),
+                *[KubeNode(node, taints=[CONTROL_PLANE_TAINT]) for node in ETCD_NODES],
+            ],
+            checks=[
+                check(MISSING, 210 * i),
+                check(
+                    MISSING,
+                    210 * i + SCRAPE_S,
+                    *[per_node_missing_alert(p, i) for p in [w3_lacks, *never]],
+                ),
+                check(STALE, after_stale(i, 2)),
+                check(STALE, after_stale(i, 4) - SCRAPE_S),
+                check(
+                    STALE,
+                    after_stale(i, 4),
+                    *[
+                        stale_alert(p, after_stale(i, 4) - pushed_at(i, 4))
+                        for p in [*stopped, *unreachable]
+                    ],
+                ),
+                check(
+                    MISSING,
+                    after_stale(i, 6),
+                    *[per_node_missing_alert(p, i) for p in [w3_lacks, *never]],
+                ),
+                check(FAILING, after_stale(i, 6)),
+            ],
+        ),
+        Scenario(
+            "clusters kept apart; a cluster without kube-state-metrics takes its nodes from the "
+            "pushes (a removed node's groups left behind are then Stale until deleted), one with "
+            "it does not (its removed node is silent)",
+            i,
+            [
+                *static,
+                *per_node("w1", runs((n, FAST)), cluster="a"),
+                *per_node("w2", runs((n, FAST)), cluster="a", without=(("gp3", "randread-iops"),)),
+                *per_node("w9", runs((3, FAST)), cluster="a"),
+                *per_node("w1", runs((n, FAST)), cluster="b"),
+                *per_node(
+                    "w2", runs((n, FAST)), cluster="b", without=(("node-disk", "etcd-fsync"),)
+                ),
+                *b_stopped,
+                *b_removed,
+            ],
+            samples,
+            kube_nodes=[KubeNode("w1", cluster="a"), KubeNode("w2", cluster="a")],
+            checks=[
+                check(MISSING, 210 * i),
+                check(
+                    MISSING,
+                    210 * i + SCRAPE_S,
+                    per_node_missing_alert(a_lacks, i),
+                    per_node_missing_alert(b_lacks, i),
+                ),
+                check(STALE, after_stale(i, 2) - SCRAPE_S),
+                check(
+                    STALE,
+                    after_stale(i, 2),
+                    *[stale_alert(p, after_stale(i, 2) - pushed_at(i, 2)) for p in b_removed],
+                ),
+                check(
+                    STALE,
+                    after_stale(i, 4),
+                    *[stale_alert(p, after_stale(i, 4) - pushed_at(i, 4)) for p in b_stopped],
+                    *[stale_alert(p, after_stale(i, 4) - pushed_at(i, 2)) for p in b_removed],
+                ),
+            ],
+        ),
+        Scenario(
+            "the per-node DaemonSet never ran on any node: one Missing per probe, without a node, "
+            "not one per listed node",
+            i,
+            static,
+            samples,
+            kube_nodes=listed,
+            checks=[
+                check(MISSING, 210 * i - SCRAPE_S),
+                check(MISSING, 210 * i, *[per_node_missing_alert(p, i) for p in nowhere]),
+                check(STALE, 210 * i),
+            ],
+        ),
+        Scenario(
+            "one per-node probe that no node runs while the others run everywhere: one Missing "
+            "for it, without a node",
+            i,
+            [
+                *static,
+                *per_node("w1", runs((n, FAST)), without=(("gp3", "randread-iops"),)),
+                *per_node("w2", runs((n, FAST)), without=(("gp3", "randread-iops"),)),
+            ],
+            samples,
+            kube_nodes=listed,
+            checks=[
+                check(MISSING, 210 * i - SCRAPE_S),
+                check(MISSING, 210 * i, per_node_missing_alert(nowhere[2], i)),
+                check(MISSING, after_stale(i, 6), per_node_missing_alert(nowhere[2], i)),
+            ],
+        ),
+        Scenario(
+            "a Pushgateway restart without persistence (every group gone until each node's next "
+            "push) while every node runs its per-node probes: no alert",
+            i,
+            [*static, *healthy],
+            samples,
+            gateway_restarts=[10 * i + 6],
+            kube_nodes=listed,
+            checks=[
+                check(name, seen(i, slot, after))
+                for name in (FAILING, STALE, MISSING)
+                for slot, after in ((5, 4 * SCRAPE_S), (6, 0), (9, 0))
+            ],
+        ),
+    ]
+
+
 def regression_scenarios(i: int) -> list[Scenario]:
     """FioProbeLatencyRegression: p99 over the last 6 runs against the median of a day one
     week back. The probe ran for a day a week ago (8 days before "now"), then not at all
@@ -855,8 +1133,21 @@ GROUPS = {
     "storageclass-latency": storageclass_scenarios,
     "burst": burst_scenarios,
     "probe-health": health_scenarios,
+    "probe-health-per-node": per_node_scenarios,
     "latency-regression": regression_scenarios,
 }
+
+#: Groups whose scenarios run on other rules than the shipped configuration's: the committed
+#: rule file their 5-minute tests load, and the jsonnet that renders it (with _config
+#: overrides as its `config`).
+RULE_FILES = {
+    "probe-health-per-node": ("../out/rules-per-node.yaml", "alerts/rules-per-node.jsonnet"),
+}
+
+
+def rule_file(group: str) -> tuple[str, str]:
+    """(committed rule file, relative to alerts/tests; the jsonnet that renders it)."""
+    return RULE_FILES.get(group, (RULES, "alerts/rules.jsonnet"))
 
 
 #: Recording rules before alerts, as their order in the rule file: at each evaluation the
@@ -873,9 +1164,9 @@ GROUP_ORDER = [
 ]
 
 
-def document(group: str, interval_min: int, rules: str = RULES) -> dict[str, Any]:
+def document(group: str, interval_min: int, rules: str | None = None) -> dict[str, Any]:
     return {
-        "rule_files": [rules],
+        "rule_files": [rules or rule_file(group)[0]],
         "evaluation_interval": "5m" if group == "latency-regression" else f"{SCRAPE_S}s",
         "group_eval_order": GROUP_ORDER,
         "tests": [s.test() for s in GROUPS[group](interval_min)],
