@@ -270,7 +270,11 @@ EOF
 }
 
 control_plane_up() {
-  start etcd etcd --name e2e --data-dir "$RUN/etcd" \
+  # Under a name of its own: a `pkill -x etcd` elsewhere on a shared machine (another suite's
+  # setup) must not end this cluster's etcd.
+  mkdir -p "$RUN/bin"
+  ln -sf "$(command -v etcd)" "$RUN/bin/fioprobe-e2e-etcd"
+  start etcd "$RUN/bin/fioprobe-e2e-etcd" --name e2e --data-dir "$RUN/etcd" \
     --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
     --listen-peer-urls http://127.0.0.1:23800 --initial-advertise-peer-urls http://127.0.0.1:23800 \
     --initial-cluster e2e=http://127.0.0.1:23800 --unsafe-no-fsync
@@ -437,12 +441,38 @@ spec:
 EOF
 }
 
+# Disks with a fault, as the node would have them (the e2e configuration, scripts/e2e/config.jsonnet,
+# probes each): two slow ones, FUSE passthroughs adding SLOW_FSYNC_MS to every fsync
+# (scripts/e2e/slowdisk.py; the daemons are recorded in the pid file like every process), one
+# for a StorageClass and one holding the node's etcd probe directory; a full one (a 16 MiB
+# tmpfs with 14 MiB taken: less free space than a profile's budget plus fioprobe's margin);
+# a read-only one (a tmpfs mounted read-only, owned and moded as fsGroup had left it before it
+# turned read-only).
+SLOW_FSYNC_MS=15
+slow_disk() { # <mount point>: backed by <mount point>.backing
+  local mnt=$1
+  mkdir -p "$mnt" "$mnt.backing"
+  start "slowdisk-$(basename "$mnt")" "$REPO/.venv/bin/python" "$HERE/slowdisk.py" \
+    --backing "$mnt.backing" --mountpoint "$mnt" --fsync-delay-ms "$SLOW_FSYNC_MS"
+  wait_until 30 "the slow disk at $mnt" mountpoint -q "$mnt"
+}
+
+fault_disks_up() {
+  slow_disk "$RUN/pv/slow"
+  slow_disk "$RUN/disks/etcd"
+  mkdir -p "$RUN/pv/full" "$RUN/pv/readonly"
+  mount -t tmpfs -o size=16m,mode=0755 fioprobe-e2e-full "$RUN/pv/full"
+  fallocate -l 14m "$RUN/pv/full/filler"
+  mount -t tmpfs -o ro,size=64m,mode=2775,gid=65532 fioprobe-e2e-readonly "$RUN/pv/readonly"
+}
+
 # Local PersistentVolumes behind no-provisioner StorageClasses named like the manifests'
-# (gp2, gp3) and a default class for the Pushgateway's PVC: the kubelet applies fsGroup to
-# local volumes as it does to EBS volumes.
+# (gp2, gp3), the fault disks above (e2e-slow, e2e-full, e2e-readonly) and a default class for
+# the Pushgateway's PVC: the kubelet applies fsGroup to local volumes as it does to EBS volumes.
 storage_up() {
+  fault_disks_up
   local docs="" sc
-  for sc in gp2 gp3 standard; do
+  for sc in gp2 gp3 e2e-slow e2e-full e2e-readonly standard; do
     local default=false
     [[ $sc == standard ]] && default=true
     docs+="---
@@ -457,7 +487,8 @@ volumeBindingMode: WaitForFirstConsumer
   done
   local spec
   # name class capacity
-  for spec in "gp2-0 gp2 100Gi" "gp3-0 gp3 20Gi" "standard-0 standard 1Gi" "standard-1 standard 1Gi"; do
+  for spec in "gp2-0 gp2 100Gi" "gp3-0 gp3 20Gi" "slow e2e-slow 1Gi" "full e2e-full 1Gi" \
+    "readonly e2e-readonly 1Gi" "standard-0 standard 1Gi" "standard-1 standard 1Gi"; do
     read -r name sc cap <<<"$spec"
     mkdir -p "$RUN/pv/$name"
     docs+="---
@@ -540,6 +571,12 @@ down() {
   local shim
   for shim in $(pgrep -f "containerd-shim.*-address $RUN/containerd/containerd.sock" 2>/dev/null); do
     kill -KILL "$shim" 2>/dev/null
+  done
+  # Processes started by the scenario tests (Prometheus, Alertmanager: their files are in the
+  # run directory) if pytest could not stop them itself.
+  local left
+  for left in $(pgrep -f -- "$RUN/" 2>/dev/null); do
+    kill_tree "$left"
   done
   # Kube-proxy's iptables rules, then ours.
   if [[ -f $CACHE_ROOT/paths.env ]]; then

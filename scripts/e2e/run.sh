@@ -4,8 +4,9 @@
 #   2. brings the cluster up (scripts/e2e/cluster.sh up) and builds the image from the
 #      unmodified Dockerfile into it
 #   3. does what docs/MANIFESTS.md tells a user: configuration -> generate -> the
-#      prometheus-operator CRDs -> `kubectl apply -k`; the only configuration change is a
-#      one-minute interval (everyMinutes), so the CronJobs fire within the test's time
+#      prometheus-operator CRDs -> `kubectl apply -k`; the configuration changes are in
+#      scripts/e2e/config.jsonnet (a one-minute interval, so the CronJobs fire within the
+#      test's time, and a StorageClass per injected fault)
 #   4. runs the scenario tests (tests/e2e, pytest)
 #   5. tears everything down, also on failure and on SIGINT/SIGTERM/SIGHUP
 # It changes the machine (network addresses, iptables, sysctls, mounts, cgroups, processes) for
@@ -39,13 +40,17 @@ finish() {
   local rc=$?
   trap - EXIT INT TERM HUP
   if [[ -n $pytest_pid ]] && kill -0 "$pytest_pid" 2>/dev/null; then
-    kill -TERM -- "-$pytest_pid" 2>/dev/null
-    local i
-    for i in $(seq 1 50); do
-      kill -0 "$pytest_pid" 2>/dev/null || break
-      sleep 0.2
+    # SIGINT first: pytest then runs its fixtures' teardown, which stops the Prometheus and
+    # Alertmanager it started (in sessions of their own, out of reach of a group signal).
+    # Then TERM and KILL, each after a bounded wait.
+    local sig i
+    for sig in INT TERM KILL; do
+      kill -"$sig" -- "-$pytest_pid" 2>/dev/null
+      for i in $(seq 1 100); do
+        kill -0 "$pytest_pid" 2>/dev/null || break 2
+        sleep 0.2
+      done
     done
-    kill -KILL -- "-$pytest_pid" 2>/dev/null
   fi
   if [[ -f $RUN/measurements ]]; then
     cp "$RUN/measurements" "$CACHE_ROOT/last-measurements"
@@ -74,13 +79,12 @@ bash scripts/e2e/cluster.sh up
 export KUBECONFIG=$RUN/admin.kubeconfig
 kubectl_() { "$REPO/.tools/kube/bin/kubectl" "$@"; }
 
-# The configuration a user would write: the repository's config.libsonnet, with a one-minute
-# interval and the etcd probe directory inside the run directory (the node list stays: the
-# node of this cluster is control-plane-0; the other two are the "missing node" case).
-etcd_dir=$RUN/etcd-fioprobe
-overrides="{everyMinutes: 1, etcd: {hostPath: '$etcd_dir'}}"
-echo "$overrides" >"$RUN/overrides.jsonnet"
-bash scripts/generate.d/30-manifests.sh "$RUN/manifests" --tla-code "overrides=$overrides"
+# The configuration a user would write: the repository's config.libsonnet with the overrides
+# of scripts/e2e/config.jsonnet (a one-minute interval, a StorageClass per fault, the etcd probe
+# directory on the node's slow etcd disk that cluster.sh mounted).
+etcd_dir=$RUN/disks/etcd/etcd-fioprobe
+bash scripts/generate.d/30-manifests.sh "$RUN/manifests" \
+  --tla-code "overrides=(import 'scripts/e2e/config.jsonnet')('$RUN')"
 # docs/MANIFESTS.md: the etcd probe directory is prepared once per node.
 install -d -o 65532 -g 65532 -m 0700 "$etcd_dir"
 

@@ -9,8 +9,11 @@ These tests need the cluster that `make e2e` (scripts/e2e/run.sh) brings up; any
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
 import os
+import re
+import shutil
 import subprocess
 import threading
 import time
@@ -33,6 +36,11 @@ KUBECTL = REPO / ".tools" / "kube" / "bin" / "kubectl"
 NAMESPACE = "fioprobe"
 ETCD_NAMESPACE = "fioprobe-etcd"
 NODE = "control-plane-0"
+# The StorageClasses of scripts/e2e/config.jsonnet whose disks have a fault (scripts/e2e/cluster.sh
+# makes them): one whose fsyncs take 15 ms more, and two whose probes must fail, with the reason
+# each must report.
+SLOW_CLASS = "e2e-slow"
+FAILING_CLASSES = {"e2e-full": "no_space", "e2e-readonly": "read_only"}
 
 
 class Kube:
@@ -129,6 +137,18 @@ def http_get(url: str, timeout: float = 10) -> bytes:
         return response.read()
 
 
+@pytest.fixture(scope="session")
+def etcd_dir(manifests: list[dict[str, Any]]) -> Path:
+    """The etcd probe directory on this node: the hostPath of its CronJob, as applied."""
+    for doc in manifests:
+        if doc["kind"] != "CronJob" or doc["metadata"]["namespace"] != ETCD_NAMESPACE:
+            continue
+        spec = doc["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+        if spec.get("nodeSelector", {}).get("kubernetes.io/hostname") == NODE:
+            return Path(next(v["hostPath"]["path"] for v in spec["volumes"] if "hostPath" in v))
+    raise AssertionError(f"no etcd CronJob for {NODE} was applied")
+
+
 def pushgateway_groups(url: str) -> list[dict[str, Any]]:
     """The Pushgateway's groups (its /api/v1/metrics): labels and metric families per group."""
     return json.loads(http_get(url + "/api/v1/metrics"))["data"]
@@ -178,34 +198,98 @@ def rules_file(kube: Kube, run_dir: Path) -> Path:
     return path
 
 
+def own_name(run_dir: Path, service: Any) -> Any:
+    """Runs the service's program under a name of its own (a symbolic link in the run
+    directory; the kernel names a process after the path it was started by): a
+    `pkill -x prometheus` elsewhere on a shared machine must not end this run's."""
+    binary = shutil.which(service.command[0])
+    assert binary, f"{service.command[0]} is not installed"
+    link = run_dir / "bin" / f"fioprobe-e2e-{service.name}"
+    link.parent.mkdir(exist_ok=True)
+    link.unlink(missing_ok=True)
+    link.symlink_to(binary)
+    service.command[0] = str(link)
+    return service
+
+
 @pytest.fixture(scope="session")
 def alertmanager(run_dir: Path) -> Iterator[Any]:
     from support import services
 
-    service = services.alertmanager(run_dir / "alertmanager").start()
+    service = own_name(run_dir, services.alertmanager(run_dir / "alertmanager")).start()
     yield service
     service.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="session", autouse=True)
 def prometheus(
     run_dir: Path, pushgateway_url: str, rules_file: Path, alertmanager: Any
 ) -> Iterator[Any]:
     """Prometheus on this machine scraping the Pushgateway's ClusterIP with honor_labels, as
-    the ServiceMonitor asks, with the mixin's rules and the Alertmanager above."""
+    the ServiceMonitor asks, with the mixin's rules and the Alertmanager above. Started before
+    the first test: the "N of the last M runs" alerts count runs that Prometheus saw, so it
+    must watch from the first run on, as it would in a cluster."""
     from support import services
 
     target = pushgateway_url.removeprefix("http://")
-    service = services.prometheus(
-        run_dir / "prometheus",
-        {"pushgateway": target},
-        scrape_interval="5s",
-        evaluation_interval="5s",
-        rule_files=[rules_file],
-        alertmanager_url=alertmanager.url,
+    service = own_name(
+        run_dir,
+        services.prometheus(
+            run_dir / "prometheus",
+            {"pushgateway": target},
+            scrape_interval="5s",
+            evaluation_interval="5s",
+            rule_files=[rules_file],
+            alertmanager_url=alertmanager.url,
+        ),
     ).start()
     yield service
     service.stop()
+
+
+def alertmanager_alerts(url: str) -> list[dict[str, Any]]:
+    """The alerts Alertmanager holds now (its API v2; resolved ones are not listed)."""
+    return json.loads(http_get(url + "/api/v2/alerts"))
+
+
+def find_alert(url: str, alertname: str, **labels: str) -> dict[str, Any] | None:
+    for alert in alertmanager_alerts(url):
+        if alert["labels"].get("alertname") == alertname and all(
+            alert["labels"].get(k) == v for k, v in labels.items()
+        ):
+            return alert
+    return None
+
+
+def timestamp(text: str) -> float:
+    """An RFC 3339 time of Alertmanager's API (nanoseconds cut to what Python reads)."""
+    text = re.sub(r"(\.\d{6})\d+", r"\1", text).replace("Z", "+00:00")
+    return datetime.datetime.fromisoformat(text).timestamp()
+
+
+class AlertTimes:
+    """When each checked alert started firing (Alertmanager's startsAt), in seconds after
+    `kubectl apply -k`; the earliest is the time to the first alert."""
+
+    def __init__(self, applied_at: float) -> None:
+        self.applied_at = applied_at
+        self.seconds: dict[str, float] = {}
+
+    def record(self, alert: dict[str, Any]) -> None:
+        labels = alert["labels"]
+        names = ("alertname", "severity", "storageclass", "node")
+        key = ",".join(f"{k}={labels[k]}" for k in names if k in labels)
+        self.seconds[key] = round(timestamp(alert["startsAt"]) - self.applied_at, 1)
+
+
+@pytest.fixture(scope="session")
+def alert_times(applied_at: float, measurements: Measurements) -> Iterator[AlertTimes]:
+    times = AlertTimes(applied_at)
+    yield times
+    for key, seconds in sorted(times.seconds.items()):
+        measurements.record(f"apply_to_alert_seconds{{{key}}}", seconds)
+    if times.seconds:
+        measurements.record("apply_to_first_alert_seconds", min(times.seconds.values()))
 
 
 def pod_template(kube: Kube, namespace: str, cronjob: str) -> dict[str, Any]:

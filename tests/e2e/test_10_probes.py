@@ -1,7 +1,7 @@
 """The shipped manifests, applied as docs/MANIFESTS.md says, on a real node: every CronJob fires
 on its own schedule, fio runs as the non-root user on PVCs with fsGroup and on the etcd
 hostPath under a read-only root filesystem, and the results reach the Pushgateway and
-Prometheus."""
+Prometheus (the failures of the probes of the full and the read-only volume too)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,10 @@ from typing import Any
 
 from conftest import (
     ETCD_NAMESPACE,
+    FAILING_CLASSES,
     NAMESPACE,
     NODE,
+    SLOW_CLASS,
     Kube,
     Measurements,
     expected_groups,
@@ -57,18 +59,40 @@ def test_first_metric_arrives(
 
 
 def test_every_cronjob_fires_on_its_own(kube: Kube) -> None:
+    """Each CronJob that can run on this node starts jobs by itself: those of healthy disks
+    succeed, those of the full and the read-only volume fail (the probe exits 1 after pushing
+    its failure)."""
     jobs = cronjobs(kube)
-    assert {j["metadata"]["name"] for j in jobs} >= {"fioprobe-gp2", "fioprobe-gp3"}
+    failing = {f"fioprobe-{name}" for name in FAILING_CLASSES}
+    assert {j["metadata"]["name"] for j in jobs} >= {
+        "fioprobe-gp2",
+        "fioprobe-gp3",
+        f"fioprobe-{SLOW_CLASS}",
+        *failing,
+    }
     runnable = [j for j in jobs if pinned_node(j) in (None, NODE)]
-    assert len(runnable) == 3, [j["metadata"]["name"] for j in runnable]
+    # gp2, gp3, the three fault classes and this node's etcd disk
+    assert len(runnable) == 6, [j["metadata"]["name"] for j in runnable]
     for cronjob in runnable:
         name, namespace = cronjob["metadata"]["name"], cronjob["metadata"]["namespace"]
+        outcome = "Failed" if name in failing else "Complete"
 
-        def succeeded(name: str = name, namespace: str = namespace) -> bool:
+        def finished(name: str = name, namespace: str = namespace, outcome: str = outcome) -> bool:
+            for job in kube.json("job", "-n", namespace)["items"]:
+                owners = job["metadata"].get("ownerReferences", [])
+                if not any(o["kind"] == "CronJob" and o["name"] == name for o in owners):
+                    continue
+                for condition in job.get("status", {}).get("conditions", []):
+                    if condition["type"] == outcome and condition["status"] == "True":
+                        return True
+            return False
+
+        kube.wait(
+            finished, FIRST_RUN_TIMEOUT, f"a job of CronJob {namespace}/{name} ending {outcome}"
+        )
+        if outcome == "Complete":
             status = kube.json("cronjob", "-n", namespace, name).get("status", {})
-            return bool(status.get("lastSuccessfulTime"))
-
-        kube.wait(succeeded, FIRST_RUN_TIMEOUT, f"a successful run of CronJob {namespace}/{name}")
+            assert status.get("lastSuccessfulTime"), status
         # Created by the CronJob controller on its schedule: nothing here creates jobs of it.
         for job in kube.json("job", "-n", namespace)["items"]:
             owners = job["metadata"].get("ownerReferences", [])
@@ -101,7 +125,7 @@ def test_every_probe_succeeds_in_the_pushgateway(
     pushgateway_url: str, manifests: list[dict[str, Any]], measurements: Measurements
 ) -> None:
     keys = expected_groups(manifests)
-    assert len(keys) >= 4
+    assert len(keys) >= 7
     for key in keys:
         group = services.wait_for(
             lambda key=key: find_group(pushgateway_url, **key),
@@ -109,6 +133,10 @@ def test_every_probe_succeeds_in_the_pushgateway(
             f"Pushgateway group {key}",
             2,
         )
+        if key["storageclass"] in FAILING_CLASSES:
+            # Their failure and its reason: tests/e2e/test_15_alerts.py.
+            assert group_value(group, "fioprobe_success") == 0, key
+            continue
         assert group_value(group, "fioprobe_success") == 1, (
             key,
             group.get("fioprobe_failure_reason_info"),
@@ -130,12 +158,13 @@ def test_metrics_arrive_in_prometheus(
 ) -> None:
     for key in expected_groups(manifests):
         selector = ",".join(f'{k}="{v}"' for k, v in key.items())
+        success = 0 if key["storageclass"] in FAILING_CLASSES else 1
         services.wait_for(
-            lambda selector=selector: services.query(
-                prometheus.url, f"fioprobe_success{{{selector}}} == 1"
+            lambda selector=selector, success=success: services.query(
+                prometheus.url, f"fioprobe_success{{{selector}}} == {success}"
             ),
             120,
-            f"fioprobe_success{{{selector}}} == 1 in Prometheus",
+            f"fioprobe_success{{{selector}}} == {success} in Prometheus",
             2,
         )
     # The recording rules of the mixin evaluate on the pushed series.
@@ -150,16 +179,17 @@ def test_metrics_arrive_in_prometheus(
     )
 
 
-def test_probe_files_belong_to_the_probe_user(run_dir: Path) -> None:
-    """fio ran as 65532: its state on the PVCs (group from fsGroup) and on the etcd hostPath."""
-    for volume in ("gp2-0", "gp3-0"):
+def test_probe_files_belong_to_the_probe_user(run_dir: Path, etcd_dir: Path) -> None:
+    """fio ran as 65532: its state on the PVCs (group from fsGroup), the slow FUSE one
+    included, and on the etcd hostPath (on the slow etcd disk)."""
+    for volume in ("gp2-0", "gp3-0", "slow"):
         root = run_dir / "pv" / volume
         assert root.stat().st_gid == PROBE_UID, f"fsGroup not applied to {root}"
         state = root / ".fioprobe-state"
         assert state.is_dir(), f"no state written on {root}: {sorted(os.listdir(root))}"
         for path in [state, *state.rglob("*")]:
             assert path.stat().st_uid == PROBE_UID, path
-    etcd_state = run_dir / "etcd-fioprobe" / ".fioprobe-state"
+    etcd_state = etcd_dir / ".fioprobe-state"
     assert etcd_state.is_dir()
     for path in [etcd_state, *etcd_state.rglob("*")]:
         assert path.stat().st_uid == PROBE_UID, path

@@ -1,20 +1,16 @@
-"""What happens to a running installation: a root-owned etcd probe directory, a Pushgateway
-scaled to zero and back, `fioprobe gc` after a profile is removed, and the NetworkPolicies
-against the real DNS and Pushgateway pods."""
+"""What happens to a running installation: a Pushgateway scaled to zero and back, `fioprobe gc`
+after a profile is removed, and the NetworkPolicies against the real DNS and Pushgateway pods.
+(The root-owned etcd probe directory is in test_15_alerts.py: it ends in an alert.)"""
 
 from __future__ import annotations
 
 import json
-import os
-import time
-from pathlib import Path
 from typing import Any
 
 import yaml
 from conftest import (
     ETCD_NAMESPACE,
     NAMESPACE,
-    NODE,
     Kube,
     find_group,
     group_value,
@@ -23,50 +19,6 @@ from conftest import (
     run_pod,
 )
 from support import services
-
-PROBE_UID = 65532
-
-
-def push_time(group: dict[str, Any] | None) -> float:
-    return (group_value(group, "push_time_seconds") or 0.0) if group else 0.0
-
-
-def test_root_owned_etcd_directory_is_a_pushed_failure(
-    kube: Kube, run_dir: Path, pushgateway_url: str
-) -> None:
-    """The directory exists but belongs to root (prepared without `install -o 65532`): the
-    next scheduled run pushes a failure with a reason, and its log has no traceback."""
-    directory = run_dir / "etcd-fioprobe"
-    key = {"storageclass": "etcd-disk", "profile": "etcd-fsync", "node": NODE}
-    services.wait_for(lambda: find_group(pushgateway_url, **key), 300, f"group {key}", 2)
-    os.chown(directory, 0, 0)
-    since = time.time()
-    try:
-        group = services.wait_for(
-            lambda: (
-                (g := find_group(pushgateway_url, **key))
-                and push_time(g) > since
-                and group_value(g, "fioprobe_success") == 0
-                and g
-            ),
-            300,
-            "a failure pushed by the etcd probe on the root-owned directory",
-            2,
-        )
-    finally:
-        os.chown(directory, PROBE_UID, PROBE_UID)
-    reasons = [m["labels"]["reason"] for m in group["fioprobe_failure_reason_info"]["metrics"]]
-    assert reasons and all(reasons), group["fioprobe_failure_reason_info"]
-    pods = kube.json("pod", "-n", ETCD_NAMESPACE)["items"]
-    ran = [
-        p
-        for p in pods
-        if p["spec"].get("nodeName") == NODE and p["status"].get("phase") in ("Succeeded", "Failed")
-    ]
-    assert ran, "no finished etcd probe pod on the node"
-    for pod in ran:
-        log = kube("logs", "-n", ETCD_NAMESPACE, pod["metadata"]["name"])
-        assert "Traceback" not in log, log
 
 
 def active_jobs(kube: Kube, namespace: str, cronjob: str) -> list[Any]:

@@ -1,0 +1,192 @@
+"""Faults of real disks, each ending in the mixin's alert at Alertmanager, naming its cause:
+a slow etcd disk and a slow StorageClass (FUSE filesystems adding 15 ms to every fsync), a
+full volume and a read-only one (FioProbeFailing with no_space and read_only), nodes that do
+not exist (FioProbeMissing), and an etcd probe directory that belongs to root (a pushed
+failure, then FioProbeFailing with its reason).
+
+The disks are made by scripts/e2e/cluster.sh and probed from the first minute on
+(scripts/e2e/config.jsonnet), so the alerts build up while the other tests run. Each wait
+ends at a fixed time after `kubectl apply -k`, not after the test's own start: a scenario
+that never fires fails there, and the ones after it do not wait all over again.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from conftest import (
+    ETCD_NAMESPACE,
+    FAILING_CLASSES,
+    NODE,
+    SLOW_CLASS,
+    AlertTimes,
+    Kube,
+    find_alert,
+    find_group,
+    group_value,
+)
+from support import services
+
+PROBE_UID = 65532
+# The slowest alert here, FioProbeMissing, needs Prometheus to have watched for 3.5 intervals
+# (3.5 minutes); the first runs start up to a minute after the apply and Prometheus after the
+# Pushgateway is ready. Ten minutes is about twice what it takes on a busy 2-core machine.
+ALERTS_WITHIN_SECONDS = 600
+# FioProbeFailing after a fault begins: the next run (within a minute), the `for` of two
+# failed runs (1.5 intervals), evaluation and notification.
+FAILING_WITHIN_SECONDS = 330
+# The fsync delay of the slow disks (scripts/e2e/cluster.sh, SLOW_FSYNC_MS).
+SLOW_FSYNC_SECONDS = 0.015
+
+
+def wait_for_alert(
+    alertmanager: Any, until: float, alertname: str, **labels: str
+) -> dict[str, Any]:
+    """The alert at Alertmanager, waited for until the wall-clock time `until`."""
+    return services.wait_for(
+        lambda: find_alert(alertmanager.url, alertname, **labels),
+        max(1.0, until - time.time()),
+        f"{alertname} {labels} at Alertmanager",
+        2,
+    )
+
+
+def last_run_p99(prometheus: Any, **labels: str) -> float:
+    selector = ",".join(f'{k}="{v}"' for k, v in labels.items())
+    result = services.query(
+        prometheus.url, f"probe:fioprobe_last_sync_latency_seconds:p99{{{selector}}}"
+    )
+    assert result, f"no last-run p99 of {labels} in Prometheus"
+    return float(result[0]["value"][1])
+
+
+def test_slow_etcd_disk_raises_the_etcd_alert(
+    alertmanager: Any, prometheus: Any, applied_at: float, alert_times: AlertTimes
+) -> None:
+    """The etcd probe directory lies on a disk whose fsyncs take 15 ms more: two slow runs out
+    of three fire FioProbeEtcdFsyncLatencyHigh (warning: above 10 ms) for this node."""
+    labels = {"storageclass": "etcd-disk", "node": NODE, "profile": "etcd-fsync"}
+    alert = wait_for_alert(
+        alertmanager,
+        applied_at + ALERTS_WITHIN_SECONDS,
+        "FioProbeEtcdFsyncLatencyHigh",
+        severity="warning",
+        **labels,
+    )
+    alert_times.record(alert)
+    description = alert["annotations"]["description"]
+    assert f"on node {NODE}" in description and "fsync p99" in description, description
+    assert last_run_p99(prometheus, **labels) >= SLOW_FSYNC_SECONDS
+
+
+def test_root_owned_etcd_directory_ends_in_an_alert_with_its_reason(
+    kube: Kube,
+    etcd_dir: Path,
+    pushgateway_url: str,
+    alertmanager: Any,
+    alert_times: AlertTimes,
+) -> None:
+    """The directory exists but belongs to root (prepared without `install -o 65532`): the
+    next scheduled run pushes a failure with a reason, its log has no traceback, and two such
+    runs raise FioProbeFailing naming that reason. After the slow etcd disk's alert: a failed
+    run is never a slow one."""
+    key = {"storageclass": "etcd-disk", "profile": "etcd-fsync", "node": NODE}
+    services.wait_for(lambda: find_group(pushgateway_url, **key), 300, f"group {key}", 2)
+    os.chown(etcd_dir, 0, 0)
+    since = time.time()
+    try:
+        group = services.wait_for(
+            lambda: (
+                (g := find_group(pushgateway_url, **key))
+                and (group_value(g, "push_time_seconds") or 0.0) > since
+                and group_value(g, "fioprobe_success") == 0
+                and g
+            ),
+            300,
+            "a failure pushed by the etcd probe on the root-owned directory",
+            2,
+        )
+        reasons = [m["labels"]["reason"] for m in group["fioprobe_failure_reason_info"]["metrics"]]
+        assert len(reasons) == 1 and reasons[0], group["fioprobe_failure_reason_info"]
+        pods = kube.json("pod", "-n", ETCD_NAMESPACE)["items"]
+        ran = [
+            p
+            for p in pods
+            if p["spec"].get("nodeName") == NODE
+            and p["status"].get("phase") in ("Succeeded", "Failed")
+        ]
+        assert ran, "no finished etcd probe pod on the node"
+        for pod in ran:
+            log = kube("logs", "-n", ETCD_NAMESPACE, pod["metadata"]["name"])
+            assert "Traceback" not in log, log
+        alert = wait_for_alert(
+            alertmanager, since + FAILING_WITHIN_SECONDS, "FioProbeFailing", **key
+        )
+        alert_times.record(alert)
+        description = alert["annotations"]["description"]
+        assert f"Reason of the last failure: {reasons[0]}." in description, description
+    finally:
+        os.chown(etcd_dir, PROBE_UID, PROBE_UID)
+
+
+def test_slow_storageclass_raises_the_storageclass_alert(
+    alertmanager: Any, prometheus: Any, applied_at: float, alert_times: AlertTimes
+) -> None:
+    """A local PV on a FUSE filesystem adding 15 ms to every fsync, modelled as io2 (5 ms):
+    three slow runs out of four fire FioProbeStorageClassLatencyHigh for that class, and its
+    description names the volume type whose threshold it broke."""
+    labels = {"storageclass": SLOW_CLASS, "profile": "etcd-fsync"}
+    alert = wait_for_alert(
+        alertmanager,
+        applied_at + ALERTS_WITHIN_SECONDS,
+        "FioProbeStorageClassLatencyHigh",
+        **labels,
+    )
+    alert_times.record(alert)
+    description = alert["annotations"]["description"]
+    assert "(io2)" in description, description
+    assert last_run_p99(prometheus, **labels) >= SLOW_FSYNC_SECONDS
+
+
+def test_full_and_read_only_volumes_raise_failing_with_their_reason(
+    alertmanager: Any, pushgateway_url: str, applied_at: float, alert_times: AlertTimes
+) -> None:
+    """The full volume's probe fails with no_space before writing anything, the read-only
+    one's with read_only; after two such runs FioProbeFailing fires for each, and its
+    description says which reason."""
+    for storageclass, reason in sorted(FAILING_CLASSES.items()):
+        key = {"storageclass": storageclass, "profile": "etcd-fsync"}
+        group = find_group(pushgateway_url, **key)
+        assert group is not None, key
+        pushed = [m["labels"]["reason"] for m in group["fioprobe_failure_reason_info"]["metrics"]]
+        assert pushed == [reason], (key, pushed)
+        alert = wait_for_alert(
+            alertmanager, applied_at + ALERTS_WITHIN_SECONDS, "FioProbeFailing", **key
+        )
+        alert_times.record(alert)
+        description = alert["annotations"]["description"]
+        assert f"Reason of the last failure: {reason}." in description, (key, description)
+
+
+def test_probes_of_missing_nodes_raise_missing(
+    kube: Kube, alertmanager: Any, applied_at: float, alert_times: AlertTimes
+) -> None:
+    """The configuration names control-plane-1 and -2, which this cluster does not have: their
+    CronJobs' pods never schedule, nothing is pushed, and FioProbeMissing fires for each of
+    them (and for no node that exists)."""
+    nodes = {n["metadata"]["name"] for n in kube.json("node")["items"]}
+    assert nodes == {NODE}, nodes
+    for node in ("control-plane-1", "control-plane-2"):
+        alert = wait_for_alert(
+            alertmanager,
+            applied_at + ALERTS_WITHIN_SECONDS,
+            "FioProbeMissing",
+            storageclass="etcd-disk",
+            node=node,
+        )
+        alert_times.record(alert)
+        assert "it never pushed" in alert["annotations"]["description"], alert["annotations"]
+    assert find_alert(alertmanager.url, "FioProbeMissing", node=NODE) is None
