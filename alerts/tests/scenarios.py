@@ -921,6 +921,7 @@ def per_node_scenarios(i: int) -> list[Scenario]:
     a_lacks = Probe("gp3", "randread-iops", node="w2", cluster="a")
     b_lacks = Probe("node-disk", "etcd-fsync", node="w2", cluster="b")
     nowhere = [Probe(sc, profile) for sc, profile in PER_NODE]
+    cronjob_gp3 = Probe("gp3", "etcd-fsync")
     healthy = [
         *per_node("w1", runs((n, FAST))),
         *per_node("w2", runs((n, FAST))),
@@ -978,8 +979,9 @@ def per_node_scenarios(i: int) -> list[Scenario]:
         ),
         Scenario(
             "clusters kept apart; a cluster without kube-state-metrics takes its nodes from the "
-            "pushes (a removed node's groups left behind are then Stale until deleted), one with "
-            "it does not (its removed node is silent)",
+            "pushes of per-node probes (not of its etcd probes; a removed node's groups left "
+            "behind are then Stale until deleted), one with it does not (its removed node is "
+            "silent)",
             i,
             [
                 *static,
@@ -992,6 +994,7 @@ def per_node_scenarios(i: int) -> list[Scenario]:
                 ),
                 *b_stopped,
                 *b_removed,
+                etcd_probe("control-plane-0", runs((n, FAST)), cluster="b"),
             ],
             samples,
             kube_nodes=[KubeNode("w1", cluster="a"), KubeNode("w2", cluster="a")],
@@ -1019,14 +1022,20 @@ def per_node_scenarios(i: int) -> list[Scenario]:
         ),
         Scenario(
             "the per-node DaemonSet never ran on any node: one Missing per probe, without a node, "
-            "not one per listed node",
+            "not one per listed node; the CronJob of a StorageClass also probed per node, with "
+            "the same profile, missing too: a Missing of its own",
             i,
-            static,
+            [p for p in static if p.labels() != cronjob_gp3.labels()],
             samples,
             kube_nodes=listed,
             checks=[
                 check(MISSING, 210 * i - SCRAPE_S),
-                check(MISSING, 210 * i, *[per_node_missing_alert(p, i) for p in nowhere]),
+                check(
+                    MISSING,
+                    210 * i,
+                    missing_alert(cronjob_gp3, i),
+                    *[per_node_missing_alert(p, i) for p in nowhere],
+                ),
                 check(STALE, 210 * i),
             ],
         ),
