@@ -290,6 +290,93 @@ def test_per_node_probes_without_a_target_are_refused(tmp_path: Path) -> None:
     ]
 
 
+#: A per-node StorageClass target.
+GP3 = {"name": "gp3", "volume": {"size": "1Gi"}, "profiles": ["etcd-fsync"]}
+
+
+@pytest.mark.parametrize(
+    ("targets", "names"),
+    [
+        ({"localDisks": [{**GP3, "volume": {}}], "storageClasses": [GP3]}, "gp3, gp3"),
+        ({"localDisks": [{"name": "etcd-disk", "profiles": ["etcd-fsync"]}]}, "etcd-disk"),
+    ],
+)
+def test_per_node_targets_need_names_of_their_own(
+    tmp_path: Path, targets: dict[str, Any], names: str
+) -> None:
+    """A target's name is its groups' storageclass label: a local disk named like a per-node
+    StorageClass, or like the etcd disks, would push another probe's grouping key (and the
+    mixin could not tell per-node probes from etcd probes)."""
+    proc = generate(tmp_path, {**NO_MIXIN, "perNode": {"enabled": True, **targets}})
+    assert proc.returncode != 0
+    assert proc.stderr.splitlines() == [
+        f"RUNTIME ERROR: {PREFIX}perNode.localDisks and perNode.storageClasses need names of "
+        f"their own, different from each other and from etcd.name, got {names}"
+    ]
+
+
+#: A per-node DaemonSet with a local disk and a StorageClass.
+PER_NODE_PROBES = {
+    "enabled": True,
+    "localDisks": [{"name": "nvme", "profiles": ["etcd-fsync"]}],
+    "storageClasses": [
+        {"name": "gp3", "volume": {"size": "8Gi"}, "profiles": ["etcd-fsync", "randread-iops"]}
+    ],
+}
+
+
+def test_per_node_probes_are_expected_by_the_prometheus_rule(tmp_path: Path) -> None:
+    """The PrometheusRule the manifests render expects every per-node target's profiles on
+    every node that runs per-node probes (one static series each, no node): the node set comes
+    from the pushes alone (the node inventory is off in the standalone manifests), and
+    monitoring.mixinConfig switches the inventory on."""
+
+    def rules(mixin_config: dict[str, Any]) -> list[dict[str, Any]]:
+        monitoring = {"dashboards": {"enabled": False}, "mixinConfig": mixin_config}
+        proc = generate(tmp_path, {"monitoring": monitoring, "perNode": PER_NODE_PROBES})
+        assert proc.returncode == 0, proc.stderr
+        path = tmp_path / "generated" / "monitoring-prometheusrule.yaml"
+        return [
+            r
+            for group in yaml.safe_load(path.read_text())["spec"]["groups"]
+            for r in group["rules"]
+        ]
+
+    standalone = rules({})
+    expected = [r for r in standalone if r.get("record") == "probe:fioprobe_expected_per_node:info"]
+    assert [r["labels"] for r in expected] == [
+        {"storageclass": "nvme", "profile": "etcd-fsync"},
+        {"storageclass": "gp3", "profile": "etcd-fsync"},
+        {"storageclass": "gp3", "profile": "randread-iops"},
+    ]
+    (nodes,) = [r for r in standalone if r.get("record") == "node:fioprobe_per_node:info"]
+    assert "push_time_seconds" in nodes["expr"] and "kube_node" not in json.dumps(standalone)
+    # The CronJob probes and the etcd probes are expected as before, each with its own rule.
+    assert sum(r.get("record") == "probe:fioprobe_expected:info" for r in standalone) == 8
+    assert sum(r.get("alert") == "FioProbeMissing" for r in standalone) == 2
+
+    inventory = rules({"perNodeInventory": True})
+    (nodes,) = [r for r in inventory if r.get("record") == "node:fioprobe_per_node:info"]
+    assert "kube_node_info" in nodes["expr"]
+
+
+def test_kube_prometheus_mixin_config_has_the_per_node_probes() -> None:
+    """kube-prometheus' addMixin gets the per-node probes through fioprobe.libsonnet's
+    mixinConfig (example.jsonnet adds the node inventory)."""
+    proc = jsonnet(
+        "(import 'manifests/kube-prometheus/fioprobe.libsonnet')"
+        f"(config={{ perNode: {json.dumps(PER_NODE_PROBES)} }}).mixinConfig"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["expectedPerNodeProbes"] == [
+        {"storageclass": "nvme", "profile": "etcd-fsync"},
+        {"storageclass": "gp3", "profile": "etcd-fsync"},
+        {"storageclass": "gp3", "profile": "randread-iops"},
+    ]
+    example = (REPO / "manifests" / "kube-prometheus" / "example.jsonnet").read_text()
+    assert "perNodeInventory: true" in example
+
+
 # --- null, merging ------------------------------------------------------------------------
 
 

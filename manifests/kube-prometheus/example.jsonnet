@@ -21,7 +21,13 @@ local fioprobeMixin = addMixin({
     // The probe interval and the expected probes of the deployed probes, so the alerts'
     // windows follow their schedule. Add your own keys (clusterLabel, thresholds: see
     // config.libsonnet) in a second `_config+::` after this object.
-    _config+:: fioprobe.mixinConfig,
+    _config+:: fioprobe.mixinConfig {
+      // kube-prometheus runs kube-state-metrics: the per-node probes (perNode) are expected
+      // on the nodes it lists, so a node that never pushed is Missing and a removed node's
+      // groups are not Stale. Match perNodeInventorySelector to perNode.nodeSelector and
+      // perNode.tolerations (docs/MIXIN.md, "Per-node probes").
+      perNodeInventory: true,
+    },
   },
 });
 
@@ -51,7 +57,7 @@ local kp = (import 'kube-prometheus/main.libsonnet') + {
 { 'fioprobe-prometheusRule': fioprobeMixin.prometheusRules } +
 {
   ['fioprobe-' + component + '-' + key]: fioprobe[component][key]
-  for component in ['pushgateway', 'monitoring']
+  for component in ['pushgateway', 'monitoring', 'perNode']
   for key in std.objectFields(fioprobe[component])
   if fioprobe[component][key] != null && std.objectHas(fioprobe[component][key], 'kind')
 } +
