@@ -435,7 +435,8 @@ def per_node_missing_alert(p: Probe, interval_min: int) -> dict[str, Any]:
         why = (
             ", while the node runs per-node probes (it pushes others, or the node inventory "
             "lists it) and other nodes push this one: the per-node pod of that node does not run "
-            "(not scheduled, crashing, its volumes not mounted) or does not run this target."
+            "(not scheduled, crashing, its volumes not mounted) or runs a configuration without "
+            "this target (a rollout in progress)."
         )
     else:
         why = (
