@@ -13,11 +13,14 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from fioprobe.metrics import exposed_series_names
 
 ROOT = Path(__file__).resolve().parents[1]
 RULES = ROOT / "alerts" / "out" / "rules.yaml"
+#: With per-node probes and the node inventory (alerts/rules-per-node.jsonnet).
+RULES_PER_NODE = ROOT / "alerts" / "out" / "rules-per-node.yaml"
 
 #: Metrics the rules may use that fioprobe does not produce, each with who exports it.
 #: (None is used today; etcd's own fsync histogram is where a rule comparing the probe with
@@ -25,6 +28,8 @@ RULES = ROOT / "alerts" / "out" / "rules.yaml"
 EXTERNAL_SERIES: dict[str, str] = {
     "push_time_seconds": "the Pushgateway, per group: when the probe last pushed anything",
     "etcd_disk_wal_fsync_duration_seconds_bucket": "etcd, /metrics of every member",
+    "kube_node_info": "kube-state-metrics: the per-node probes' node inventory (optional)",
+    "kube_node_spec_taint": "kube-state-metrics: nodes the DaemonSet does not run on",
 }
 
 #: String literals (label values, template format strings) are not metric names.
@@ -44,9 +49,9 @@ def referenced_names(promql: str) -> tuple[set[str], set[str]]:
     return series, records
 
 
-def rules() -> list[dict[str, Any]]:
-    """All rules of the committed rendered rule file."""
-    groups = yaml.safe_load(RULES.read_text())["groups"]
+def rules(path: Path = RULES) -> list[dict[str, Any]]:
+    """All rules of a committed rendered rule file."""
+    groups = yaml.safe_load(path.read_text())["groups"]
     return [rule for group in groups for rule in group["rules"]]
 
 
@@ -63,12 +68,13 @@ def test_extractor_finds_names_and_ignores_labels_and_strings() -> None:
     assert "fioprobe_bogus_total" not in exposed_series_names()
 
 
-def test_rules_query_only_metrics_the_exporter_produces() -> None:
+@pytest.mark.parametrize("path", [RULES, RULES_PER_NODE], ids=lambda p: p.stem)
+def test_rules_query_only_metrics_the_exporter_produces(path: Path) -> None:
     """Every fioprobe_* name in the rules is produced by the exporter (or is external), and
     every recording rule referenced is defined."""
-    defined_records = {rule["record"] for rule in rules() if "record" in rule}
+    defined_records = {rule["record"] for rule in rules(path) if "record" in rule}
     all_series: set[str] = set()
-    for rule in rules():
+    for rule in rules(path):
         texts = [rule["expr"]]
         texts += _TEMPLATE_QUERY.findall(rule.get("annotations", {}).get("description", ""))
         for text in texts:
