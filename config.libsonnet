@@ -176,17 +176,32 @@ local deployed = probes.mixinConfig(probes.merged(import 'manifests/config.libso
     // --node`). Off by default: a node list that does not match where the DaemonSet runs would
     // raise Missing for every node it leaves out (see perNodeInventorySelector).
     perNodeInventory: false,
+    // The per-node DaemonSet's tolerations (perNode.tolerations, Kubernetes objects), read from
+    // the manifests: the default node inventory below keeps the nodes with taints they
+    // tolerate.
+    perNodeTolerations: deployed.perNodeTolerations,
     // The nodes that should run the per-node probes (with perNodeInventory): a PromQL
     // expression with one series per node, its name in `node`. Default: every node
-    // kube-state-metrics lists, minus those with a NoSchedule or NoExecute taint, which a
-    // DaemonSet without perNode.tolerations does not run on (control-plane nodes, dedicated
-    // pools); a DaemonSet tolerates the node.kubernetes.io/* taints (not-ready, unreachable,
-    // pressure) by itself, so such nodes stay listed. Set it to match perNode.nodeSelector
-    // and perNode.tolerations (docs/MIXIN.md, "Per-node probes"). When it returns nothing
+    // kube-state-metrics lists, minus those with a NoSchedule or NoExecute taint that
+    // perNodeTolerations do not tolerate (by key: control-plane nodes, dedicated pools); a
+    // DaemonSet tolerates the node.kubernetes.io/* taints (not-ready, unreachable, pressure)
+    // by itself, so such nodes stay listed. Set it to match perNode.nodeSelector, which
+    // kube_node_info cannot (docs/MIXIN.md, "Per-node probes"). When it returns nothing
     // (kube-state-metrics down), the nodes are the ones that push, as without it.
     perNodeInventorySelector:
-      'kube_node_info unless on (%s, node) kube_node_spec_taint{effect=~"NoSchedule|NoExecute", key!~"node[.]kubernetes[.]io/.+"}'
-      % self.clusterLabel,
+      local tolerations = self.perNodeTolerations;
+      local everything = [
+        t
+        for t in tolerations
+        if std.get(t, 'operator', 'Equal') == 'Exists' && std.get(t, 'key', '') == ''
+      ];
+      local keys = std.set([t.key for t in tolerations if std.get(t, 'key', '') != '']);
+      if std.length(everything) > 0 then 'kube_node_info'
+      else
+        'kube_node_info unless on (%s, node) kube_node_spec_taint{effect=~"NoSchedule|NoExecute", key!~"%s"}' % [
+          self.clusterLabel,
+          std.join('|', ['node[.]kubernetes[.]io/.+'] + [std.strReplace(k, '.', '[.]') for k in keys]),
+        ],
 
     // --- Runbooks ---------------------------------------------------------------------------
 

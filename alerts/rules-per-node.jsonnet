@@ -1,6 +1,7 @@
 // The mixin's rules for a deployment with per-node probes, as alerts/rules.jsonnet renders
 // them for the shipped configuration: manifests/config.libsonnet with the per-node DaemonSet
-// on (a local disk and a StorageClass, also probed by its CronJob), the expected probes from
+// on (a local disk and a StorageClass, also probed by its CronJob; tolerating the taint of a
+// dedicated pool of nodes), the expected probes from
 // the manifests (their mixinConfig), and the node inventory on, as in the kube-prometheus
 // example. scripts/generate.d/10-mixin.sh writes alerts/out/rules-per-node.yaml from it, which
 // the per-node promtool scenarios (alerts/tests/probe-health-per-node.yaml) test.
@@ -10,6 +11,7 @@ function(config={})
     perNode: {
       enabled: true,
       expectedNodes: 3,
+      tolerations: [{ key: 'fioprobe.example.com/pool', operator: 'Exists', effect: 'NoSchedule' }],
       localDisks: [{ name: 'node-disk', profiles: ['etcd-fsync'] }],
       storageClasses: [
         {

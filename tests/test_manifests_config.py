@@ -315,9 +315,10 @@ def test_per_node_targets_need_names_of_their_own(
     ]
 
 
-#: A per-node DaemonSet with a local disk and a StorageClass.
+#: A per-node DaemonSet with a local disk and a StorageClass, also on control-plane nodes.
 PER_NODE_PROBES = {
     "enabled": True,
+    "tolerations": [{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists"}],
     "localDisks": [{"name": "nvme", "profiles": ["etcd-fsync"]}],
     "storageClasses": [
         {"name": "gp3", "volume": {"size": "8Gi"}, "profiles": ["etcd-fsync", "randread-iops"]}
@@ -357,7 +358,11 @@ def test_per_node_probes_are_expected_by_the_prometheus_rule(tmp_path: Path) -> 
 
     inventory = rules({"perNodeInventory": True})
     (nodes,) = [r for r in inventory if r.get("record") == "node:fioprobe_per_node:info"]
-    assert "kube_node_info" in nodes["expr"]
+    # Control-plane nodes stay in the inventory: the DaemonSet tolerates their taint.
+    assert (
+        'kube_node_info unless on (cluster, node) kube_node_spec_taint{effect=~"NoSchedule|'
+        'NoExecute", key!~"node[.]kubernetes[.]io/.+|node-role[.]kubernetes[.]io/control-plane"}'
+    ) in nodes["expr"]
 
 
 def test_kube_prometheus_mixin_config_has_the_per_node_probes() -> None:

@@ -94,6 +94,7 @@ OVERRIDES: dict[str, Any] = {
     "failingRuns": 5,
     "staleAfterRuns": 8,
     "perNodeInventory": True,
+    "perNodeTolerations": [{"key": "example.com/gpu", "operator": "Exists"}],
     "perNodeInventorySelector": 'kube_node_labels{label_fioprobe_probe="yes"}',
     "runbookURLBase": "https://wiki.example.com/storage/fioprobe",
 }
@@ -227,6 +228,7 @@ MUTATIONS = [
         {"perNodeInventorySelector": "kube_node_info"},
         "control-plane nodes, where the DaemonSet does not run, are missing every probe",
     ),
+    ("probe-health-per-node", {"perNodeTolerations": []}, "a node of a tolerated pool silent"),
     ("probe-health-per-node", {"clusterLabel": "region"}, "clusters a and b merged"),
     ("probe-health-per-node", {"staleAfterRuns": 4}, "the stopped node is not stale in time"),
 ]
@@ -412,6 +414,7 @@ DERIVED_KEYS = {
     "expectedProbes",
     "expectedPerNodeProbes",
     "perNodeInventory",
+    "perNodeTolerations",
     "latencyWindowRuns",
     "etcdFsyncSlowRuns",
     "etcdFsyncOfRuns",
@@ -428,7 +431,13 @@ DERIVED_KEYS = {
 
 #: What a derived key needs besides itself to take effect: the node inventory is about
 #: per-node probes, which the shipped configuration does not deploy.
-DERIVED_BASE = {"perNodeInventory": {"expectedPerNodeProbes": OVERRIDES["expectedPerNodeProbes"]}}
+DERIVED_BASE = {
+    "perNodeInventory": {"expectedPerNodeProbes": OVERRIDES["expectedPerNodeProbes"]},
+    "perNodeTolerations": {
+        "expectedPerNodeProbes": OVERRIDES["expectedPerNodeProbes"],
+        "perNodeInventory": True,
+    },
+}
 
 
 @pytest.mark.parametrize("key", sorted(DERIVED_KEYS))
@@ -472,6 +481,7 @@ def test_default_schedule_and_expected_probes_come_from_the_manifests() -> None:
     assert len(config["expectedProbes"]) >= 3
     # The shipped configuration has no per-node DaemonSet, and so no per-node rules.
     assert config["expectedPerNodeProbes"] == manifests["mixin"]["expectedPerNodeProbes"] == []
+    assert config["perNodeTolerations"] == manifests["mixin"]["perNodeTolerations"] == []
     assert "per_node" not in RULES.read_text()
 
 
@@ -487,6 +497,8 @@ def test_per_node_rules_expect_the_manifests_per_node_probes() -> None:
     assert all(r["expr"] == "vector(1)" for r in records)
     (nodes,) = [r for r in rules if r.get("record") == "node:fioprobe_per_node:info"]
     assert "kube_node_info" in nodes["expr"]
+    # The DaemonSet's tolerations keep its tolerated taint's nodes in the node inventory.
+    assert 'key!~"node[.]kubernetes[.]io/.+|fioprobe[.]example[.]com/pool"' in nodes["expr"]
     off = rules_of(render({"perNodeInventory": False}, "alerts/rules-per-node.jsonnet"))
     (nodes,) = [r for r in off if r.get("record") == "node:fioprobe_per_node:info"]
     assert "kube_node" not in json.dumps(off)

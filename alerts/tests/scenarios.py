@@ -875,6 +875,8 @@ def health_scenarios(i: int) -> list[Scenario]:
 #: The per-node probes of alerts/rules-per-node.jsonnet: (storageclass, profile).
 PER_NODE = [("node-disk", "etcd-fsync"), ("gp3", "etcd-fsync"), ("gp3", "randread-iops")]
 CONTROL_PLANE_TAINT = ("node-role.kubernetes.io/control-plane", "NoSchedule")
+#: A taint the per-node DaemonSet of alerts/rules-per-node.jsonnet tolerates.
+POOL_TAINT = ("fioprobe.example.com/pool", "NoSchedule")
 
 
 def per_node(
@@ -915,7 +917,7 @@ def per_node_scenarios(i: int) -> list[Scenario]:
     stopped = per_node("w2", runs((5, FAST)))
     unreachable = per_node("w6", runs((5, FAST)))
     w3_lacks = Probe("gp3", "randread-iops", node="w3")
-    never = [Probe(sc, profile, node="w4") for sc, profile in PER_NODE]
+    never = [Probe(sc, profile, node=node) for node in ("w4", "w7") for sc, profile in PER_NODE]
     # Cluster b has no kube-state-metrics: its nodes are the ones that push.
     b_stopped = per_node("w3", runs((5, FAST)), cluster="b")
     b_removed = per_node("w9", runs((3, FAST)), cluster="b")
@@ -932,8 +934,9 @@ def per_node_scenarios(i: int) -> list[Scenario]:
         Scenario(
             "per-node probes: a node whose pod stopped (also an unreachable one) is Stale for "
             "each group; a node that does not push one of its targets is Missing it; a listed "
-            "node that never pushed is Missing all; a control-plane node (tainted, running only "
-            "its etcd probe) and a removed node whose groups were left behind raise nothing",
+            "node that never pushed (also one with a taint the DaemonSet tolerates) is Missing "
+            "all; a control-plane node (tainted, running only its etcd probe) and a removed node "
+            "whose groups were left behind raise nothing",
             i,
             [
                 *static,
@@ -951,6 +954,7 @@ def per_node_scenarios(i: int) -> list[Scenario]:
                 KubeNode("w4"),
                 KubeNode("w5", removed_at=3 * i * 2),
                 KubeNode("w6", taints=[("node.kubernetes.io/unreachable", "NoExecute")]),
+                KubeNode("w7", taints=[POOL_TAINT]),
                 *[KubeNode(node, taints=[CONTROL_PLANE_TAINT]) for node in ETCD_NODES],
             ],
             checks=[

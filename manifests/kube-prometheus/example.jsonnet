@@ -24,8 +24,8 @@ local fioprobeMixin = addMixin({
     _config+:: fioprobe.mixinConfig {
       // kube-prometheus runs kube-state-metrics: the per-node probes (perNode) are expected
       // on the nodes it lists, so a node that never pushed is Missing and a removed node's
-      // groups are not Stale. Match perNodeInventorySelector to perNode.nodeSelector and
-      // perNode.tolerations (docs/MIXIN.md, "Per-node probes").
+      // groups are not Stale. With a perNode.nodeSelector, set perNodeInventorySelector to
+      // match it (docs/MIXIN.md, "Per-node probes").
       perNodeInventory: true,
     },
   },

@@ -35,5 +35,7 @@ local params = import 'params.libsonnet';
       for t in c.perNode.localDisks + c.perNode.storageClasses
       for p in t.profiles
     ],
+    // Which tainted nodes the DaemonSet runs on, for the mixin's node inventory.
+    perNodeTolerations: if !c.perNode.enabled then [] else c.perNode.tolerations,
   },
 }
