@@ -28,7 +28,6 @@ OUT = DASHBOARDS / "out"
 SCHEMA_DIR = REPO / ".tools" / "grafana-schema"
 EXTERNAL = json.loads((DASHBOARDS / "external-metrics.json").read_text())
 GENERATOR = REPO / "scripts" / "generate.d" / "20-dashboards.sh"
-MIRROR = REPO.parent / "shared" / "git-mirror"
 
 #: The uids are a contract: links, bookmarks and provisioning refer to them.
 EXPECTED_UIDS = {
@@ -518,20 +517,6 @@ def test_dashboards_are_built_on_the_vendored_grafonnet() -> None:
     for path in DASHBOARDS.glob("*sonnet"):
         if path.name != "g.libsonnet":  # the one import, so the version is named once
             assert "import 'github.com/grafana/" not in path.read_text(), path
-
-
-def test_lock_names_the_mirrored_upstream_commits() -> None:
-    """The lock written offline from ../shared/git-mirror is the one a networked machine
-    writes: each locked commit is the head of a branch of the upstream repository's mirror."""
-    if not (MIRROR / "github.com").is_dir():
-        pytest.skip(f"no git mirror at {MIRROR}")
-    lock = json.loads((REPO / "jsonnetfile.lock.json").read_text())["dependencies"]
-    assert len(lock) >= 3  # grafonnet and what it imports (docsonnet, xtd)
-    for dep in lock:
-        remote = dep["source"]["git"]["remote"]
-        repo = MIRROR / remote.removeprefix("https://").removesuffix(".git")
-        heads = (repo.with_suffix(".git") / "packed-refs").read_text()
-        assert re.search(rf"^{dep['version']} refs/heads/", heads, re.M), (remote, dep["version"])
 
 
 # --- What each panel's number is -----------------------------------------------------------
