@@ -45,6 +45,12 @@ fi
 
 # --- vendor/ ----------------------------------------------------------------------------
 log=$(mktemp)
+# The lock is the pin: an install must install exactly it, never move it (checked at the end).
+lock_before=$(sha256sum jsonnetfile.lock.json | cut -d' ' -f1)
+lock_kept() {
+  [[ $(sha256sum jsonnetfile.lock.json | cut -d' ' -f1) == "$lock_before" ]] ||
+    fail "jb install changed jsonnetfile.lock.json: the mirror or GitHub does not have the pinned commits (git diff jsonnetfile.lock.json)"
+}
 shim=$ROOT/.tools/git-mirror
 trap 'rm -f "$log"' EXIT
 
@@ -78,6 +84,7 @@ if GIT_TERMINAL_PROMPT=0 timeout 10 git ls-remote https://github.com/grafana/gra
     cat "$log" >&2
     fail "jb install from GitHub failed (output above)"
   fi
+  lock_kept
   exit 0
 fi
 
@@ -121,3 +128,4 @@ if ! jb_via "file://$base/github.com/" install >"$log" 2>&1; then
   cat "$log" >&2
   fail "jb install from the git mirror $mirror failed (output above)"
 fi
+lock_kept
