@@ -48,7 +48,7 @@ from fioprobe.pushgateway import JOB, PushError, Transport
 from fioprobe.schedule import spread_offset
 from fioprobe.shards import Shards
 from fioprobe.state import GroupState, GroupTotals
-from fioprobe.statefile import StateDir, StateFile, file_name
+from fioprobe.statefile import StateDir, StateFile
 from support import services
 
 REPO = Path(__file__).resolve().parents[1]
@@ -334,7 +334,7 @@ def run_load(
         files: dict[str, list[StateFile]] = {}
         for node, node_keys in by_node.items():
             directory = StateDir(workdir / "state" / node, create_parents=True)
-            files[node] = [directory.file(file_name(key)) for key in node_keys]
+            files[node] = [directory.group_file(key) for key in node_keys]
             for key, file in zip(node_keys, files[node], strict=True):
                 warm_state(file, shards.for_key(key).url)
         result.per_replica_groups = [

@@ -27,7 +27,7 @@ from fioprobe.model import Run
 from fioprobe.preview import evaluate
 from fioprobe.publish import publish
 from fioprobe.pushgateway import Transport
-from fioprobe.statefile import StateDir, file_name
+from fioprobe.statefile import StateDir
 from support import services
 
 pytestmark = pytest.mark.slow
@@ -100,7 +100,7 @@ def _push_rounds(workdir: Path, gateways: dict[str, services.Service]) -> None:
             outcome = ok.failed(FailureReason.IO_ERROR) if failing else ok
             for key in KEYS:
                 directory = StateDir(workdir / "state" / cluster, create_parents=True)
-                publish(outcome, key, transport, directory.file(file_name(key)))
+                publish(outcome, key, transport, directory.group_file(key))
         time.sleep(3)
 
 

@@ -24,7 +24,7 @@ from fioprobe.publish import publish
 from fioprobe.pushgateway import JOB, Transport
 from fioprobe.schedule import spread_offset
 from fioprobe.shards import Shards
-from fioprobe.statefile import StateDir, StateFile, file_name
+from fioprobe.statefile import StateDir, StateFile
 from support import services
 
 SAMPLE = (
@@ -133,7 +133,7 @@ def test_resharding_three_to_four_replicas(
     outcome = ProbeOutcome(parse_file(SAMPLE), success=True, duration_seconds=1.0, owner=OWNER)
     keys = _keys()
     files: dict[tuple[str, ...], StateFile] = {
-        _ident(k): StateDir(tmp_path / "state" / k["node"], create_parents=True).file(file_name(k))
+        _ident(k): StateDir(tmp_path / "state" / k["node"], create_parents=True).group_file(k)
         for k in keys
     }
     runs = {_ident(k): 0 for k in keys}
@@ -149,7 +149,7 @@ def test_resharding_three_to_four_replicas(
             ident = _ident(key)
             if ident in stateless:  # a container without a volume: a new state every run
                 directory = tmp_path / "fresh" / f"{ident}-{runs[ident]}"
-                file = StateDir(directory, create_parents=True).file(file_name(key))
+                file = StateDir(directory, create_parents=True).group_file(key)
             else:
                 file = files[ident]
             publish(outcome, key, replicas, file)
@@ -202,7 +202,7 @@ def test_resharding_three_to_four_replicas(
 def _scratch(tmp_path: Path, key: dict[str, str]) -> StateFile:
     """A throwaway state: its push only plants an old copy of the group on a replica."""
     directory = tmp_path / "scratch" / "-".join(key.values())
-    return StateDir(directory, create_parents=True).file(file_name(key))
+    return StateDir(directory, create_parents=True).group_file(key)
 
 
 def _key_of(key: dict[str, str]) -> dict[str, str]:

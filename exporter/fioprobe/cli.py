@@ -75,8 +75,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
 def cmd_push(args: argparse.Namespace) -> int:
     from .convert import file_outcome
     from .fioparse import parse_text
-    from .publish import default_state_file, publish
+    from .publish import publish
     from .pushgateway import PushError
+    from .statefile import default_state_file
 
     key = _grouping_key(args)
     transport = _transport(args)
@@ -316,9 +317,10 @@ def _add_gateway_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--writer-lease",
         type=_positive_seconds,
-        default=3600.0,
+        default=push_defaults.WRITER_LEASE_SECONDS,
         metavar="S",
-        help="how long a writer's pushes make a group its own (default 3600); see docs/FAULTS.md",
+        help="how long a writer's pushes make a group its own "
+        f"(default {push_defaults.WRITER_LEASE_SECONDS:g}); see docs/FAULTS.md",
     )
 
 

@@ -72,7 +72,7 @@ class PushgatewayConfig:
     key_file: str | None = None
     timeout_seconds: float = push_defaults.TIMEOUT_SECONDS
     attempts: int = push_defaults.ATTEMPTS
-    writer_lease_seconds: float = 3600.0
+    writer_lease_seconds: float = push_defaults.WRITER_LEASE_SECONDS
     #: The replicas of a sharded Pushgateway (`url` is then the first); empty: `url` alone.
     shards: tuple[str, ...] = ()
 
@@ -331,7 +331,9 @@ def _pushgateway(raw: object, file: str) -> PushgatewayConfig:
         key_file=r.take("key_file", str),
         timeout_seconds=_default(_number(r, "timeout_seconds"), push_defaults.TIMEOUT_SECONDS),
         attempts=r.take("attempts", int, push_defaults.ATTEMPTS),
-        writer_lease_seconds=_default(_number(r, "writer_lease_seconds"), 3600.0),
+        writer_lease_seconds=_default(
+            _number(r, "writer_lease_seconds"), push_defaults.WRITER_LEASE_SECONDS
+        ),
     )
     r.done()
     if config.timeout_seconds <= 0 or config.attempts < 1 or config.writer_lease_seconds <= 0:

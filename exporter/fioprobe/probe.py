@@ -75,7 +75,7 @@ class ProbeTarget:
             directory = StateDir(self.state_dir, create_parents=True)
         else:
             directory = StateDir(Path(os.path.abspath(self.directory)) / STATE_SUBDIR)
-        return directory.file(file_name(self.grouping_key))
+        return directory.group_file(self.grouping_key)
 
 
 @dataclass(slots=True)

@@ -48,21 +48,16 @@ import secrets
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 
-from . import pushgateway, state
+from . import push_defaults, pushgateway, state
 from .collector import ProbeOutcome, registry_for
 from .errors import FailureReason
 from .pushgateway import PushError, ReadBack, Transport, TransportConfigError
 from .shards import Shards
 from .state import GroupState, GroupTotals
-from .statefile import StateDir, StateError, StateFile, file_name
+from .statefile import StateError, StateFile
 
-ENV_STATE_DIR = "FIOPROBE_STATE_DIR"
-#: How long a writer's pushes make the group its own: past this, another writer may take it
-#: over, and the writer itself reads the group back before pushing again. Longer than any
-#: sensible probe interval; shorter than the time anyone waits for a replaced pod's probe.
-WRITER_LEASE_SECONDS = 3600.0
+WRITER_LEASE_SECONDS = push_defaults.WRITER_LEASE_SECONDS
 
 #: A hook run inside the state lock before the merge: it may update model state kept beside
 #: the totals (the gp2 credit balance) and returns the outcome to push.
@@ -76,14 +71,6 @@ class StateNotKept(StateError):
     def __init__(self, message: str, reason: FailureReason, *, pushed: bool) -> None:
         super().__init__(message, reason)
         self.pushed = pushed
-
-
-def default_state_file(grouping_key: dict[str, str]) -> StateFile:
-    """Per-group state file under $FIOPROBE_STATE_DIR (default ~/.local/state/fioprobe)."""
-    base = os.environ.get(ENV_STATE_DIR) or os.path.join(
-        os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "fioprobe"
-    )
-    return StateDir(Path(base), create_parents=True).file(file_name(grouping_key))
 
 
 def publish(

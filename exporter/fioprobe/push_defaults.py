@@ -13,3 +13,7 @@ TIMEOUT_SECONDS = 10.0
 ATTEMPTS = 3
 #: Wait before the second try, doubled before each further one.
 BACKOFF_SECONDS = 0.5
+#: How long a writer's pushes make the group its own: past this, another writer may take it
+#: over, and the writer itself reads the group back before pushing again. Longer than any
+#: sensible probe interval; shorter than the time anyone waits for a replaced pod's probe.
+WRITER_LEASE_SECONDS = 3600.0

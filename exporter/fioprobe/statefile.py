@@ -116,6 +116,22 @@ class StateDir:
     def file(self, name: str) -> StateFile:
         return StateFile(self, name)
 
+    def group_file(self, grouping_key: dict[str, str]) -> StateFile:
+        """The state file of one group: its name is the grouping key's (`file_name`)."""
+        return self.file(file_name(grouping_key))
+
+
+ENV_STATE_DIR = "FIOPROBE_STATE_DIR"
+
+
+def default_state_file(grouping_key: dict[str, str]) -> StateFile:
+    """Per-group state file under $FIOPROBE_STATE_DIR (default ~/.local/state/fioprobe),
+    for commands run without a probe directory (`fioprobe push`)."""
+    base = os.environ.get(ENV_STATE_DIR) or os.path.join(
+        os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "fioprobe"
+    )
+    return StateDir(Path(base), create_parents=True).group_file(grouping_key)
+
 
 @dataclass(frozen=True, slots=True)
 class StateFile:
