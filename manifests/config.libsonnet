@@ -19,9 +19,9 @@
 
   // One persistent probe PVC and one CronJob per entry. `volume.size` is also the PVC's size:
   // gp2's baseline IOPS depend on it, so the model and the real volume cannot disagree.
-  // volume: type (gp2 gp3 io1 io2 st1 sc1 ceph-rbd unknown), size, iops / throughput
-  // (provisioned, gp3/io1/io2), provisioner (for fioprobe_info), dedicated (only the probe
-  // does IO on it, so gp2's burst balance can be modelled).
+  // volume: type (one of fioprobe's volume types, listed in the README), size, iops /
+  // throughput (provisioned, gp3/io1/io2), provisioner (for fioprobe_info), dedicated (only
+  // the probe does IO on it, so gp2's burst balance can be modelled).
   // profiles: jobs/<name>.fio, as a name or {name, size?, io_size?, runtime?} (overrides).
   storageClasses: [
     {
