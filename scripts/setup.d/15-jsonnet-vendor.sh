@@ -8,8 +8,8 @@
 #      and fetches nothing. Checked with every network path closed, so a second run is quiet,
 #      fast, and never waits on a network.
 #   2. GitHub, when `git ls-remote` reaches it within a few seconds.
-#   3. The offline git mirrors in ../shared/git-mirror (beside the repository root; see its
-#      README.md), through git's insteadOf for the jb command only (GIT_CONFIG_COUNT/KEY/VALUE
+#   3. The offline git mirrors in ../shared/git-mirror (beside the repository root, else
+#      /work/shared/git-mirror; see its README.md), through git's insteadOf for the jb command only (GIT_CONFIG_COUNT/KEY/VALUE
 #      in its environment, no git configuration file touched). The lock names the upstream
 #      commits either way, so it is the same lock a machine with network access writes.
 # FIOPROBE_GIT_MIRROR=<dir> names another mirror directory (same layout).
@@ -89,7 +89,12 @@ if GIT_TERMINAL_PROMPT=0 timeout 10 git ls-remote https://github.com/grafana/gra
 fi
 
 # 3. The offline mirror.
+# Beside the repository; failing that, where this workplace keeps it for every checkout
+# (a clone made elsewhere, such as a CI run's).
 mirror=${FIOPROBE_GIT_MIRROR:-$ROOT/../shared/git-mirror}
+if [[ -z ${FIOPROBE_GIT_MIRROR:-} && ! -d $mirror/github.com && -d /work/shared/git-mirror/github.com ]]; then
+  mirror=/work/shared/git-mirror
+fi
 repos=()
 if [[ -d $mirror/github.com ]]; then
   mirror=$(realpath "$mirror")
