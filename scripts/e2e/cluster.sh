@@ -176,6 +176,7 @@ images() {
     sha256sum | cut -c1-12)
   if ! podman_ image exists "localhost/fioprobe-e2e/base:$base_id"; then
     say "importing the bookworm base image"
+    local t_base=$SECONDS
     rm -rf "$ctx/base"
     mkdir -p "$ctx/base/usr/local/share/ca-certificates" "$ctx/base/etc"
     cp /usr/local/share/ca-certificates/*.crt "$ctx/base/usr/local/share/ca-certificates/" 2>/dev/null || true
@@ -186,6 +187,7 @@ images() {
     tar -C "$ctx/base" --no-recursion -rf "$ctx/base.tar" -T "$ctx/base.files"
     podman_ import "$ctx/base.tar" "localhost/fioprobe-e2e/base:$base_id" >/dev/null
     rm -f "$ctx/base.tar"
+    echo "base_image_import_seconds $((SECONDS - t_base))" >>"$RUN/measurements"
   fi
   podman_ tag "localhost/fioprobe-e2e/base:$base_id" docker.io/library/debian:12-slim
 
@@ -213,9 +215,11 @@ RUN apt-get update && apt-get install -y --no-install-recommends prometheus-push
     && rm -rf /var/lib/apt/lists/*
 ENTRYPOINT ["/usr/bin/prometheus-pushgateway"]
 EOF
+  t0=$SECONDS
   podman_ build --runtime runc --network host --pull=never --ulimit nofile=1024:1024 \
     -t "$pgw_image" -f "$ctx/Containerfile.pushgateway" "$ctx" >"$RUN/logs/pushgateway-build.log" 2>&1 ||
     { tail -30 "$RUN/logs/pushgateway-build.log" >&2; die "Pushgateway image build failed"; }
+  echo "pushgateway_image_build_seconds $((SECONDS - t0))" >>"$RUN/measurements"
 
   # pause and CoreDNS: one static binary each.
   mkdir -p "$ctx/pause" "$ctx/coredns"
@@ -228,11 +232,16 @@ EOF
   podman_ build --runtime runc --network none -t localhost/fioprobe-e2e/coredns:1 \
     -f "$ctx/coredns/Containerfile" "$ctx/coredns" >>"$RUN/logs/image-build.log" 2>&1
 
+  t0=$SECONDS
   for image in "$probe_image" "$pgw_image" localhost/fioprobe-e2e/pause:1 localhost/fioprobe-e2e/coredns:1; do
     podman_ save --format docker-archive -o "$ctx/image.tar" "$image" >/dev/null
     ctr --address "$RUN/containerd/containerd.sock" -n k8s.io images import "$ctx/image.tar" >/dev/null
     rm -f "$ctx/image.tar"
   done
+  echo "image_load_seconds $((SECONDS - t0))" >>"$RUN/measurements"
+  # Earlier builds of the same names are left untagged: drop them, or the cache grows by a
+  # layer per run.
+  podman_ image prune -f >/dev/null
 }
 
 # --- components ----------------------------------------------------------------------------
@@ -448,16 +457,24 @@ EOF
 # tmpfs with 14 MiB taken: less free space than a profile's budget plus fioprobe's margin);
 # a read-only one (a tmpfs mounted read-only, owned and moded as fsGroup had left it before it
 # turned read-only).
+# The slow disks pass through to a tmpfs, not to this machine's disk: its own fsync latency
+# (10 ms and more at a p99 while other suites run) would raise the alerts without any delay,
+# and the tests would prove nothing about the injected one. In memory, the injected delay is
+# the only slowness.
 SLOW_FSYNC_MS=15
-slow_disk() { # <mount point>: backed by <mount point>.backing
-  local mnt=$1
-  mkdir -p "$mnt" "$mnt.backing"
+slow_disk() { # <mount point>: backed by a directory of $RUN/disks/backing
+  local mnt=$1 backing
+  backing=$RUN/disks/backing/$(basename "$mnt")
+  mkdir -p "$mnt" "$backing"
   start "slowdisk-$(basename "$mnt")" "$REPO/.venv/bin/python" "$HERE/slowdisk.py" \
-    --backing "$mnt.backing" --mountpoint "$mnt" --fsync-delay-ms "$SLOW_FSYNC_MS"
+    --backing "$backing" --mountpoint "$mnt" --fsync-delay-ms "$SLOW_FSYNC_MS"
   wait_until 30 "the slow disk at $mnt" mountpoint -q "$mnt"
 }
 
 fault_disks_up() {
+  # Each probe run writes at most 4 MiB (the etcd-fsync profile's budget) and removes it.
+  mkdir -p "$RUN/disks/backing"
+  mount -t tmpfs -o size=64m,mode=0755 fioprobe-e2e-backing "$RUN/disks/backing"
   slow_disk "$RUN/pv/slow"
   slow_disk "$RUN/disks/etcd"
   mkdir -p "$RUN/pv/full" "$RUN/pv/readonly"

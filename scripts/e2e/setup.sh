@@ -15,6 +15,17 @@ cd "$HERE/../.."
 CACHE_ROOT=${XDG_CACHE_HOME:-$HOME/.cache}/fioprobe-e2e
 mkdir -p "$CACHE_ROOT"
 say() { printf 'e2e-setup: %s\n' "$*"; }
+# Seconds each step took when it had work to do, for docs/MANIFESTS.md's cold numbers
+# (`make e2e` prints them with its measurements).
+TIMES=$CACHE_ROOT/last-setup-steps
+: >"$TIMES"
+timed() { # <step name> <command...>: its status is the command's
+  local step=$1 t0=$SECONDS rc=0
+  shift
+  "$@" || rc=$?
+  echo "setup_step_seconds{$step} $((SECONDS - t0))" >>"$TIMES"
+  return "$rc"
+}
 
 # --- Debian packages ---------------------------------------------------------------------
 APT_PACKAGES=(containerd runc podman debootstrap containernetworking-plugins iptables conntrack
@@ -25,6 +36,7 @@ for pkg in "${APT_PACKAGES[@]}"; do
 done
 if ((${#missing[@]})); then
   say "installing Debian packages: ${missing[*]}"
+  apt_t0=$SECONDS
   export DEBIAN_FRONTEND=noninteractive
   # policy-rc.d: no package may start its service here; the cluster starts its own containerd
   # with its own configuration and state directories.
@@ -38,25 +50,26 @@ if ((${#missing[@]})); then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   if $created_policy; then rm -f "$policy"; fi
+  echo "setup_step_seconds{debian-packages} $((SECONDS - apt_t0))" >>"$TIMES"
 fi
 
 # --- Go builds ---------------------------------------------------------------------------
 # One cache entry per module: its go.mod/go.sum/sources and the link flags name the entry, so
 # a change to them rebuilds and an unchanged tree reuses it (editing this script does not).
-build_module() { # <name> <module dir> <output dir var> <packages...>
-  local name=$1 dir=$2 var=$3
-  shift 3
+build_module() { # <name> <module dir> <output dir var> <CGO_ENABLED> <packages...>
+  local name=$1 dir=$2 var=$3 cgo=$4
+  shift 4
   local hash entry
   local inputs=("$dir"/go.mod "$dir"/*.go)
   [[ -f $dir/go.sum ]] && inputs+=("$dir/go.sum")
-  hash=$( (cat "${inputs[@]}" && echo "$LDFLAGS $*") | sha256sum | cut -c1-12)
+  hash=$( (cat "${inputs[@]}" && echo "$LDFLAGS $cgo $*") | sha256sum | cut -c1-12)
   entry=$CACHE_ROOT/$name-$hash
   if [[ ! -f $entry/.complete ]]; then
     say "building $name (go build; cached afterwards)"
     local tmp=$entry.tmp.$$
     rm -rf "$tmp"
     mkdir -p "$tmp"
-    (cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "$LDFLAGS" -o "$tmp/" "$@")
+    (cd "$dir" && timed "$name" env CGO_ENABLED="$cgo" go build -trimpath -ldflags "$LDFLAGS" -o "$tmp/" "$@")
     touch "$tmp/.complete"
     rm -rf "$entry"
     mv "$tmp" "$entry"
@@ -71,13 +84,18 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   LDFLAGS+=" -X $pkg.gitVersion=$kube_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
 done
 # Cold (empty Go build cache): about 30 minutes on 2 busy cores; with the packages the
-# kube-apiserver build of scripts/setup.d already cached, a few minutes.
-build_module "kube-$kube_version" scripts/e2e/kube KUBE_BIN \
+# kube-apiserver build of scripts/setup.d already cached, a few minutes. That sharing needs the
+# same build settings as that build, cgo included (Go's default, 1 where a C compiler is): a
+# package's cache key covers it, and nearly every package depends on `net`, which cgo changes.
+# These binaries run on the host, so dynamic linking is fine; the two below go into images
+# FROM scratch and must be static.
+kube_cgo=$(go env CGO_ENABLED)
+build_module "kube-$kube_version" scripts/e2e/kube KUBE_BIN "$kube_cgo" \
   k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-controller-manager \
   k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-proxy
 LDFLAGS="-s -w"
-build_module coredns scripts/e2e/coredns COREDNS_BIN .
-build_module pause scripts/e2e/pause PAUSE_BIN .
+build_module coredns scripts/e2e/coredns COREDNS_BIN 0 .
+build_module pause scripts/e2e/pause PAUSE_BIN 0 .
 
 # --- Debian root filesystem ---------------------------------------------------------------
 # minbase bookworm from the mirror apt uses; a tarball that `podman import` turns into the
@@ -89,7 +107,7 @@ ROOTFS_TAR=$CACHE_ROOT/bookworm-minbase-$rootfs_hash.tar
 if [[ ! -f $ROOTFS_TAR ]]; then
   say "debootstrap --variant=minbase bookworm ($mirror)"
   tmp=$(mktemp -d "$CACHE_ROOT/rootfs.XXXXXX")
-  debootstrap --variant=minbase bookworm "$tmp/root" "$mirror" >"$tmp/log" 2>&1 ||
+  timed debootstrap debootstrap --variant=minbase bookworm "$tmp/root" "$mirror" >"$tmp/log" 2>&1 ||
     { tail -20 "$tmp/log" >&2; rm -rf "$tmp"; exit 1; }
   rm -rf "$tmp"/root/var/cache/apt/archives/*.deb "$tmp"/root/var/lib/apt/lists/*
   tar -C "$tmp/root" -cf "$tmp/rootfs.tar" .

@@ -361,7 +361,11 @@ class PodMemorySampler:
                 with contextlib.suppress(AssertionError, subprocess.TimeoutExpired, ValueError):
                     self._refresh_pods()
             tick += 1
-            for path in root.glob("**/pod*/memory.max_usage_in_bytes"):
+            try:
+                paths = list(root.glob("**/pod*/memory.max_usage_in_bytes"))
+            except OSError:  # a pod's cgroup was removed while the tree was being listed
+                continue
+            for path in paths:
                 uid = path.parent.name.removeprefix("pod")
                 try:
                     value = int(path.read_text())

@@ -38,8 +38,10 @@ ALERTS_WITHIN_SECONDS = 600
 # FioProbeFailing after a fault begins: the next run (within a minute), the `for` of two
 # failed runs (1.5 intervals), evaluation and notification.
 FAILING_WITHIN_SECONDS = 330
-# The fsync delay of the slow disks (scripts/e2e/cluster.sh, SLOW_FSYNC_MS).
-SLOW_FSYNC_SECONDS = 0.015
+# The fsync delay of the slow disks (scripts/e2e/cluster.sh, SLOW_FSYNC_MS), less fio's bin
+# rounding (under 1 %): a run's median fsync is at least this on a slow disk. Without the delay
+# the same FUSE filesystem (in memory) takes about a millisecond.
+SLOW_FSYNC_SECONDS = 0.015 * 0.99
 
 
 def wait_for_alert(
@@ -54,12 +56,13 @@ def wait_for_alert(
     )
 
 
-def last_run_p99(prometheus: Any, **labels: str) -> float:
-    selector = ",".join(f'{k}="{v}"' for k, v in labels.items())
-    result = services.query(
-        prometheus.url, f"probe:fioprobe_last_sync_latency_seconds:p99{{{selector}}}"
-    )
-    assert result, f"no last-run p99 of {labels} in Prometheus"
+def last_run_median(prometheus: Any, **labels: str) -> float:
+    """The last run's median fsync latency (fio's own percentile, as pushed): the alert is
+    about the p99, but only the injected delay can make the typical fsync that slow, so this
+    ties the alert to the fault and not to a busy machine's tail latency."""
+    selector = ",".join(f'{k}="{v}"' for k, v in {**labels, "quantile": "0.5"}.items())
+    result = services.query(prometheus.url, f"fioprobe_last_sync_latency_seconds{{{selector}}}")
+    assert result, f"no last-run median fsync latency of {labels} in Prometheus"
     return float(result[0]["value"][1])
 
 
@@ -79,7 +82,7 @@ def test_slow_etcd_disk_raises_the_etcd_alert(
     alert_times.record(alert)
     description = alert["annotations"]["description"]
     assert f"on node {NODE}" in description and "fsync p99" in description, description
-    assert last_run_p99(prometheus, **labels) >= SLOW_FSYNC_SECONDS
+    assert last_run_median(prometheus, **labels) >= SLOW_FSYNC_SECONDS
 
 
 def test_root_owned_etcd_directory_ends_in_an_alert_with_its_reason(
@@ -148,7 +151,7 @@ def test_slow_storageclass_raises_the_storageclass_alert(
     alert_times.record(alert)
     description = alert["annotations"]["description"]
     assert "(io2)" in description, description
-    assert last_run_p99(prometheus, **labels) >= SLOW_FSYNC_SECONDS
+    assert last_run_median(prometheus, **labels) >= SLOW_FSYNC_SECONDS
 
 
 def test_full_and_read_only_volumes_raise_failing_with_their_reason(
