@@ -9,8 +9,9 @@
 #      fast, and never waits on a network.
 #   2. GitHub, when `git ls-remote` reaches it within a few seconds.
 #   3. The offline git mirrors in ../shared/git-mirror (beside the repository root, else
-#      /work/shared/git-mirror; see its README.md), through git's insteadOf for the jb command only (GIT_CONFIG_COUNT/KEY/VALUE
-#      in its environment, no git configuration file touched). The lock names the upstream
+#      /work/shared/git-mirror; see its README.md), through git's insteadOf for the jb
+#      command only (GIT_CONFIG_COUNT/KEY/VALUE in its environment, no git configuration
+#      file touched). The lock names the upstream
 #      commits either way, so it is the same lock a machine with network access writes.
 # FIOPROBE_GIT_MIRROR=<dir> names another mirror directory (same layout).
 #
