@@ -101,9 +101,11 @@ date +%s.%N >"$RUN/applied-at"
 kubectl_ apply -k "$RUN/manifests" >"$RUN/logs/apply.log"
 say "applied $(wc -l <"$RUN/logs/apply.log") objects"
 
-# The scenario tests, in their own process group so that the trap can end them.
+# The scenario tests, in their own process group so that the trap can end them. A background
+# job of a non-interactive shell starts with SIGINT ignored, and Python then installs no
+# KeyboardInterrupt handler: reset it, so the trap's SIGINT lets pytest stop its fixtures.
 set +e
-setsid "$REPO/.venv/bin/python" -m pytest -p no:cacheprovider -c "$REPO/tests/e2e/pytest.ini" \
+setsid env --default-signal=INT "$REPO/.venv/bin/python" -m pytest -p no:cacheprovider -c "$REPO/tests/e2e/pytest.ini" \
   "$REPO/tests/e2e" "$@" &
 pytest_pid=$!
 wait "$pytest_pid"
