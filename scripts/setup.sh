@@ -30,12 +30,13 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # Debian starts services on install where an init system exists; none must keep running
+  # here, the tests start their own instances on free ports. Only right after an install:
+  # at any other time these names may be a running test suite's own servers.
+  for svc in prometheus prometheus-pushgateway prometheus-alertmanager etcd; do
+    pkill -x "$svc" 2>/dev/null || true
+  done
 fi
-# Debian starts services on install where an init system exists; none must keep running
-# here, the tests start their own instances on free ports.
-for svc in prometheus prometheus-pushgateway prometheus-alertmanager etcd; do
-  pkill -x "$svc" 2>/dev/null || true
-done
 
 # --- Python virtualenv ------------------------------------------------------------------
 VENV=$ROOT/.venv
