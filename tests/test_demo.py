@@ -10,6 +10,7 @@ stopping it (SIGTERM, Ctrl-C, SIGHUP) must leave no process, mount or file behin
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -84,7 +85,29 @@ class Demo:
             if self.process.poll() is None:
                 self.process.kill()
                 self.process.wait(30)
+                self._reap()  # the failure stands; nothing of the demo is left running
             self._reader.join(10)
+
+    def _reap(self) -> None:
+        """After the demo was killed (it could not clean up): its servers run in sessions of
+        their own and its slow disk stays mounted. Kill what was started in its workdir and
+        detach the mounts beneath it."""
+        root = str(self.workdir)
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:  # the servers run in the workdir; the slow disk names it on its command line
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                cwd = os.readlink(entry / "cwd")
+            except OSError:
+                continue
+            if root in command or cwd.startswith(root):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(entry.name), signal.SIGKILL)
+        for line in Path("/proc/mounts").read_text().splitlines():
+            mount_point = line.split()[1]
+            if mount_point.startswith(root):
+                subprocess.run(["umount", "-l", mount_point], check=False, timeout=30)
 
 
 def get(url: str) -> object:
