@@ -803,16 +803,6 @@ def health_scenarios(i: int) -> list[Scenario]:
         Probe("gp2", "etcd-fsync", runs=[FAST if k % 2 else fail for k in range(n)]),
         Probe("gp2", "burst-ceiling", runs=runs((n, FAST))),
     ]
-    expected_all = [
-        Probe(sc, profile, runs=runs((n, FAST)))
-        for sc, profile in (
-            ("gp2", "etcd-fsync"),
-            ("gp2", "randread-iops"),
-            ("gp2", "burst-ceiling"),
-            ("gp3", "etcd-fsync"),
-            ("gp3", "randread-iops"),
-        )
-    ] + [etcd_probe(node, runs((n, FAST))) for node in ETCD_NODES]
     return [
         Scenario(
             "failing probes; a probe that stops after failed runs (Stale, not Failing forever); "
@@ -860,7 +850,7 @@ def health_scenarios(i: int) -> list[Scenario]:
             "a Pushgateway restart without persistence (new pod, every series gone until each "
             "probe's next push) while every expected probe runs: no alert",
             i,
-            expected_all,
+            cronjob_and_etcd_probes(n),
             samples,
             gateway_restarts=[10 * i + 6],
             checks=[
@@ -894,8 +884,9 @@ def per_node(
 
 
 def cronjob_and_etcd_probes(n: int) -> list[Probe]:
-    """The shipped configuration's StorageClass and etcd probes, all running: the per-node
-    scenarios' rules expect them too (and gp3 is probed by a CronJob as well as per node)."""
+    """The shipped configuration's StorageClass and etcd probes, all running: every expected
+    probe (the per-node scenarios' rules expect them too, and gp3 is probed by a CronJob as
+    well as per node)."""
     return [
         Probe(sc, profile, runs=runs((n, FAST)))
         for sc, profile in (
