@@ -10,7 +10,9 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -202,6 +204,59 @@ def test_slowfs_posix_operations(slow_dir_factory: Callable[..., SlowFs]) -> Non
         (m / "x").mkdir()
     assert e.value.errno == errno.EEXIST
     (m / "x").rmdir()
+
+
+@pytest.mark.timeout(60)
+def test_slowfs_gives_new_entries_their_creators_owner() -> None:
+    """Mounted by root for other users (as `make e2e` mounts it for pods running as 65532),
+    what a user creates is that user's, with the parent's group under a setgid directory
+    (fsGroup), and the user can go on working in the directory it has just made."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root: only root mounts with allow_other and changes owners")
+    if reason := fx.fuse_unavailable():
+        pytest.skip(reason)
+    top = Path(tempfile.mkdtemp(prefix="slowfs-owner-"))
+    try:
+        top.chmod(0o755)  # the probe user must reach the mountpoint
+        (top / "b").mkdir()
+        (top / "m").mkdir()
+        os.chown(top / "b", 0, 2000)
+        (top / "b").chmod(0o2777)  # setgid, group 2000: a volume after fsGroup
+        (top / "b" / "plain").mkdir(mode=0o777)
+        (top / "b" / "plain").chmod(0o777)
+        with slow_fs(top / "b", top / "m", 0) as fs:
+            script = (
+                "import os, sys\n"
+                "m = sys.argv[1]\n"
+                "os.mkdir(m + '/state', 0o700)\n"
+                "open(m + '/state/f', 'w').write('x')\n"
+                "os.symlink('f', m + '/state/s')\n"
+                "os.mkdir(m + '/plain/own', 0o700)\n"
+                "open(m + '/plain/own/f', 'w').write('y')\n"
+            )
+            subprocess.run(
+                # Debian's interpreter: the venv's lies under a directory 65532 cannot enter.
+                ["/usr/bin/python3", "-c", script, str(fs.mountpoint)],
+                user=65532,
+                group=65532,
+                extra_groups=[2000],
+                check=True,
+                timeout=30,
+            )
+            owners = {
+                name: (st.st_uid, st.st_gid)
+                for name in ("state", "state/f", "state/s", "plain/own", "plain/own/f")
+                for st in [os.lstat(fs.mountpoint / name)]
+            }
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+    assert owners == {
+        "state": (65532, 2000),
+        "state/f": (65532, 2000),
+        "state/s": (65532, 2000),
+        "plain/own": (65532, 65532),
+        "plain/own/f": (65532, 65532),
+    }, owners
 
 
 @pytest.mark.timeout(60)

@@ -29,6 +29,7 @@ import ctypes.util
 import errno
 import os
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -64,7 +65,16 @@ class Delays:
 def _build_operations(backing: str, delays: Delays) -> Any:
     """Create the fusepy Operations object (imported lazily so that merely importing this
     module, e.g. for :func:`slow_fs` in a test process, never needs libfuse)."""
-    from fuse import FuseOSError, Operations
+    from fuse import FuseOSError, Operations, fuse_get_context
+
+    # Running as root (which `allow_other` needs, e.g. for a kubelet to bind-mount the disk
+    # into pods), every file this process creates would be root's; with
+    # `default_permissions` the kernel would then keep a non-root caller out of the
+    # directory it has just made. A real filesystem gives a new entry its creator's uid, and
+    # its creator's gid unless the parent directory is setgid (then the parent's group: that
+    # is how fsGroup keeps a volume writable). Not root, the caller is always this process's
+    # own user (no `allow_other`), so there is nothing to change.
+    give_to_caller = os.geteuid() == 0
 
     class SlowPassthrough(Operations):  # type: ignore[misc]
         """Passthrough of every operation fio and etcd use to ``backing``.
@@ -82,6 +92,14 @@ def _build_operations(backing: str, delays: Delays) -> Any:
 
         def _full(self, path: str) -> str:
             return os.path.join(self.root, path.lstrip("/"))
+
+        def _owned_by_caller(self, path: str) -> None:
+            if not give_to_caller:
+                return
+            uid, gid, _pid = fuse_get_context()
+            full = self._full(path)
+            parent = os.stat(os.path.dirname(full))
+            os.lchown(full, uid, -1 if parent.st_mode & stat.S_ISGID else gid)
 
         # --- metadata ---------------------------------------------------------------
         def access(self, path: str, amode: int) -> None:
@@ -132,12 +150,14 @@ def _build_operations(backing: str, delays: Delays) -> Any:
 
         def mkdir(self, path: str, mode: int) -> None:
             os.mkdir(self._full(path), mode)
+            self._owned_by_caller(path)
 
         def rmdir(self, path: str) -> None:
             os.rmdir(self._full(path))
 
         def mknod(self, path: str, mode: int, dev: int) -> None:
             os.mknod(self._full(path), mode, dev)
+            self._owned_by_caller(path)
 
         def unlink(self, path: str) -> None:
             os.unlink(self._full(path))
@@ -148,6 +168,7 @@ def _build_operations(backing: str, delays: Delays) -> Any:
         def symlink(self, target: str, source: str) -> None:
             # fusepy's naming: creates `target` pointing at `source` (ln -s source target).
             os.symlink(source, self._full(target))
+            self._owned_by_caller(target)
 
         def link(self, target: str, source: str) -> None:
             os.link(self._full(source), self._full(target))
@@ -160,6 +181,7 @@ def _build_operations(backing: str, delays: Delays) -> Any:
         def create(self, path: str, mode: int, fi: Any) -> int:
             flags = (fi.flags & ~os.O_DIRECT) | os.O_CREAT
             fi.fh = os.open(self._full(path), flags, mode)
+            self._owned_by_caller(path)
             return 0
 
         def read(self, path: str, size: int, offset: int, fi: Any) -> bytes:
