@@ -278,7 +278,7 @@ def test_per_node_and_sharded_pushgateway_are_accepted(kube: Kube, tmp_path: Pat
     )
     generated = tmp_path / "generated"
     statefulset = yaml.safe_load((generated / "pushgateway-statefulset.yaml").read_text())
-    assert statefulset["spec"]["replicas"] == 6  # ceil(5,008 groups / 1,000 per replica)
+    assert statefulset["spec"]["replicas"] == 6  # ceil(5,008 groups / 900 per replica)
     assert not (generated / "pushgateway-deployment.yaml").exists()
     service = yaml.safe_load((generated / "pushgateway-service.yaml").read_text())
     assert service["spec"]["clusterIP"] == "None"

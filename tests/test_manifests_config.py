@@ -582,3 +582,50 @@ def test_the_table_lists_every_key_with_its_type_and_default() -> None:
     assert len(paths) > 60
     for path in paths:
         assert f"| `{path}` |" in text, path
+
+
+@pytest.mark.parametrize(
+    ("layer", "per_replica", "replicas"),
+    [
+        # The rule of docs/SIZING.md: H = sqrt(0.25 x T / c), c measured (81 us per group held).
+        ({}, 900, 1),
+        ({"everyMinutes": 1}, 400, 1),
+        ({"everyMinutes": 15}, 1600, 1),
+        # 1,000 nodes x (a local disk and 2 StorageClasses) x 2 profiles, plus the shipped
+        # StorageClass and etcd probes.
+        (
+            {
+                "perNode": {
+                    "enabled": True,
+                    "expectedNodes": 1000,
+                    "localDisks": [{"name": "root", "profiles": ["etcd-fsync", "randread-iops"]}],
+                    "storageClasses": [
+                        {
+                            "name": sc,
+                            "volume": {"type": sc, "size": "8Gi"},
+                            "profiles": ["etcd-fsync", "randread-iops"],
+                        }
+                        for sc in ("gp2", "gp3")
+                    ],
+                }
+            },
+            900,
+            7,
+        ),
+        ({"pushgateway": {"groupsPerReplica": 500}, "perNode": {"expectedNodes": 100}}, 500, 1),
+        ({"pushgateway": {"replicas": 3}}, 900, 3),
+    ],
+)
+def test_the_sizing_rule_gives_groups_per_replica_and_replicas(
+    layer: dict[str, Any], per_replica: int, replicas: int
+) -> None:
+    proc = jsonnet(
+        "local sizing = import 'manifests/lib/sizing.libsonnet';"
+        f"local c = (import 'manifests/lib/monitoring-config.libsonnet').merged({{}}, "
+        f"[{json.dumps(layer)}]);"
+        "{ perReplica: sizing.groupsPerReplica(c), replicas: sizing.replicas(c),"
+        "  groups: sizing.expectedGroups(c) }"
+    )
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    assert (got["perReplica"], got["replicas"]) == (per_replica, replicas), got

@@ -13,11 +13,12 @@
     + (if p.enabled then p.expectedNodes * (profiles(p.localDisks) + profiles(p.storageClasses)) else 0),
 
   // A push costs the Pushgateway about `pushCostPerGroupSeconds` per group it already holds
-  // (it checks every push against all of them: 6 ms at 50 groups, 34 ms at 500, measured).
+  // (it checks every push against all of them): 81 ms into a replica holding 1,002 groups,
+  // measured one push at a time (bench/sharded_load.py; 6 ms at 50 groups, 34 ms at 500).
   // A replica holding H groups that each push once per interval T is busy c*H*H/T of the
   // time; kept at `targetUtilization` or below, queues in front of it stay short. 5 minutes:
-  // 1,000 groups per replica; 1 minute: 400; 15 minutes: 1,800 (rounded down to hundreds).
-  pushCostPerGroupSeconds:: 0.000063,
+  // 900 groups per replica; 1 minute: 400; 15 minutes: 1,600 (rounded down to hundreds).
+  pushCostPerGroupSeconds:: 0.000081,
   targetUtilization:: 0.25,
   groupsPerReplica(c)::
     local given = c.pushgateway.groupsPerReplica;
