@@ -629,3 +629,48 @@ def test_the_sizing_rule_gives_groups_per_replica_and_replicas(
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout)
     assert (got["perReplica"], got["replicas"]) == (per_replica, replicas), got
+
+
+PER_NODE_1000 = {
+    "enabled": True,
+    "expectedNodes": 1000,
+    "localDisks": [{"name": "root", "profiles": ["etcd-fsync", "randread-iops"]}],
+}
+
+
+@pytest.mark.parametrize(
+    ("layer", "cpu_request"),
+    [
+        # 2,008 groups, 3 replicas of 670: 0.081 ms x 670^2 / 300 s = 12.1% of a CPU.
+        ({"perNode": PER_NODE_1000}, "130m"),
+        # A larger configured request wins.
+        (
+            {"perNode": PER_NODE_1000, "pushgateway": {"resources": {"requests": {"cpu": "0.3"}}}},
+            "300m",
+        ),
+        # 2 replicas forced: 1,004 groups each need 27.3%; the configured limit caps it.
+        (
+            {
+                "perNode": PER_NODE_1000,
+                "pushgateway": {"replicas": 2, "resources": {"limits": {"cpu": "200m"}}},
+            },
+            "200m",
+        ),
+    ],
+)
+def test_sharded_replicas_request_the_cpu_of_their_share_and_spread_over_nodes(
+    layer: dict[str, Any], cpu_request: str
+) -> None:
+    proc = jsonnet(
+        "local c = (import 'manifests/lib/monitoring-config.libsonnet').merged({}, "
+        f"[{json.dumps(layer)}]);"
+        "(import 'manifests/components/pushgateway.libsonnet')(c).statefulSet"
+    )
+    assert proc.returncode == 0, proc.stderr
+    template = json.loads(proc.stdout)["spec"]["template"]
+    spec = template["spec"]
+    assert spec["containers"][0]["resources"]["requests"]["cpu"] == cpu_request
+    (spread,) = spec["topologySpreadConstraints"]
+    assert spread["topologyKey"] == "kubernetes.io/hostname" and spread["maxSkew"] == 1
+    selects = spread["labelSelector"]["matchLabels"]
+    assert selects and selects.items() <= template["metadata"]["labels"].items(), selects
