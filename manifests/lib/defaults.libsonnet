@@ -207,7 +207,7 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
       "must be 'auto' or a whole number of at least 1",
     ),
     // Groups one replica holds; null: from the probe interval by the measured push cost
-    // (lib/sizing.libsonnet, docs/SIZING.md): 1,000 at 5 minutes.
+    // (lib/sizing.libsonnet, docs/SIZING.md): 900 at 5 minutes.
     '#groupsPerReplica':: 'Groups one replica holds; null: from everyMinutes (900 at 5 minutes).',
     groupsPerReplica: p.nullable(wholeNumber(null, 1)),
   },
