@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 from support import hostile_http as hostile
+from support import slowfs
 from support.fixtures import fuse_unavailable
 
 pytestmark = pytest.mark.slow
@@ -92,22 +93,27 @@ class Demo:
         """After the demo was killed (it could not clean up): its servers run in sessions of
         their own and its slow disk stays mounted. Kill what was started in its workdir and
         detach the mounts beneath it."""
-        root = str(self.workdir)
+        root = os.path.realpath(self.workdir)
+
+        def inside(path: str) -> bool:
+            return path == root or path.startswith(root + "/")
+
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit():
                 continue
             try:  # the servers run in the workdir; the slow disk names it on its command line
-                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                command = (entry / "cmdline").read_bytes().split(b"\0")
                 cwd = os.readlink(entry / "cwd")
             except OSError:
                 continue
-            if root in command or cwd.startswith(root):
+            # A path argument, alone or as an option's value (--storage.tsdb.path=DIR).
+            named = any(inside(arg.decode(errors="replace").rpartition("=")[2]) for arg in command)
+            if named or inside(cwd):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(int(entry.name), signal.SIGKILL)
-        for line in Path("/proc/mounts").read_text().splitlines():
-            mount_point = line.split()[1]
-            if mount_point.startswith(root):
-                subprocess.run(["umount", "-l", mount_point], check=False, timeout=30)
+        for mount_point in slowfs.mount_points_under(root):
+            with contextlib.suppress(RuntimeError):  # reported by the test's own checks
+                slowfs.force_unmount(mount_point)
 
 
 def get(url: str) -> object:

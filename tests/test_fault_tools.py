@@ -273,10 +273,13 @@ def test_slow_fs_unmounts_even_when_the_body_raises(tmp_path: Path) -> None:
     ):
         handle = fs
         assert slowfs.mount_fstype(fs.mountpoint) == "fuse.slowfs"
+        assert slowfs.mount_points_under(tmp_path) == [os.path.realpath(tmp_path / "m")]
+        assert slowfs.mount_points_under(tmp_path / "b") == []
         (fs.mountpoint / "file").write_text("x")
         raise RuntimeError("boom")
     assert handle is not None
     assert slowfs.mount_fstype(tmp_path / "m") is None
+    assert slowfs.mount_points_under(tmp_path) == []
     assert handle.proc.returncode == 0, handle.proc.returncode  # SIGTERM, clean unmount
     assert (tmp_path / "b" / "file").read_text() == "x"
 

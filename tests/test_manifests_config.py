@@ -48,14 +48,21 @@ def jsonnet(code: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
-def merged(*layers: object) -> dict[str, Any]:
-    """The merged configuration of `layers` over the defaults (not manifests/config.libsonnet)."""
-    layers_code = json.dumps(list(layers))
+def evaluate(expression: str, *layers: object) -> Any:
+    """`expression` (jsonnet) with `c` bound to the merged configuration of `layers` over the
+    defaults (not manifests/config.libsonnet)."""
     proc = jsonnet(
-        f"(import 'manifests/lib/monitoring-config.libsonnet').merged({{}}, {layers_code})"
+        "local c = (import 'manifests/lib/monitoring-config.libsonnet')"
+        f".merged({{}}, {json.dumps(list(layers))}); {expression}"
     )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
+
+
+def merged(*layers: object) -> dict[str, Any]:
+    """The merged configuration of `layers` over the defaults (not manifests/config.libsonnet)."""
+    result: dict[str, Any] = evaluate("c", *layers)
+    return result
 
 
 def problems(overrides: str) -> list[str]:
@@ -619,15 +626,12 @@ def test_the_table_lists_every_key_with_its_type_and_default() -> None:
 def test_the_sizing_rule_gives_groups_per_replica_and_replicas(
     layer: dict[str, Any], per_replica: int, replicas: int
 ) -> None:
-    proc = jsonnet(
+    got = evaluate(
         "local sizing = import 'manifests/lib/sizing.libsonnet';"
-        f"local c = (import 'manifests/lib/monitoring-config.libsonnet').merged({{}}, "
-        f"[{json.dumps(layer)}]);"
         "{ perReplica: sizing.groupsPerReplica(c), replicas: sizing.replicas(c),"
-        "  groups: sizing.expectedGroups(c) }"
+        "  groups: sizing.expectedGroups(c) }",
+        layer,
     )
-    assert proc.returncode == 0, proc.stderr
-    got = json.loads(proc.stdout)
     assert (got["perReplica"], got["replicas"]) == (per_replica, replicas), got
 
 
@@ -661,13 +665,10 @@ PER_NODE_1000 = {
 def test_sharded_replicas_request_the_cpu_of_their_share_and_spread_over_nodes(
     layer: dict[str, Any], cpu_request: str
 ) -> None:
-    proc = jsonnet(
-        "local c = (import 'manifests/lib/monitoring-config.libsonnet').merged({}, "
-        f"[{json.dumps(layer)}]);"
-        "(import 'manifests/components/pushgateway.libsonnet')(c).statefulSet"
+    statefulset = evaluate(
+        "(import 'manifests/components/pushgateway.libsonnet')(c).statefulSet", layer
     )
-    assert proc.returncode == 0, proc.stderr
-    template = json.loads(proc.stdout)["spec"]["template"]
+    template = statefulset["spec"]["template"]
     spec = template["spec"]
     assert spec["containers"][0]["resources"]["requests"]["cpu"] == cpu_request
     (spread,) = spec["topologySpreadConstraints"]

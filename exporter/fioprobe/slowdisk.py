@@ -321,6 +321,20 @@ def mount_fstype(path: str | os.PathLike[str]) -> str | None:
     return found
 
 
+def mount_points_under(path: str | os.PathLike[str]) -> list[str]:
+    """Mount points at or below ``path``, deepest first (the order to unmount them in)."""
+    root = os.path.realpath(path)
+    with open("/proc/self/mounts") as f:
+        points = {
+            point
+            for line in f
+            if len(parts := line.split()) >= 2
+            for point in [_unescape_mount_field(parts[1])]
+            if point == root or point.startswith(root + "/")
+        }
+    return sorted(points, key=len, reverse=True)
+
+
 def _run_quiet(cmd: list[str], timeout: float = 10.0) -> bool:
     """Run a cleanup command; report success, never raise (cleanup must go on)."""
     try:

@@ -120,18 +120,7 @@ function(config) {
         spec+: {
           volumes: [v for v in super.volumes if v.name != 'data'],
           containers: [
-            container {
-              local requested = sizing.cpuMillis(std.get(pgw.resources.requests, 'cpu', '0')),
-              local limit = std.get(pgw.resources.limits, 'cpu', null),
-              local wanted = std.max(requested, sizing.replicaCpuMillis(c)),
-              // Never above the limit (the API server refuses that): past it, the rule's
-              // share is more than the limit allows, which the limit's owner chose.
-              resources+: {
-                requests+: {
-                  cpu: '%dm' % (if limit == null then wanted else std.min(wanted, sizing.cpuMillis(limit))),
-                },
-              },
-            }
+            container { resources+: { requests+: { cpu: sizing.replicaCpuRequest(c) } } }
             for container in super.containers
           ],
           // One replica per node where the cluster allows: replicas on one node share its

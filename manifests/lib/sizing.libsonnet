@@ -39,11 +39,16 @@
   // cost model (c*H*H/T of one CPU), in millicores rounded up to tens: what each replica
   // requests, so that the scheduler does not pack replicas that need a CPU between them onto
   // one node (measured: six replicas of 1,000 groups on two CPUs had a push p99 of 14 to 18 s,
-  // one replica with a CPU to itself 0.3 s). A larger configured request wins; a CPU limit
-  // caps it.
-  replicaCpuMillis(c)::
+  // one replica with a CPU to itself 0.3 s). A larger configured request wins; a configured
+  // CPU limit caps it (the API server refuses a request above the limit, and past it the
+  // limit's owner chose less than the rule's share).
+  replicaCpuRequest(c)::
     local share = std.ceil($.expectedGroups(c) / $.replicas(c));
-    10 * std.ceil($.pushCostPerGroupSeconds * share * share / (c.everyMinutes * 60) * 100),
+    local rule = 10 * std.ceil($.pushCostPerGroupSeconds * share * share / (c.everyMinutes * 60) * 100);
+    local resources = c.pushgateway.resources;
+    local wanted = std.max(rule, $.cpuMillis(std.get(resources.requests, 'cpu', '0')));
+    local limit = std.get(resources.limits, 'cpu', null);
+    '%dm' % (if limit == null then wanted else std.min(wanted, $.cpuMillis(limit))),
 
   // A CPU quantity ('250m', '0.5', '1', 2) in millicores.
   cpuMillis(quantity)::

@@ -6,7 +6,16 @@ from fioprobe.slowdisk import (
     force_unmount,
     leftovers,
     mount_fstype,
+    mount_points_under,
     slow_fs,
 )
 
-__all__ = ["STARTED", "SlowFs", "force_unmount", "leftovers", "mount_fstype", "slow_fs"]
+__all__ = [
+    "STARTED",
+    "SlowFs",
+    "force_unmount",
+    "leftovers",
+    "mount_fstype",
+    "mount_points_under",
+    "slow_fs",
+]
