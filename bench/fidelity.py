@@ -65,6 +65,9 @@ PROBE_METRIC = "fioprobe_sync_latency_seconds"
 PROFILE = "etcd-fsync"
 #: etcd put load: at most this many puts per second, ~2 KiB values (WAL record ~ bs=2300).
 PUT_RATE = 100.0
+#: The shortest measuring window. At 100 puts a second a 2-second window (the probe on
+#: tmpfs) held 99 etcd fsyncs once: too few for a p99, and under the test's floor of 100.
+MIN_WINDOW_SECONDS = 5.0
 PUT_VALUE_BYTES = 2048
 #: A probe run is budgeted 20 s (jobs/etcd-fsync.fio); this bounds one CLI call.
 PROBE_TIMEOUT_SECONDS = 90.0
@@ -341,13 +344,16 @@ def measure(
     runs: int,
     solo_seconds: float = 10.0,
     max_seconds: float = 300.0,
+    min_window_seconds: float = MIN_WINDOW_SECONDS,
     overrides: dict[str, str] | None = None,
     log: object = print,
 ) -> Measurement:
     """Run etcd + load + probes on one condition and measure both p99s from Prometheus.
 
     Bounded: at most `runs` probe runs and `max_seconds` for the probe phase (fewer runs are
-    reported if time runs out; at least one is always attempted).
+    reported if time runs out; at least one is always attempted). The window lasts at least
+    `min_window_seconds` (etcd's load goes on after a quick last run) so that etcd's side
+    has enough fsyncs for a p99 on a disk where the probe is done in a second.
     """
     say = log if callable(log) else print
     loadavg_before = os.getloadavg()[0]
@@ -385,6 +391,7 @@ def measure(
                 runs,
                 solo_seconds,
                 max_seconds,
+                min_window_seconds,
                 say,
                 jobs_dir,
             )
@@ -415,6 +422,7 @@ def _measure_window(
     runs: int,
     solo_seconds: float,
     max_seconds: float,
+    min_window_seconds: float,
     say: Callable[[str], object],
     jobs_dir: Path | None,
 ) -> Measurement:
@@ -453,8 +461,10 @@ def _measure_window(
         )
         ends.append(time.time())
         say(f"[{condition.name}] probe run {k} took {time.monotonic() - started:.1f}s")
+    if (short_by := t0 + min_window_seconds - time.time()) > 0:
+        time.sleep(short_by)
     load.stop()
-    t_end = ends[-1]
+    t_end = max(ends[-1], t0 + min_window_seconds)
     url = prometheus.url
     etcd_buckets = buckets_between(url, ETCD_METRIC, "", t0, t_end)
     probe_buckets = buckets_between(url, PROBE_METRIC, selector, t0, t_end)
