@@ -260,6 +260,14 @@ class BlkioCgroup:
             for devno in per_dev:
                 (self.path / _LIMIT_FILES[kind]).write_text(f"{devno} 0\n")
 
+    def ios_done(self, devno: str, op: str = "Write") -> int:
+        """IOs of kind `op` (Read, Write, ...) the group has had serviced on ``MAJ:MIN``."""
+        for row in (self.path / "blkio.throttle.io_serviced").read_text().splitlines():
+            fields = row.split()
+            if len(fields) == 3 and fields[0] == devno and fields[1] == op:
+                return int(fields[2])
+        return 0
+
     def pids(self) -> list[int]:
         """PIDs currently in the group."""
         try:
