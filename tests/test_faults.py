@@ -196,14 +196,15 @@ def test_gateway_unreachable_for_several_runs_loses_nothing(tmp_path: Path) -> N
 # --- racing probes --------------------------------------------------------------------------
 
 SLOW_PROFILE = """\
-# slow-write: test profile, 1 MiB at 100 IOPS (about 2.5 s)
-# fioprobe-budget-bytes: 1048576
+# slow-write: test profile, 4 MiB at 100 IOPS (about 10 s: the second probe's start
+# took longer than 2.5 s on a loaded machine)
+# fioprobe-budget-bytes: 4194304
 # fioprobe-budget-seconds: 20
 [slow-write]
 ioengine=psync
 rw=write
 bs=4k
-size=1m
+size=4m
 rate_iops=100
 runtime=20
 """
