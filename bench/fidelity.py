@@ -65,8 +65,9 @@ PROBE_METRIC = "fioprobe_sync_latency_seconds"
 PROFILE = "etcd-fsync"
 #: etcd put load: at most this many puts per second, ~2 KiB values (WAL record ~ bs=2300).
 PUT_RATE = 100.0
-#: The shortest measuring window. At 100 puts a second a 2-second window (the probe on
-#: tmpfs) held 99 etcd fsyncs once: too few for a p99, and under the test's floor of 100.
+#: The shortest measuring window. The probe's runs on tmpfs take about 2 s; at 100 puts a
+#: second, read from 1-second scrapes at both ends, such a window holds 100 to 200 etcd
+#: fsyncs: too few for a p99 (and at the test's floor of 100).
 MIN_WINDOW_SECONDS = 5.0
 PUT_VALUE_BYTES = 2048
 #: A probe run is budgeted 20 s (jobs/etcd-fsync.fio); this bounds one CLI call.

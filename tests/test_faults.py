@@ -196,8 +196,8 @@ def test_gateway_unreachable_for_several_runs_loses_nothing(tmp_path: Path) -> N
 # --- racing probes --------------------------------------------------------------------------
 
 SLOW_PROFILE = """\
-# slow-write: test profile, 4 MiB at 100 IOPS (about 10 s: the second probe's start
-# took longer than 2.5 s on a loaded machine)
+# slow-write: test profile, 4 MiB at 100 IOPS (about 10 s: long enough for the second
+# probe to start while it runs, even where starting Python takes seconds)
 # fioprobe-budget-bytes: 4194304
 # fioprobe-budget-seconds: 20
 [slow-write]
