@@ -203,6 +203,9 @@ def test_demo_fires_for_the_slow_disk_only_draws_dashboards_and_cleans_up(
             assert {a["labels"]["storageclass"] for a in firing} == {"slow-disk"}
             demo.wait_for_line(r"slow-disk .*FIRING at Alertmanager", timeout=60)
             demo.wait_for_line(r"dashboards drawn", timeout=120)
+            # Grafana is provisioned right after the first drawing: stopping before that
+            # line would stop it halfway.
+            demo.wait_for_line(r"provisioned into ", timeout=60)
             pictures = sorted(previews.glob("*.png"))
             assert [p.name for p in pictures] == [
                 "fioprobe-comparison.png", "fioprobe-etcd-disks.png", "fioprobe-overview.png"
