@@ -8,8 +8,11 @@ peak RSS is measured.
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import io
 import json
+import lzma
 import subprocess
 import sys
 import tarfile
@@ -189,3 +192,75 @@ def test_explicit_file_is_read_only_up_to_the_cap(tmp_path: Path) -> None:
             "/dev/zero", f"too large for a fio result (over {discover.MAX_RESULT_BYTES} bytes)"
         )
     ]
+
+
+def _three_results_tar() -> tuple[bytes, list[int]]:
+    """An uncompressed tar of three fio results and where each member's header starts."""
+    raw = io.BytesIO()
+    starts = []
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        for k, path in enumerate(GOOD[:3]):
+            starts.append(raw.tell())
+            _add(tar, f"battery/host-{k}/{path.name}", path.read_bytes())
+    return raw.getvalue(), starts
+
+
+#: The file name's ending for each kind of archive.
+SUFFIX = {"tar": ".tar", "gz": ".tar.gz", "bz2": ".tar.bz2", "xz": ".tar.xz"}
+
+
+def _compressed(data: bytes, kind: str) -> bytes:
+    if kind == "gz":
+        return gzip.compress(data, mtime=0)
+    if kind == "bz2":
+        return bz2.compress(data)
+    if kind == "xz":
+        return lzma.compress(data)
+    return data
+
+
+@pytest.mark.parametrize("kind", ["tar", "gz", "bz2", "xz"])
+def test_archive_cut_between_members_is_damaged_not_short(tmp_path: Path, kind: str) -> None:
+    """tarfile alone reads an archive cut off right before a member's header as a whole
+    archive with fewer members: results would go missing without a word."""
+    data, starts = _three_results_tar()
+    whole = tmp_path / f"whole{SUFFIX[kind]}"
+    whole.write_bytes(_compressed(data, kind))
+    complete = load([str(whole)])
+    assert complete.files_parsed == 3 and complete.unreadable == []
+
+    cut = tmp_path / f"cut{SUFFIX[kind]}"
+    cut.write_bytes(_compressed(data[: starts[2]], kind))  # the third header is gone
+    loaded = load([str(cut)])
+    assert loaded.files_parsed == 2  # what is there is still read ...
+    (damaged,) = loaded.unreadable  # ... and the archive is named as damaged
+    assert damaged.name == str(cut)
+    assert damaged.reason == "archive is damaged: it ends before its end-of-archive block"
+
+
+def test_unreadable_header_between_members_is_damaged(tmp_path: Path) -> None:
+    data, starts = _three_results_tar()
+    spoiled = bytearray(data)
+    spoiled[starts[1] + 148 : starts[1] + 156] = b"9999999\0"  # the header's checksum
+    archive = tmp_path / "spoiled.tar"
+    archive.write_bytes(bytes(spoiled))
+    loaded = load([str(archive)])
+    assert loaded.files_parsed == 1
+    (damaged,) = loaded.unreadable
+    assert damaged.reason == "archive is damaged: a header is unreadable; the rest is not read"
+
+
+@pytest.mark.parametrize(("kind", "word"), [("gz", "end-of-stream"), ("bz2", "end-of-stream"),
+                                            ("xz", "end-of-stream")])  # fmt: skip
+def test_compressed_stream_cut_after_the_end_block_is_damaged(
+    tmp_path: Path, kind: str, word: str
+) -> None:
+    """Every result is there but the compressed stream stops short of its end (gzip's CRC
+    and length are the last bytes): the file is not what was written, and says so."""
+    data, _ = _three_results_tar()
+    compressed = _compressed(data, kind)
+    archive = tmp_path / f"short{SUFFIX[kind]}"
+    archive.write_bytes(compressed[:-4])
+    loaded = load([str(archive)])
+    (damaged,) = loaded.unreadable
+    assert damaged.reason.startswith("archive is damaged: ") and word in damaged.reason, damaged

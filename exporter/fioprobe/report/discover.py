@@ -13,6 +13,10 @@ cannot be read becomes an `Unreadable` with the reason, and the walk goes on.
 
 from __future__ import annotations
 
+import bz2
+import collections
+import gzip
+import lzma
 import os
 import tarfile
 import zlib
@@ -23,7 +27,7 @@ from typing import BinaryIO
 
 #: File names read inside folders and archives.
 RESULT_SUFFIXES = (".json", ".txt", ".log", ".out")
-#: Archives opened with tarfile (compression detected by tarfile itself).
+#: Archives streamed through tarfile (gzip, bzip2 or xz recognized by their magic bytes).
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".tar.bz2", ".tar.xz")
 #: A single result larger than this is not a fio output; it is listed, not loaded.
 MAX_RESULT_BYTES = 64 * 1024 * 1024
@@ -190,20 +194,83 @@ def _mib(size: int) -> str:
     return f"{size / 2**20:g} MiB"
 
 
+#: What a damaged archive raises while it is read (the decompressors' own errors included).
+_DAMAGED = (tarfile.TarError, OSError, EOFError, zlib.error, lzma.LZMAError)
+
+
 def _walk_tar_stream(
     handle: BinaryIO, display: str, parts: tuple[str, ...], walk: _Walk, depth: int
 ) -> Iterator[Source | Unreadable]:
     try:
-        archive = tarfile.open(fileobj=handle, mode="r|*")  # noqa: SIM115 (closed below)
-    except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
+        stream = _TarBytes(_decompressed(handle))
+        archive = tarfile.open(fileobj=stream, mode="r|")  # noqa: SIM115 (closed below)
+    except _DAMAGED as exc:
         yield Unreadable(display, f"not a readable tar archive: {exc}")
         return
     try:
         with archive:
             for member in archive:
                 yield from _member(archive, member, display, parts, walk, depth)
-    except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
+            # tarfile ends its walk quietly where a header is cut short or unreadable, so
+            # an archive cut off between members would look whole, its later results
+            # silently missing: a whole archive has an end block of zeros there.
+            end = stream.block(archive.offset)
+            while chunk := stream.read(1 << 16):  # the rest (and a compressed trailer's check)
+                walk.spend(len(chunk))
+        if len(end) < tarfile.BLOCKSIZE:
+            yield Unreadable(display, "archive is damaged: it ends before its end-of-archive block")
+        elif end.count(0) != tarfile.BLOCKSIZE:
+            yield Unreadable(
+                display, "archive is damaged: a header is unreadable; the rest is not read"
+            )
+    except _DAMAGED as exc:
         yield Unreadable(display, f"archive is damaged: {exc}")
+
+
+def _decompressed(handle: BinaryIO) -> BinaryIO:
+    """`handle`'s bytes uncompressed by the magic of gzip, bzip2 or xz (else as they are).
+
+    Python's own readers, not tarfile's stream mode, which takes a compressed stream that
+    ends early for one that ends: these raise EOFError there and check gzip's CRC.
+    """
+    head = handle.peek(6)[:6] if hasattr(handle, "peek") else b""
+    if head.startswith(b"\x1f\x8b"):
+        return gzip.GzipFile(fileobj=handle, mode="rb")  # type: ignore[return-value]
+    if head.startswith(b"BZh"):
+        return bz2.BZ2File(handle)  # type: ignore[return-value]
+    if head.startswith(b"\xfd7zXZ\x00"):
+        return lzma.LZMAFile(handle)  # type: ignore[return-value]
+    return handle
+
+
+class _TarBytes:
+    """The uncompressed tar stream as tarfile reads it, with the last chunks kept so that
+    the block where tarfile stopped can be looked at afterwards (never the whole stream)."""
+
+    KEEP = 8  # chunks; tarfile reads 10 KiB records, so a block is always among them
+
+    def __init__(self, inner: BinaryIO) -> None:
+        self.inner = inner
+        self.position = 0
+        self.recent: collections.deque[tuple[int, bytes]] = collections.deque(maxlen=self.KEEP)
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.inner.read(size)
+        if data:
+            self.recent.append((self.position, data))
+            self.position += len(data)
+        return data
+
+    def block(self, offset: int) -> bytes:
+        """The tar block at `offset` as far as the stream has it (shorter where it ended)."""
+        while self.position < offset + tarfile.BLOCKSIZE and self.read(tarfile.RECORDSIZE):
+            pass
+        pieces = [
+            data[max(0, offset - start) : offset + tarfile.BLOCKSIZE - start]
+            for start, data in self.recent
+            if start < offset + tarfile.BLOCKSIZE and start + len(data) > offset
+        ]
+        return b"".join(pieces)
 
 
 def _member(
