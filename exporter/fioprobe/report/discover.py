@@ -247,18 +247,24 @@ class _TarBytes:
     """The uncompressed tar stream as tarfile reads it, with the last chunks kept so that
     the block where tarfile stopped can be looked at afterwards (never the whole stream)."""
 
-    KEEP = 8  # chunks; tarfile reads 10 KiB records, so a block is always among them
+    #: Bytes kept behind the read position: tarfile reads ahead at most a 10 KiB record
+    #: past the block it looks at, whatever sizes the decompressor hands out.
+    KEEP_BYTES = 4 * tarfile.RECORDSIZE
 
     def __init__(self, inner: BinaryIO) -> None:
         self.inner = inner
         self.position = 0
-        self.recent: collections.deque[tuple[int, bytes]] = collections.deque(maxlen=self.KEEP)
+        self.recent: collections.deque[tuple[int, bytes]] = collections.deque()
 
     def read(self, size: int = -1) -> bytes:
         data = self.inner.read(size)
         if data:
             self.recent.append((self.position, data))
             self.position += len(data)
+            while len(self.recent) > 1 and (
+                self.recent[0][0] + len(self.recent[0][1]) < self.position - self.KEEP_BYTES
+            ):
+                self.recent.popleft()
         return data
 
     def block(self, offset: int) -> bytes:
