@@ -233,7 +233,7 @@ def _decompressed(handle: BinaryIO) -> BinaryIO:
     Python's own readers, not tarfile's stream mode, which takes a compressed stream that
     ends early for one that ends: these raise EOFError there and check gzip's CRC.
     """
-    head = handle.peek(6)[:6] if hasattr(handle, "peek") else b""
+    head = handle.peek(6)[:6]  # type: ignore[attr-defined]  (a file or a tarfile member)
     if head.startswith(b"\x1f\x8b"):
         return gzip.GzipFile(fileobj=handle, mode="rb")  # type: ignore[return-value]
     if head.startswith(b"BZh"):
