@@ -58,13 +58,17 @@ local deployed = probes.mixinConfig(probes.merged(import 'manifests/config.libso
     // pushed group carries a storageclass) and so selects everything.
     fioprobeSelector: 'storageclass!=""',
 
-    // Which probes measure a disk that holds etcd (PromQL matchers on the pushed labels).
-    // Only these can raise FioProbeEtcdFsyncLatencyHigh, whose critical severity pages;
-    // every other probe of the fsync profile gets FioProbeStorageClassLatencyHigh instead.
-    // Default: the node-local probes, which the manifests run on the control-plane nodes
-    // beside etcd's data directory. A cluster whose etcd lives on a StorageClass volume sets
-    // e.g. 'storageclass="etcd-gp3"'.
-    etcdDiskSelector: 'node!=""',
+    // Which disks hold etcd is a deployment fact, not a label shape: each target's
+    // configuration says so (`etcd_disk: true`), and every push publishes it as
+    // fioprobe_info{etcd_disk="true"|"false"} (the continuous stream as
+    // fioprobe_continuous_info{etcd_disk}). The rules join on it (probe:fioprobe_etcd_disk:info),
+    // so only those disks can raise FioProbeEtcdFsyncLatencyHigh, whose critical severity
+    // pages; every other probe of the fsync profile gets FioProbeStorageClassLatencyHigh. A
+    // disk whose role was published once keeps it for this many probe intervals without a
+    // push (a Pushgateway restart without persistence), the same as staleAfterRuns, beyond
+    // which nothing is alerted on anyway; a disk that publishes etcd_disk="false" loses it
+    // at once.
+    etcdRoleMemoryRuns: self.staleAfterRuns,
 
     // Profile (jobs/<name>.fio) whose fsync latency is the etcd disk's health signal.
     etcdProfile: 'etcd-fsync',

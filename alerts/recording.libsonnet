@@ -12,6 +12,8 @@
 //   probe:push_time_seconds:max                        when the probe last pushed anything
 //   probe:fioprobe_runs_total:<check>_slow             the run number while the current run
 //       is slow by <check>; what the "N of the last M runs" alerts count
+//   probe:fioprobe_etcd_disk:info                     1 per target (cluster, storageclass,
+//       node) whose configuration says it holds etcd, kept through a push gap
 //   probe:fioprobe_last_sync_latency_seconds:p99_threshold   the StorageClass alert's
 //       threshold for the probe's volume type
 //   probe:fioprobe_expected:info                       one static series per expected probe
@@ -57,7 +59,28 @@ local u = import '../lib/util.libsonnet';
         extra: extra,
       },
     },
-    local etcdMatchers = u.matchers(c, [c.etcdDiskSelector, 'profile="%s"' % c.etcdProfile]),
+    local etcdMatchers = u.matchers(c, ['profile="%s"' % c.etcdProfile]),
+    local onEtcdDisk = '\nand on (%s)\n%s' % [u.volumeBy(c), u.etcdDiskRecord],
+
+    // The targets whose configuration declares them etcd disks. The role is remembered for
+    // etcdRoleMemoryRuns intervals, so a Pushgateway restart that empties a group until its
+    // next push changes no alert; a target that now publishes etcd_disk="false" drops out at
+    // once (a configuration change wins over the memory).
+    local etcdDisk = {
+      record: u.etcdDiskRecord,
+      expr: |||
+        max by (%(target)s) (
+          last_over_time(fioprobe_info{%(isEtcd)s}[%(memory)s])
+        )
+        unless on (%(target)s)
+        fioprobe_info{%(notEtcd)s}
+      ||| % {
+        target: u.volumeBy(c),
+        isEtcd: u.matchers(c, ['etcd_disk="true"']),
+        notEtcd: u.matchers(c, ['etcd_disk="false"']),
+        memory: c.windows.etcdRoleMemory,
+      },
+    },
 
     // The nodes that run per-node probes: those that pushed any of them (a node's groups,
     // fresh or not, stay until `fioprobe gc` deletes them). With the node inventory, the
@@ -140,21 +163,24 @@ local u = import '../lib/util.libsonnet';
               ],
             ]) + '\n',
           },
+          etcdDisk,
           slowRun(
             'etcd_fsync_warning',
             etcdMatchers,
             '%s > %s' % [lastP99, u.num(c.etcdFsyncP99WarningSeconds)],
+            onEtcdDisk,
           ),
           slowRun(
             'etcd_fsync_critical',
             etcdMatchers,
             '%s > %s' % [lastP99, u.num(c.etcdFsyncP99CriticalSeconds)],
+            onEtcdDisk,
           ),
           slowRun(
             'storageclass_fsync',
             scMatchers([]),
             '%s > on (%s) %s_threshold' % [lastP99, by, lastP99],
-            '\nunless on (%s)\nfioprobe_runs_total{%s}' % [by, u.matchers(c, [c.etcdDiskSelector])],
+            '\nunless on (%s)\n%s' % [u.volumeBy(c), u.etcdDiskRecord],
           ),
         ],
       },

@@ -31,6 +31,7 @@ function(c)
     atLeastTwo('storageClassSlowRuns'),
     atLeastTwo('burstDepletedRuns'),
     atLeastTwo('staleAfterRuns'),
+    check(c.etcdRoleMemoryRuns >= 1, 'etcdRoleMemoryRuns must be at least 1'),
     check(c.failingRuns >= 1, 'failingRuns must be at least 1'),
     check(c.etcdFsyncOfRuns >= c.etcdFsyncSlowRuns,
           'etcdFsyncOfRuns (%s) must be >= etcdFsyncSlowRuns (%s)' % [c.etcdFsyncOfRuns, c.etcdFsyncSlowRuns]),
@@ -54,6 +55,7 @@ function(c)
     failingFor: u.duration(runs(c.failingRuns - 1) + margin),
     staleAfterSeconds: runs(c.staleAfterRuns) + margin,
     staleAfter: u.duration(self.staleAfterSeconds),
+    etcdRoleMemory: u.duration(runs(c.etcdRoleMemoryRuns) + margin),
     regressionFor: u.duration(runs(c.regressionForRuns)),
     regressionMinBaselineRuns: std.ceil(c.regressionMinBaselineFraction * baselineSeconds / interval),
   }

@@ -24,6 +24,11 @@
   // The labels that identify one probe, across clusters.
   probeBy(c):: std.join(', ', [c.clusterLabel] + $.probeLabels),
 
+  // The disks that hold etcd: one series per target (cluster, storageclass, node) whose
+  // configuration publishes etcd_disk="true" (alerts/recording.libsonnet). The etcd rules
+  // join on it with volumeBy; nothing selects etcd disks by label shape.
+  etcdDiskRecord:: 'probe:fioprobe_etcd_disk:info',
+
   // The labels that identify one probed volume: every profile of a StorageClass (or of a
   // node-local path) probes the same kind of volume, so volume-model gauges join on these.
   volumeBy(c):: std.join(', ', [c.clusterLabel, 'storageclass', 'node']),

@@ -156,6 +156,7 @@ def write_configs(workdir: Path, gateway: str, plain: Path, slow: Path, broken: 
             "name": SLOW,
             "directory": str(slow),
             "node_local": True,
+            "etcd_disk": True,
             # Dedicated, so the exporter models its gp2 credit balance.
             "volume": {
                 "type": "gp2",

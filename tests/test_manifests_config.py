@@ -488,8 +488,10 @@ def test_list_items_are_completed_and_optional_keys_stay_absent() -> None:
         "name": "gp2",
         "volume": {"type": "unknown", "size": "1Gi"},
         "profiles": ["etcd-fsync"],
+        "etcdDisk": False,
     }
     assert c["perNode"]["localDisks"][0]["volume"] == {"type": "unknown"}
+    assert c["perNode"]["localDisks"][0]["etcdDisk"] is False
 
 
 # --- the schema's probe-facing parts against fioprobe's strict loader ------------------------

@@ -47,6 +47,7 @@ RECORD_NAMES = {
     "probe:push_time_seconds:max",
     "probe:fioprobe_last_sync_latency_seconds:p99",
     "probe:fioprobe_last_sync_latency_seconds:p99_threshold",
+    "probe:fioprobe_etcd_disk:info",
     "probe:fioprobe_runs_total:etcd_fsync_warning_slow",
     "probe:fioprobe_runs_total:etcd_fsync_critical_slow",
     "probe:fioprobe_runs_total:storageclass_fsync_slow",
@@ -67,7 +68,7 @@ OVERRIDES: dict[str, Any] = {
     "expectedPerNodeProbes": [{"storageclass": "nvme-pool", "profile": "etcd-wal"}],
     "clusterLabel": "k8s_cluster",
     "fioprobeSelector": 'fioprobe_env="prod"',
-    "etcdDiskSelector": 'storageclass="etcd-nvme"',
+    "etcdRoleMemoryRuns": 9,
     "etcdProfile": "etcd-wal",
     "burstProfile": "iops-ceiling",
     "latencyWindowRuns": 5,
@@ -209,7 +210,6 @@ MUTATIONS = [
     ("etcd", {"etcdFsyncP99WarningSeconds": 0.016}, "a p99 of 15 ms no longer fires"),
     ("etcd", {"etcdFsyncP99WarningSeconds": 0.0095}, "9.8 ms (every fsync in (8, 10] ms) fires"),
     ("etcd", {"etcdFsyncOfRuns": 2}, "slow, fast, slow no longer fires"),
-    ("etcd", {"etcdDiskSelector": 'storageclass!=""'}, "a gp2 volume pages as an etcd disk"),
     ("etcd", {"clusterLabel": "region"}, "clusters a and b merged into one probe"),
     ("storageclass-latency", {"storageClassFsyncP99WarningSeconds": {}}, "io2 judged at 64 ms"),
     ("storageclass-latency", {"storageClassSlowRuns": 2}, "two slow runs of four fire"),
@@ -346,6 +346,24 @@ def test_no_dependence_on_job_or_instance(rules: Path) -> None:
 
 
 @pytest.mark.parametrize("rules", RULE_FILES, ids=lambda p: p.stem)
+def test_etcd_disks_are_selected_by_their_published_role(rules: Path) -> None:
+    """Which disks hold etcd is a deployment fact (fioprobe_info{etcd_disk}): the etcd rules
+    join on the role record and no rule takes `node`-labelled series for etcd disks. The
+    only `node!=""` matchers left are the per-node probes' own bookkeeping."""
+    by_name = {r.get("record") or r.get("alert"): r for r in rules_of(rules.read_text())}
+    role = by_name["probe:fioprobe_etcd_disk:info"]["expr"]
+    assert 'etcd_disk="true"' in role and 'etcd_disk="false"' in role, role
+    for check in ("etcd_fsync_warning", "etcd_fsync_critical"):
+        expr = by_name[f"probe:fioprobe_runs_total:{check}_slow"]["expr"]
+        assert "and on (cluster, storageclass, node)\nprobe:fioprobe_etcd_disk:info" in expr
+    sc = by_name["probe:fioprobe_runs_total:storageclass_fsync_slow"]["expr"]
+    assert "unless on (cluster, storageclass, node)\nprobe:fioprobe_etcd_disk:info" in sc
+    for rule in rules_of(rules.read_text()):
+        if 'node!=""' in rule["expr"]:
+            assert "per_node" in rule["expr"] or "per_node" in rule.get("record", ""), rule
+
+
+@pytest.mark.parametrize("rules", RULE_FILES, ids=lambda p: p.stem)
 def test_every_aggregation_keeps_the_probe_identity(rules: Path) -> None:
     """Every `by (...)` keeps cluster, storageclass and node, so that neither clusters nor
     control-plane nodes with the same StorageClass name are ever merged. The per-node
@@ -380,7 +398,7 @@ def test_overrides_leave_no_default_literal(tmp_path: Path) -> None:
     run(tool("promtool"), "check", "rules", str(tmp_path / "rules.yaml"))
     rules = rules_of(text)
     # A per-node probe's groups are the ones with a node: `node!=""` there is what a per-node
-    # group is, not etcdDiskSelector's default (which the etcd rules must not keep).
+    # group is; nothing else may select by it (test_no_rule_selects_etcd_disks_by_node).
     exprs = "\n".join(
         r["expr"].replace('node!=""', "") if "per_node" in r["expr"] else r["expr"] for r in rules
     )
@@ -426,6 +444,7 @@ DERIVED_KEYS = {
     "regressionForRuns",
     "failingRuns",
     "staleAfterRuns",
+    "etcdRoleMemoryRuns",
 }
 
 

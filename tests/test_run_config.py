@@ -28,7 +28,8 @@ def test_run_probes_every_target_and_profile(tmp_path: Path, pushgateway: servic
         f"  - name: gp2-small\n    directory: {gp2}\n"
         "    volume: {type: gp2, size: 100Gi, provisioner: ebs.csi.aws.com, dedicated: true}\n"
         "    profiles: [etcd-fsync, {name: randwrite-iops, runtime: 2}]\n"
-        f"  - {{name: etcd-disk, directory: {plain}, node_local: true, profiles: [etcd-fsync]}}\n"
+        f"  - {{name: etcd-disk, directory: {plain}, node_local: true, etcd_disk: true,"
+        " profiles: [etcd-fsync]}\n"
     )
     result = fioprobe("run", "--config", str(config), "--node", "cp-1")
     assert result.returncode == 0, result.stderr.decode()
@@ -55,6 +56,10 @@ def test_run_probes_every_target_and_profile(tmp_path: Path, pushgateway: servic
     assert info["labels"]["volume_type"] == "gp2"
     assert info["labels"]["provisioner"] == "ebs.csi.aws.com"
     assert info["labels"]["histogram_source"] == "bins"
+    # Which disks hold etcd is the configuration's fact, published with every push.
+    assert info["labels"]["etcd_disk"] == "false"
+    etcd = gateway_group(pushgateway, storageclass="etcd-disk", profile="etcd-fsync", node="cp-1")
+    assert etcd["fioprobe_info"][0]["labels"]["etcd_disk"] == "true"
 
     # Both profiles spend from the volume's one bucket: the later run sees the earlier's IO.
     first = gateway_group(pushgateway, storageclass="gp2-small", profile="etcd-fsync")

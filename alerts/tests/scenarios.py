@@ -73,6 +73,9 @@ class Probe:
     deleted_at: int | None = None
     #: Replace OPERATOR_LABELS' job/instance by OpenShift's exported_job/exported_instance.
     openshift: bool = False
+    #: The role its configuration publishes (fioprobe_info{etcd_disk}); None: no label (a
+    #: version that did not publish it, so the role is unknown and the disk no etcd disk).
+    etcd_disk: bool | None = False
 
     def labels(self) -> dict[str, str]:
         out = {"storageclass": self.storageclass, "profile": self.profile}
@@ -236,6 +239,8 @@ class Scenario:
                 "ran_on_node": p.node or "worker-1",
                 "histogram_source": "bins",
             }
+            if p.etcd_disk is not None:
+                info["etcd_disk"] = "true" if p.etcd_disk else "false"
             put(s, "fioprobe_info", info, 1.0, pod)
             if p.baseline_iops is not None:
                 put(s, "fioprobe_volume_baseline_iops", {}, p.baseline_iops, pod)
@@ -498,7 +503,7 @@ def runs(*spec: tuple[int, Run | None]) -> list[Run | None]:
 
 
 def etcd_probe(node: str, rs: list[Run | None], **kw: Any) -> Probe:
-    return Probe(ETCD_SC, "etcd-fsync", node=node, runs=rs, **kw)
+    return Probe(ETCD_SC, "etcd-fsync", node=node, runs=rs, etcd_disk=True, **kw)
 
 
 def after_stale(i: int, slot: int) -> int:
@@ -649,7 +654,39 @@ def storageclass_scenarios(i: int) -> list[Scenario]:
         # an etcd disk (node-local): FioProbeEtcdFsyncLatencyHigh's business, not this alert's
         etcd_probe("control-plane-0", runs((n, Run(p99=0.3)))),
     ]
+    # Per-node probes of a worker's volumes carry `node` like the etcd disks' probes; only the
+    # published role (etcd_disk) makes a disk an etcd disk.
+    worker_25 = Probe(
+        "gp3-local", "etcd-fsync", node="worker-1", volume_type="gp3",
+        runs=runs((4, FAST), (n - 4, Run(p99=0.025))),
+    )  # fmt: skip
+    worker_48 = Probe(
+        "gp3-local", "etcd-fsync", node="worker-2", volume_type="gp3",
+        runs=runs((4, FAST), (n - 4, Run(p99=0.048))),
+    )  # fmt: skip
+    unknown_role = Probe(
+        "gp3-old", "etcd-fsync", node="worker-3", volume_type="gp3", etcd_disk=None,
+        runs=runs((4, FAST), (n - 4, Run(p99=0.048))),
+    )  # fmt: skip
     return [
+        Scenario(
+            'a worker\'s per-node volume (node label, etcd_disk="false") at 25 and 48 ms, and '
+            "one whose role is unknown, raise the StorageClass alert and never an etcd alert",
+            i,
+            [worker_25, worker_48, unknown_role],
+            samples,
+            checks=[
+                check(SC, seen(i, 6, -SCRAPE_S)),
+                check(
+                    SC,
+                    seen(i, 6),
+                    sc_alert(worker_25, 3, 0.02, 0.025),
+                    sc_alert(worker_48, 3, 0.02, 0.048),
+                    sc_alert(unknown_role, 3, 0.02, 0.048),
+                ),
+                *[check(ETCD, seen(i, slot, after)) for slot in (5, 6, 11) for after in (0, 120)],
+            ],
+        ),
         Scenario(
             "per-volume-type thresholds: io2 above 5 ms, sc1 above 256 ms, an unknown type above "
             "64 ms fire from the third slow run; sc1 at 6 ms, gp3 at 12 ms, two slow runs of "

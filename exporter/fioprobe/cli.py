@@ -83,7 +83,7 @@ def cmd_push(args: argparse.Namespace) -> int:
     transport = _transport(args)
     text, name = _read_input(args.file)
     run = parse_text(text, source=name)  # raises before anything is merged or pushed
-    outcome = replace(file_outcome(run), owner=_owner(args))
+    outcome = replace(file_outcome(run), owner=_owner(args), etcd_disk=args.etcd_disk)
     state_file = _state_file(args.state) if args.state else default_state_file(key)
     # The run's time is this machine's clock at the push: a fio file's own timestamp can be
     # years off, and last_success_timestamp must not jump back or forward with it.
@@ -117,6 +117,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
         state_path=Path(args.state) if args.state else None,
         lease_seconds=args.writer_lease,
         owner=_owner(args),
+        etcd_disk=bool(args.etcd_disk),
     )
     return probe_once(target, transport, _jobs_dir(args), quiet=args.quiet)
 
@@ -332,6 +333,16 @@ def _add_group_options(parser: argparse.ArgumentParser, *, required: bool) -> No
     parser.add_argument("--node", help="node name, for node-local probes only (e.g. etcd disks)")
 
 
+def _add_etcd_disk_option(parser: argparse.ArgumentParser, default_text: str) -> None:
+    parser.add_argument(
+        "--etcd-disk",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="whether the probed disk holds etcd's data, published as fioprobe_info{etcd_disk}: "
+        f"the mixin's etcd alerts select disks by it (default: {default_text})",
+    )
+
+
 def _add_owner_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--owner",
@@ -384,6 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     push.add_argument("file", metavar="FILE|-", help="fio output (json or json+), - for stdin")
     _add_group_options(push, required=True)
+    _add_etcd_disk_option(push, "not published, unknown")
     push.add_argument(
         "--state",
         metavar="FILE",
@@ -402,6 +414,7 @@ def build_parser() -> argparse.ArgumentParser:
         "free-space check, timeout, cleanup) and push the result or the failure.",
     )
     _add_group_options(probe, required=True)
+    _add_etcd_disk_option(probe, "no")
     probe.add_argument("--dir", required=True, help="probe directory (fio writes only inside it)")
     probe.add_argument(
         "--require-mount-point",

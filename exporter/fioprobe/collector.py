@@ -59,6 +59,9 @@ class ProbeOutcome:
     volume: VolumeGauges = field(default_factory=VolumeGauges)
     #: The configuration this group belongs to (fioprobe_owner_info), None for none.
     owner: str | None = None
+    #: Whether the probed disk holds etcd, from the deployment's configuration; None when
+    #: not known (a converted file): the label is then empty, which Prometheus reads as absent.
+    etcd_disk: bool | None = None
 
     def failed(self, reason: FailureReason) -> ProbeOutcome:
         """This outcome as a failure for `reason` (a failed run exports no last-run data)."""
@@ -200,6 +203,7 @@ class ProbeCollector(Collector):
                 outcome.provisioner,
                 outcome.ran_on_node,
                 histogram_source(run) if run else "none",
+                etcd_disk_label(outcome.etcd_disk),
             ),
             1.0,
         )
@@ -241,6 +245,13 @@ class ProbeCollector(Collector):
                 family = self._family(name)
                 family.add_metric(self._values(), float(value))
                 yield family
+
+
+def etcd_disk_label(etcd_disk: bool | None) -> str:
+    """The etcd_disk label: "true", "false", or "" (unknown, which Prometheus drops)."""
+    if etcd_disk is None:
+        return ""
+    return "true" if etcd_disk else "false"
 
 
 def operation_iops(job: Job, stats: OpStats) -> float:

@@ -19,6 +19,7 @@ load, so the rest of the program sees complete values.
       - name: gp2-standard          # the storageclass label
         directory: /probe           # the probe volume's mount; fio writes only inside it
         node_local: false           # true: hostPath on a node, labelled node=<this node>
+        etcd_disk: false            # true: this disk holds etcd's data (published, see below)
         require_mount_point: true   # refuse to probe an unmounted volume's empty mount point
         volume: {type: gp2, size: 100Gi, provisioner: ebs.csi.aws.com, dedicated: true}
         timeout_seconds: 120        # optional: wall-clock limit per profile run
@@ -109,6 +110,10 @@ class TargetConfig:
     timeout_seconds: float | None = None
     state_dir: Path | None = None
     require_mount_point: bool = False
+    #: The disk holds etcd's data: a deployment fact, published with every push and by the
+    #: continuous stream (fioprobe_info{etcd_disk}), so the mixin's etcd alerts select by it
+    #: and never guess from a label such as `node`.
+    etcd_disk: bool = False
 
 
 #: The owner of a configuration that names none. Configurations that share a Pushgateway
@@ -355,6 +360,7 @@ def _target(raw: object, where: str, file: str, jobs_dir: Path | None) -> Target
     if not directory.startswith("/"):
         raise r.error("directory", f"must be an absolute path, got {_show(directory)}")
     node_local = r.take("node_local", bool, False)
+    etcd_disk = r.take("etcd_disk", bool, False)
     require_mount_point = r.take("require_mount_point", bool, False)
     timeout = _number(r, "timeout_seconds")
     state_dir = r.take("state_dir", str)
@@ -375,6 +381,7 @@ def _target(raw: object, where: str, file: str, jobs_dir: Path | None) -> Target
         timeout_seconds=timeout,
         state_dir=Path(state_dir) if state_dir else None,
         require_mount_point=require_mount_point,
+        etcd_disk=etcd_disk,
     )
 
 

@@ -40,9 +40,9 @@ PROFILE = "etcd-fsync"
 ALERT = "FioProbeEtcdFsyncLatencyHigh"
 
 
-#: The node label of a demo disk's probe (one simulated control-plane node per disk):
-#: node-local probes are the disks that hold etcd for the mixin (`etcdDiskSelector`), so
-#: the etcd alert applies to them, and the etcd dashboard shows one line per disk.
+#: The node label of a demo disk's probe (one simulated control-plane node per disk). Each
+#: demo disk is declared an etcd disk (fioprobe_info{etcd_disk="true"}), so the etcd alert
+#: applies to them, and the etcd dashboard shows one line per disk.
 def node_of(disk: str) -> str:
     return f"demo-{disk}"
 
@@ -133,6 +133,7 @@ def _probe(name: str, directory: Path, root: Path) -> ProbeTarget:
         node=node_of(name),
         overrides={"runtime": str(RUN_SECONDS)},
         state_dir=root / "state" / name,
+        etcd_disk=True,
     )
 
 

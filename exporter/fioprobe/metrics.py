@@ -105,8 +105,17 @@ METRICS: tuple[MetricDef, ...] = (
     MetricDef(
         "fioprobe_info",
         "gauge",
-        "Facts about the last run: fio and fioprobe versions, volume, histogram source",
-        ("fio_version", "version", "volume_type", "provisioner", "ran_on_node", "histogram_source"),
+        "Facts about the last run: fio and fioprobe versions, volume, histogram source, and "
+        "whether the disk holds etcd (etcd_disk, from the configuration; empty if unknown)",
+        (
+            "fio_version",
+            "version",
+            "volume_type",
+            "provisioner",
+            "ran_on_node",
+            "histogram_source",
+            "etcd_disk",
+        ),
     ),
     MetricDef(
         "fioprobe_writer_info",

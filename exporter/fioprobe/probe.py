@@ -53,6 +53,8 @@ class ProbeTarget:
     lease_seconds: float = WRITER_LEASE_SECONDS
     #: The configuration the group belongs to, pushed as fioprobe_owner_info (see gc.py).
     owner: str | None = None
+    #: Whether the disk holds etcd (fioprobe_info{etcd_disk}); None: not known (not pushed).
+    etcd_disk: bool | None = None
 
     @property
     def grouping_key(self) -> dict[str, str]:
@@ -179,6 +181,7 @@ def _outcome(
         provisioner=volume.provisioner,
         ran_on_node=os.environ.get("NODE_NAME", os.uname().nodename),
         owner=target.owner,
+        etcd_disk=target.etcd_disk,
     )
 
 

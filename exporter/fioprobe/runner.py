@@ -99,6 +99,7 @@ def probe_target(
         state_dir=target.state_dir,
         lease_seconds=lease_seconds,
         owner=owner,
+        etcd_disk=target.etcd_disk,
     )
 
 

@@ -27,6 +27,7 @@ function(config, probes)
         name: d.name,
         directory: '%s/%s' % [nodeDir, d.name],
         node_local: true,
+        etcd_disk: d.etcdDisk,
         state_dir: '%s/state/%s' % [nodeDir, d.name],
         volume: d.volume,
         timeout_seconds: c.profileTimeoutSeconds,
@@ -38,6 +39,7 @@ function(config, probes)
         name: sc.name,
         directory: '%s/%s' % [probeRoot, sc.name],
         node_local: true,
+        etcd_disk: sc.etcdDisk,
         // An unbound or unmounted ephemeral volume must not turn into a probe of the
         // container's own filesystem.
         require_mount_point: true,

@@ -27,13 +27,16 @@ function(config) {
                               + (if pgw.tls.enabled then { ca_file: caDir + '/ca.crt' } else {}),
 
   // owner: one per configuration, so that `fioprobe gc` with one never deletes another's.
-  local fioprobeConfig(name, nodeLocal, volume, profiles) = {
+  // etcdDisk: the disk holds etcd's data, a fact of the deployment that every push publishes
+  // (fioprobe_info{etcd_disk}) and the mixin's etcd alerts select by.
+  local fioprobeConfig(name, nodeLocal, volume, profiles, etcdDisk) = {
     owner: name,
     pushgateway: fioprobePushgateway,
     targets: [{
       name: name,
       directory: c.probeMountPath,
       node_local: nodeLocal,
+      etcd_disk: etcdDisk,
       volume: volume,
       timeout_seconds: c.profileTimeoutSeconds,
       profiles: profiles,
@@ -193,7 +196,7 @@ function(config) {
     serviceAccount: serviceAccount(c.namespace),
     networkPolicy: networkPolicy(c.namespace),
     configMap: configMap(c.namespace, {
-      [sc.name + '.yaml']: fioprobeConfig(sc.name, false, sc.volume, sc.profiles)
+      [sc.name + '.yaml']: fioprobeConfig(sc.name, false, sc.volume, sc.profiles, sc.etcdDisk)
       for sc in scs
     }),
   } + {
@@ -245,7 +248,7 @@ function(config) {
     serviceAccount: serviceAccount(e.namespace),
     networkPolicy: networkPolicy(e.namespace),
     configMap: configMap(e.namespace, {
-      [e.name + '.yaml']: fioprobeConfig(e.name, true, e.volume, e.profiles),
+      [e.name + '.yaml']: fioprobeConfig(e.name, true, e.volume, e.profiles, true),
     }),
   } + {
     ['cronJob-' + nodes[i]]: cronJob(

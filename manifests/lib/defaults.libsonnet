@@ -121,6 +121,8 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
     volume: p.required(volume(true)),
     '#profiles':: 'Profiles to run: names of jobs/*.fio, or profiles with overrides.',
     profiles: profiles(),
+    '#etcdDisk':: "The volume holds etcd's data (published as etcd_disk; the etcd alerts select by it).",
+    etcdDisk: false,
   }, unique='name'),
   // Mount point of the probe volume inside the pod: the config's `directory`.
   '#probeMountPath':: "Mount point of the probe volume in the pod (the config's directory).",
@@ -243,6 +245,8 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
       volume: volume(false),
       '#profiles':: 'Profiles to run.',
       profiles: profiles(),
+      '#etcdDisk':: "The directory is on the disk that holds etcd's data on every node that runs it.",
+      etcdDisk: false,
     }, unique='name'),
     '#storageClasses':: 'A generic ephemeral volume of volume.size per StorageClass and pod.',
     storageClasses: p.list({
@@ -254,6 +258,8 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
       volume: p.required(volume(true)),
       '#profiles':: 'Profiles to run.',
       profiles: profiles(),
+      '#etcdDisk':: "The volume holds etcd's data (published as etcd_disk).",
+      etcdDisk: false,
     }, unique='name'),
     '#resources':: 'Resources of the per-node probe container.',
     resources: resources({ cpu: '20m', memory: '64Mi' }, { cpu: '1', memory: '256Mi' }),
