@@ -171,6 +171,55 @@ METRICS: tuple[MetricDef, ...] = (
         "gauge",
         "Modelled burst credit balance, 0..1, for a dedicated probe volume with a credit model",
     ),
+    # --- The continuous stream (`fioprobe continuous`, scraped, not pushed) -------------------
+    # Identified by storageclass and, for node-local targets, node (no profile): one stream
+    # per target. Latencies are measured in nanoseconds by the writer and converted to
+    # seconds in fioprobe.continuous.collector.
+    MetricDef(
+        "fioprobe_continuous_sync_latency_seconds",
+        "histogram",
+        "fdatasync latency of the continuous stream's writes, every completed fdatasync",
+    ),
+    MetricDef(
+        "fioprobe_continuous_inflight_seconds",
+        "gauge",
+        "Age of the stream's operation (write + fdatasync) still outstanding at scrape time; "
+        "0 when none",
+    ),
+    MetricDef(
+        "fioprobe_continuous_stall_seconds_total",
+        "counter",
+        "Time an operation of the stream was outstanding beyond the stall threshold",
+    ),
+    MetricDef(
+        "fioprobe_continuous_operations_total",
+        "counter",
+        "Completed operations (write + fdatasync) of the stream",
+    ),
+    MetricDef(
+        "fioprobe_continuous_written_bytes_total",
+        "counter",
+        "Bytes the stream wrote (its own cost, at the application)",
+    ),
+    MetricDef(
+        "fioprobe_continuous_errors_total",
+        "counter",
+        "Failed operations and set-ups of the stream, by reason",
+        ("reason",),
+    ),
+    MetricDef(
+        "fioprobe_continuous_success",
+        "gauge",
+        "1 while the stream's last operation succeeded, else 0",
+    ),
+    MetricDef(
+        "fioprobe_continuous_info",
+        "gauge",
+        "Facts about the stream's target: whether the disk holds etcd (from the "
+        "configuration), the node it runs on, its volume type, and the block device its file "
+        "lands on (major:minor of the filesystem, kernel name, whole disk; empty without one)",
+        ("etcd_disk", "ran_on_node", "volume_type", "device", "disk", "major_minor", "version"),
+    ),
 )
 
 METRICS_BY_NAME: dict[str, MetricDef] = {m.name: m for m in METRICS}
