@@ -153,6 +153,35 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
     ]),
   },
 
+  // The continuous stream (`fioprobe continuous`, docs/CONTINUOUS.md): a small write and an
+  // fdatasync about once a second per target, scraped by Prometheus, so that stalls between
+  // the scheduled runs and hangs while they hang are seen. A DaemonSet pod on each etcd node
+  // (etcd.nodes, hostPath etcd.hostPath) and a one-replica StatefulSet with a small PVC per
+  // StorageClass.
+  '#continuous':: "The continuous fsync stream per target, scraped (docs/CONTINUOUS.md).",
+  continuous: {
+    '#enabled':: 'Deploy the streams (etcd nodes and StorageClasses).',
+    enabled: true,
+    '#etcd':: 'A stream on each etcd node (a DaemonSet limited to etcd.nodes, hostPath etcd.hostPath).',
+    etcd: true,
+    '#storageClasses':: 'A stream per entry of storageClasses (a StatefulSet with its own small PVC).',
+    storageClasses: true,
+    '#port':: 'Port of /metrics in the pods (the PodMonitor scrapes it).',
+    port: wholeNumber(9436, 1, 65535),
+    '#intervalSeconds':: 'Seconds between two write+fdatasync operations (0.1 to 3600).',
+    intervalSeconds: p.check(1, function(v) v >= 0.1 && v <= 3600, 'must be from 0.1 to 3600'),
+    '#writeSize':: 'Bytes per write (etcd WAL-like: 2300).',
+    writeSize: wholeNumber(2300, 512, 1048576),
+    '#fileSize':: 'Bytes of the one preallocated file per target, a quantity (the bytes on disk).',
+    fileSize: '4Mi',
+    '#stallThresholdSeconds':: 'An operation outstanding longer than this counts as a stall.',
+    stallThresholdSeconds: p.check(0.01, function(v) v > 0 && v <= 60, 'must be above 0 and at most 60'),
+    '#pvcSize':: "Size of each StorageClass stream's PVC.",
+    pvcSize: '1Gi',
+    '#resources':: 'Resources of a stream container.',
+    resources: resources({ cpu: '10m', memory: '48Mi' }, { cpu: '200m', memory: '128Mi' }),
+  },
+
   '#pushgateway':: 'The Pushgateway the probes push to.',
   pushgateway: {
     '#name':: 'Name of its Deployment or StatefulSet, Service and ServiceAccount.',
