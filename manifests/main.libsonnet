@@ -24,6 +24,7 @@ function(config=(import 'config.libsonnet'), overrides={})
   local probes = (import 'components/probes.libsonnet')(c);
   local monitoring = (import 'components/monitoring.libsonnet')(c);
   local perNode = (import 'components/pernode.libsonnet')(c, probes);
+  local continuous = (import 'components/continuous.libsonnet')(c);
   {
     config:: c,
     // The monitoring mixin's _config keys this configuration implies (probe interval,
@@ -32,5 +33,6 @@ function(config=(import 'config.libsonnet'), overrides={})
     pushgateway: pushgateway,
     probes: probes,
     perNode: perNode,
+    continuous: continuous,
     monitoring: monitoring,
   }

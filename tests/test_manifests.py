@@ -36,12 +36,20 @@ RESTRICTED_CONTAINER = {
 }
 
 
+#: Generated files that are not Kubernetes objects, never in the kustomization: the
+#: continuous stream's scrape configuration, for a Prometheus without prometheus-operator.
+NOT_OBJECTS = {"continuous-scrape-config.yaml"}
+
+
 def load_objects(directory: Path = GENERATED) -> dict[str, dict[str, Any]]:
-    """{file name: object}; every generated file holds exactly one object."""
+    """{file name: object}; every generated file but NOT_OBJECTS holds exactly one object."""
     objects = {}
     for path in sorted(directory.glob("*.yaml")):
+        if path.name in NOT_OBJECTS:
+            continue
         docs = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
         assert len(docs) == 1, f"{path.name}: expected one object, got {len(docs)}"
+        assert docs[0].get("apiVersion") and docs[0].get("kind"), path.name
         objects[path.name] = docs[0]
     return objects
 
@@ -83,11 +91,17 @@ def test_regenerating_changes_nothing(tmp_path: Path) -> None:
     ).read_text()
 
 
-def test_kustomization_lists_every_generated_file_once() -> None:
+def test_kustomization_lists_every_generated_object_once() -> None:
     kustomization = yaml.safe_load((MANIFESTS / "kustomization.yaml").read_text())
     resources = kustomization["resources"]
     assert len(resources) == len(set(resources))
-    assert sorted(resources) == sorted(f"generated/{p.name}" for p in GENERATED.glob("*.yaml"))
+    files = {p.name for p in GENERATED.glob("*.yaml")}
+    assert files >= NOT_OBJECTS
+    assert sorted(resources) == sorted(f"generated/{name}" for name in files - NOT_OBJECTS)
+    # What is left out is no Kubernetes object (kubectl could not apply it).
+    for name in NOT_OBJECTS:
+        document = yaml.safe_load((GENERATED / name).read_text())
+        assert "kind" not in document and "apiVersion" not in document, name
 
 
 def test_every_probe_configmap_is_a_valid_fioprobe_config(tmp_path: Path) -> None:
@@ -150,7 +164,9 @@ def test_kube_prometheus_part_leaves_rules_and_dashboards_to_add_mixin() -> None
 
 def test_every_pod_spec_is_restricted() -> None:
     workloads = {n: o for n, o in load_objects().items() if pod_spec(o) is not None}
-    assert len(workloads) == 6  # Pushgateway, 2 StorageClass CronJobs, 3 etcd CronJobs
+    # Pushgateway, 2 StorageClass CronJobs, 3 etcd CronJobs; the continuous stream: a
+    # DaemonSet on the etcd nodes and a StatefulSet per StorageClass.
+    assert len(workloads) == 9
     for name, obj in workloads.items():
         spec = pod_spec(obj)
         assert spec is not None
@@ -170,10 +186,15 @@ def test_every_pod_spec_is_restricted() -> None:
             assert "privileged" not in sc or sc["privileged"] is False, name
             resources = container["resources"]
             assert resources["requests"] and resources["limits"]["memory"], name
-        # The only hostPath allowed: the etcd probes' dedicated directory.
+        # The only hostPath allowed: the etcd probes' dedicated directory, for the etcd
+        # CronJobs and the continuous stream's DaemonSet on the same nodes.
         for volume in spec["volumes"]:
             if "hostPath" in volume:
-                assert obj["kind"] == "CronJob" and obj["metadata"]["namespace"] == "fioprobe-etcd"
+                assert obj["metadata"]["namespace"] == "fioprobe-etcd", name
+                assert obj["kind"] == "CronJob" or (obj["kind"], obj["metadata"]["name"]) == (
+                    "DaemonSet",
+                    "fioprobe-continuous",
+                ), name
                 assert volume["hostPath"] == {"path": "/var/lib/etcd-fioprobe", "type": "Directory"}
     for sa in of_kind("ServiceAccount").values():
         assert sa["automountServiceAccountToken"] is False
@@ -264,7 +285,12 @@ def test_pushgateway_persists_on_its_pvc_and_is_scraped_with_honor_labels() -> N
     (monitor,) = of_kind("ServiceMonitor").values()
     (endpoint,) = monitor["spec"]["endpoints"]
     assert endpoint["honorLabels"] is True
-    (service,) = of_kind("Service").values()
+    # It selects the Pushgateway's Service and no other (the streams' headless one).
+    selector = monitor["spec"]["selector"]["matchLabels"].items()
+    (service,) = [
+        s for s in of_kind("Service").values() if selector <= s["metadata"]["labels"].items()
+    ]
+    assert service["metadata"]["name"] == deployment["metadata"]["name"]
     assert endpoint["port"] in {p["name"] for p in service["spec"]["ports"]}
 
 

@@ -31,9 +31,10 @@ PREFIX = "fioprobe manifests config: "
 
 #: Keys of the top level, as every "unknown key" message at that level lists them.
 TOP_LEVEL = (
-    "configMountPath, dns, etcd, everyMinutes, failedJobsHistoryLimit, image, monitoring, "
-    "namespace, perNode, probeMountPath, probeResources, probeUser, profileTimeoutSeconds, "
-    "pushgateway, startingDeadlineSeconds, storageClasses, successfulJobsHistoryLimit, version"
+    "configMountPath, continuous, dns, etcd, everyMinutes, failedJobsHistoryLimit, image, "
+    "monitoring, namespace, perNode, probeMountPath, probeResources, probeUser, "
+    "profileTimeoutSeconds, pushgateway, startingDeadlineSeconds, storageClasses, "
+    "successfulJobsHistoryLimit, version"
 )
 VOLUME_KEYS = "dedicated, iops, provisioner, size, throughput, type"
 #: Renders without the mixin's rules and dashboards: they do not depend on these keys and

@@ -35,6 +35,11 @@ local kp = (import 'kube-prometheus/main.libsonnet') + {
   values+:: {
     common+: { namespace: namespace },
     grafana+: { folderDashboards+: fioprobeMixin.grafanaDashboards },
+    // kube-prometheus's Prometheus may discover targets only in the namespaces listed here
+    // (a Role in each): the Pushgateway's and those of the continuous stream's pods.
+    prometheus+: {
+      namespaces+: std.set([fioprobe.config.namespace] + fioprobe.continuous.namespaces),
+    },
   },
 };
 
@@ -57,7 +62,7 @@ local kp = (import 'kube-prometheus/main.libsonnet') + {
 { 'fioprobe-prometheusRule': fioprobeMixin.prometheusRules } +
 {
   ['fioprobe-' + component + '-' + key]: fioprobe[component][key]
-  for component in ['pushgateway', 'monitoring', 'perNode']
+  for component in ['pushgateway', 'monitoring', 'perNode', 'continuous']
   for key in std.objectFields(fioprobe[component])
   if fioprobe[component][key] != null && std.objectHas(fioprobe[component][key], 'kind')
 } +
@@ -65,4 +70,10 @@ local kp = (import 'kube-prometheus/main.libsonnet') + {
   ['fioprobe-' + group + '-' + key]: fioprobe.probes[group][key]
   for group in ['storageClasses', 'etcd']
   for key in std.objectFields(fioprobe.probes[group])
+} +
+// The continuous stream: its pods (the PodMonitor is above, with the component's objects).
+{
+  ['fioprobe-continuous-' + group + '-' + key]: fioprobe.continuous[group][key]
+  for group in ['storageClasses', 'etcd']
+  for key in std.objectFields(fioprobe.continuous[group])
 }

@@ -35,6 +35,34 @@
     seccompProfile: { type: 'RuntimeDefault' },
   },
 
+  // Bytes of a size as fioprobe reads one (exporter/fioprobe/config.py): a number with an
+  // optional suffix Ki, Mi, Gi, Ti (powers of 1024) or K, M, G, T (of 1000), e.g. 4Mi or
+  // 1.5Gi; null when the text is none. Checked here so that a bad size stops the rendering
+  // instead of every pod that would be given it.
+  quantityBytes(text)::
+    local scales = {
+      Ki: 1024,
+      Mi: std.pow(1024, 2),
+      Gi: std.pow(1024, 3),
+      Ti: std.pow(1024, 4),
+      K: 1e3,
+      M: 1e6,
+      G: 1e9,
+      T: 1e12,
+    };
+    local n = std.length(text);
+    local suffix = if n > 2 && std.objectHas(scales, text[n - 2:]) then text[n - 2:]
+    else if n > 1 && std.objectHas(scales, text[n - 1:]) then text[n - 1:]
+    else '';
+    local parts = std.split(text[:n - std.length(suffix)], '.');
+    local digits(s) = s != '' && std.length([ch for ch in std.stringChars(s) if !std.member('0123456789', ch)]) == 0;
+    if std.length(parts) > 2 || std.length([p for p in parts if !digits(p)]) > 0 then null
+    else
+      local whole = std.parseInt(parts[0]);
+      local fraction = if std.length(parts) == 1 then 0
+      else std.parseInt(parts[1]) / std.pow(10, std.length(parts[1]));
+      (whole + fraction) * (if suffix == '' then 1 else scales[suffix]),
+
   // A DNS-1123 name from free text (node names carry dots; CronJob names must stay <= 52
   // characters because the Job controller appends an 11-character suffix).
   dnsName(text, max=52)::

@@ -7,6 +7,7 @@
 //
 // `'#key'::` documents `key`: docs/MANIFESTS.md's table of keys is generated from it
 // (scripts/generate.d/35-manifests-params.sh); comments say why a default is what it is.
+local common = import 'common.libsonnet';
 local p = import 'params.libsonnet';
 
 // A whole number from `min` (to `max`); `default` null: no default (for nullable keys).
@@ -16,6 +17,12 @@ local wholeNumber(default, min, max=null) = p.check(
   if max == null then 'must be a whole number of at least %d' % min
   else 'must be a whole number from %d to %d' % [min, max],
 );
+
+// A whole number of bytes from `min` to `max`, a string fioprobe reads as a size
+// (4096, 4Mi, 1.5Gi: lib/common.libsonnet's quantityBytes).
+local bytes(default, min, max, problem) = p.check(default, function(v)
+  local n = common.quantityBytes(v);
+  n != null && n == std.floor(n) && n >= min && n <= max, problem);
 
 // Kubernetes resource requests and limits: quantities by resource name.
 local resources(requests, limits) = {
@@ -158,7 +165,7 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
   // the scheduled runs and hangs while they hang are seen. A DaemonSet pod on each etcd node
   // (etcd.nodes, hostPath etcd.hostPath) and a one-replica StatefulSet with a small PVC per
   // StorageClass.
-  '#continuous':: "The continuous fsync stream per target, scraped (docs/CONTINUOUS.md).",
+  '#continuous':: 'The continuous fsync stream per target, scraped (docs/CONTINUOUS.md).',
   continuous: {
     '#enabled':: 'Deploy the streams (etcd nodes and StorageClasses).',
     enabled: true,
@@ -172,12 +179,16 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
     intervalSeconds: p.check(1, function(v) v >= 0.1 && v <= 3600, 'must be from 0.1 to 3600'),
     '#writeSize':: 'Bytes per write (etcd WAL-like: 2300).',
     writeSize: wholeNumber(2300, 512, 1048576),
+    // The bounds of `fioprobe continuous --file-size`: a value it refuses would stop every
+    // stream pod at its start.
     '#fileSize':: 'Bytes of the one preallocated file per target, a quantity (the bytes on disk).',
-    fileSize: '4Mi',
+    fileSize: bytes('4Mi', 64 * 1024, std.pow(1024, 3), 'must be a whole number of bytes from 64Ki to 1Gi, a quantity like 4Mi or 65536'),
     '#stallThresholdSeconds':: 'An operation outstanding longer than this counts as a stall.',
-    stallThresholdSeconds: p.check(0.01, function(v) v > 0 && v <= 60, 'must be above 0 and at most 60'),
+    stallThresholdSeconds: p.check(0.01, function(v) v >= 0.0001 && v <= 60, 'must be from 0.0001 to 60'),
     '#pvcSize':: "Size of each StorageClass stream's PVC.",
     pvcSize: '1Gi',
+    // Measured with one target: 23.4 MB resident plus the file's page cache (up to its
+    // 4 MiB), 1.3m of CPU (docs/MANIFESTS.md, "The continuous stream").
     '#resources':: 'Resources of a stream container.',
     resources: resources({ cpu: '10m', memory: '48Mi' }, { cpu: '200m', memory: '128Mi' }),
   },
@@ -307,10 +318,10 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
     port: wholeNumber(53, 1, 65535),
   },
 
-  '#monitoring':: 'ServiceMonitor, PrometheusRule and dashboards.',
+  '#monitoring':: 'ServiceMonitor, PodMonitor, PrometheusRule and dashboards.',
   monitoring: {
     // OpenShift user-workload monitoring: openshift-user-workload-monitoring.
-    '#prometheusNamespace':: 'Namespace of the Prometheus that scrapes the Pushgateway (NetworkPolicy ingress).',
+    '#prometheusNamespace':: 'Namespace of the Prometheus that scrapes the Pushgateway and the streams (NetworkPolicy ingress).',
     prometheusNamespace: 'monitoring',
     '#serviceMonitor':: 'ServiceMonitor of the Pushgateway (honorLabels).',
     serviceMonitor: {
@@ -319,6 +330,20 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
       '#interval':: 'Scrape interval.',
       interval: '30s',
       '#labels':: 'Extra labels (for the Prometheus serviceMonitorSelector).',
+      labels: p.map({}, 'string'),
+    },
+    // The continuous stream is scraped from its pods (it never pushes): a PodMonitor over
+    // both of its namespaces. Without prometheus-operator, switch it off and use
+    // manifests/generated/continuous-scrape-config.yaml instead.
+    '#podMonitor':: 'PodMonitor of the continuous stream pods (honorLabels).',
+    podMonitor: {
+      '#enabled':: 'Generate it (when a stream is deployed).',
+      enabled: true,
+      // The stream's in-flight gauge shows a hang only at scrape time: a shorter interval
+      // than the Pushgateway's sees a stall of seconds sooner.
+      '#interval':: 'Scrape interval (also of the plain scrape config).',
+      interval: '15s',
+      '#labels':: 'Extra labels (for the Prometheus podMonitorSelector).',
       labels: p.map({}, 'string'),
     },
     '#prometheusRule':: "PrometheusRule with the mixin's alerts and recording rules.",
