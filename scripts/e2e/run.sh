@@ -96,7 +96,7 @@ install -d -o 65532 -g 65532 -m 0700 "$etcd_dir"
 
 kubectl_ apply --server-side -f "$REPO/.tools/kube/crds" >/dev/null
 kubectl_ wait --for=condition=Established --timeout=60s crd/servicemonitors.monitoring.coreos.com \
-  crd/prometheusrules.monitoring.coreos.com >/dev/null
+  crd/podmonitors.monitoring.coreos.com crd/prometheusrules.monitoring.coreos.com >/dev/null
 date +%s.%N >"$RUN/applied-at"
 kubectl_ apply -k "$RUN/manifests" >"$RUN/logs/apply.log"
 say "applied $(wc -l <"$RUN/logs/apply.log") objects"

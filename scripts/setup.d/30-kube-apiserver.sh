@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds kube-apiserver and kubectl (k8s.io/kubernetes, version pinned in
 # scripts/kube-tools/kubernetes/go.mod) and generates the prometheus-operator CRDs
-# (ServiceMonitor, PrometheusRule) with controller-gen from the prometheus-operator Go API
-# module (scripts/kube-tools/controller-gen/go.mod). tests/test_manifests_apiserver.py runs
-# them against Debian's etcd to validate every generated manifest server-side.
+# (ServiceMonitor, PodMonitor, PrometheusRule) with controller-gen from the prometheus-operator
+# Go API module (scripts/kube-tools/controller-gen/go.mod). tests/test_manifests_apiserver.py
+# runs them against Debian's etcd to validate every generated manifest server-side.
 #
 # Cached under ~/.cache/fioprobe/kube-tools-<version>-<hash of the wrapper modules and this
 # script>/, so a second run (and a second checkout) is instant and quiet; .tools/kube points at
@@ -54,7 +54,7 @@ done
     paths=github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1 \
     output:crd:dir="$tmp/crds.all" >/dev/null
 )
-for kind in servicemonitors prometheusrules; do
+for kind in servicemonitors podmonitors prometheusrules; do
   cp "$tmp/crds.all/monitoring.coreos.com_$kind.yaml" "$tmp/crds/"
 done
 rm -rf "$tmp/crds.all"
