@@ -459,7 +459,8 @@ def test_slow_fsync_and_depleted_burst_reach_alertmanager(
         configs.mkdir()
         state = tmp_path / "state"
         slow_cfg = write_config(configs / "slow.yaml", gateway.url, SLOW, slow_probe_dir,
-                                state / SLOW, ETCD_PROFILE, node_local=True, etcd_disk=True)  # fmt: skip
+                                state / SLOW, ETCD_PROFILE,
+                                node_local=True, etcd_disk=True)  # fmt: skip
         plain_cfg = write_config(configs / "plain.yaml", gateway.url, PLAIN, plain_dir,
                                  state / PLAIN, ETCD_PROFILE)  # fmt: skip
         gp2_cfg = write_config(configs / "gp2.yaml", gateway.url, GP2, loop.path, state / GP2,

@@ -71,6 +71,34 @@ CASES = [
     Case("push-missing-group", ["push", FIO_OUTPUT, "--gateway", GATEWAY], "--storageclass"),
     Case("attempts-not-a-number", [*PUSH, "--attempts", "two"], "--attempts: invalid int"),
     Case("report-without-output", ["report", FIO_OUTPUT], "-o/--output"),
+    # --- continuous: bounded options, and no target without a place and a name ------------
+    Case(
+        "continuous-interval-too-short",
+        ["continuous", "--dir", "{dir}", "--storageclass", "x", "--interval", "0.01"],
+        "--interval: must be from 0.1 to 3600 seconds",
+    ),
+    Case(
+        "continuous-write-too-large",
+        ["continuous", "--dir", "{dir}", "--storageclass", "x", "--write-size", "2Mi"],
+        "--write-size: must be a whole number of bytes from 512 to 1048576",
+    ),
+    Case(
+        "continuous-no-target",
+        ["continuous", "--dir", "{dir}"],
+        "continuous: give --config, or --dir and --storageclass",
+    ),
+    Case(
+        "continuous-config-and-dir",
+        ["continuous", "--config", "{file}", "--dir", "{dir}"],
+        "continuous: give either --config or --dir/--storageclass, not both",
+        files={"c.yaml": "pushgateway: {url: 'http://127.0.0.1:9'}\ntargets: []\n"},
+    ),
+    Case(
+        "continuous-bad-config",
+        ["continuous", "--config", "{file}"],
+        "targets: at least one target is required",
+        files={"c.yaml": "pushgateway: {url: 'http://127.0.0.1:9'}\ntargets: []\n"},
+    ),
     Case("writer-lease-zero", [*PUSH, "--writer-lease", "0"], "--writer-lease: must be a positive"),
     Case(
         "writer-lease-nan", [*PUSH, "--writer-lease", "nan"], "--writer-lease: must be a positive"

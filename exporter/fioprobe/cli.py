@@ -122,6 +122,12 @@ def cmd_probe(args: argparse.Namespace) -> int:
     return probe_once(target, transport, _jobs_dir(args), quiet=args.quiet)
 
 
+def cmd_continuous(args: argparse.Namespace) -> int:
+    from .continuous.command import run
+
+    return run(args)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from .config import load_config
     from .runner import run_config
@@ -464,6 +470,49 @@ def build_parser() -> argparse.ArgumentParser:
         "--cycles", type=int, metavar="N", help="with --every: stop after N runs (default: never)"
     )
     run.set_defaults(func=cmd_run)
+
+    from .continuous import options as co
+
+    continuous = sub.add_parser(
+        "continuous",
+        help="a low-rate write + fdatasync stream per target, served on /metrics for Prometheus",
+        description="Write etcd's WAL pattern (a small write, then fdatasync) about once a "
+        "second on every target, each in a child process of its own, and serve the latency, "
+        "the age of an operation still outstanding and stall time on /metrics (scraped, not "
+        "pushed). SIGTERM stops it within 2 s. See docs/CONTINUOUS.md.",
+    )
+    continuous.add_argument("--config", help="the targets of this YAML file (as `run`)")
+    continuous.add_argument("--dir", help="one target: its directory (must exist)")
+    continuous.add_argument("--storageclass", help="one target: its storageclass label")
+    continuous.add_argument(
+        "--node",
+        default=os.environ.get("NODE_NAME"),
+        help="node label of node-local targets (env NODE_NAME)",
+    )
+    _add_etcd_disk_option(continuous, "no")
+    continuous.add_argument(
+        "--listen", type=co.listen_address, default=("0.0.0.0", 9436), metavar="[HOST]:PORT",
+        help="where /metrics is served (default :9436)",
+    )  # fmt: skip
+    continuous.add_argument(
+        "--interval", type=co.interval_seconds, default=1.0, metavar="S",
+        help="seconds between two operations per target, 0.1 to 3600 (default 1)",
+    )  # fmt: skip
+    continuous.add_argument(
+        "--write-size", type=co.write_size_bytes, default=2300, metavar="BYTES",
+        help="bytes per write, 512 to 1Mi (default 2300, as fio's etcd check)",
+    )  # fmt: skip
+    continuous.add_argument(
+        "--file-size", type=co.file_size_bytes, default=4 * 1024 * 1024, metavar="BYTES",
+        help="the one preallocated file per target, 64Ki to 1Gi: its bytes on disk "
+        "(default 4Mi)",
+    )  # fmt: skip
+    continuous.add_argument(
+        "--stall-threshold", type=co.stall_threshold_seconds, default=0.01, metavar="S",
+        help="an operation outstanding longer counts into fioprobe_continuous_stall_seconds_total "
+        "(default 0.01)",
+    )  # fmt: skip
+    continuous.set_defaults(func=cmd_continuous)
 
     demo = sub.add_parser(
         "demo",

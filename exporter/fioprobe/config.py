@@ -226,14 +226,22 @@ def _kind_name(kind: type | tuple[type, ...]) -> str:
     return " or ".join(dict.fromkeys(names.get(k, k.__name__) for k in kinds))
 
 
+def quantity_bytes(text: str) -> float | None:
+    """A Kubernetes-style quantity (100Gi, 500Mi, 4096) in bytes; None if it is not one.
+    May be fractional or infinite: callers decide what they accept."""
+    match = _QUANTITY.match(text.strip()) if len(text) <= 64 else None
+    if not match:
+        return None
+    return float(match.group(1)) * _QUANTITY_SCALE[match.group(2)]
+
+
 def _quantity(reader: _Reader, name: str) -> int | None:
     value = reader.take(name, (str, int))
     if value is None:
         return None
-    match = _QUANTITY.match(str(value).strip())
-    if not match:
+    size = quantity_bytes(str(value))
+    if size is None:
         raise reader.error(name, f"{_show(value)} is not a size (use e.g. 100Gi, 500Mi, 1Ti)")
-    size = float(match.group(1)) * _QUANTITY_SCALE[match.group(2)]
     if not math.isfinite(size):
         raise reader.error(name, f"{_show(value)} is too large")
     return int(size)

@@ -1,0 +1,79 @@
+"""The targets of `fioprobe continuous`: from a configuration file, or one from the options.
+
+The same configuration and target definitions as `fioprobe run`, so a node's probes and
+its streams cannot disagree on names, node labels or which disk holds etcd.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from ..config import load_config
+from ..errors import ExitCode, UsageError
+from .collector import StreamTarget
+from .stream import WriterSettings, make_state, serve
+
+
+def settings_of(args: argparse.Namespace) -> WriterSettings:
+    if args.file_size < args.write_size:
+        raise UsageError(
+            f"continuous: --file-size ({args.file_size}) must hold at least one write "
+            f"(--write-size {args.write_size})"
+        )
+    return WriterSettings(
+        interval_seconds=args.interval,
+        write_size=args.write_size,
+        file_size=args.file_size,
+        stall_threshold_seconds=args.stall_threshold,
+    )
+
+
+def targets_of(args: argparse.Namespace, settings: WriterSettings) -> list[StreamTarget]:
+    ran_on = os.environ.get("NODE_NAME") or os.uname().nodename
+    if args.config:
+        if args.dir or args.storageclass:
+            raise UsageError("continuous: give either --config or --dir/--storageclass, not both")
+        config = load_config(Path(args.config))
+        targets = []
+        for target in config.targets:
+            if target.node_local and not args.node:
+                raise UsageError(
+                    f"continuous: target {target.name} is node-local: give --node or NODE_NAME"
+                )
+            node = args.node if target.node_local else None
+            name = target.name + (f" on {node}" if node else "")
+            targets.append(
+                StreamTarget(
+                    storageclass=target.name,
+                    directory=os.path.abspath(target.directory),
+                    state=make_state(name, settings),
+                    node=node,
+                    etcd_disk=target.etcd_disk,
+                    volume_type=target.volume.type,
+                    ran_on_node=ran_on,
+                )
+            )
+        return targets
+    if not (args.dir and args.storageclass):
+        raise UsageError("continuous: give --config, or --dir and --storageclass")
+    name = args.storageclass + (f" on {args.node}" if args.node else "")
+    return [
+        StreamTarget(
+            storageclass=args.storageclass,
+            directory=os.path.abspath(args.dir),
+            state=make_state(name, settings),
+            node=args.node,
+            etcd_disk=bool(args.etcd_disk),
+            ran_on_node=ran_on,
+        )
+    ]
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = settings_of(args)
+    targets = targets_of(args, settings)
+    host, port = args.listen
+    serve(targets, settings, host, port)
+    return int(ExitCode.OK)

@@ -1,0 +1,258 @@
+"""`fioprobe continuous`: one writer child per target, and /metrics for Prometheus to scrape.
+
+The serving process never touches a probed volume. Each target's writer
+(`fioprobe.continuous.writer`) is a child process whose events a reader thread applies to
+the target's `StreamState`; the HTTP server answers from those states. So a write stuck in
+the kernel blocks one child (and the thread that reads its pipe), never `/metrics`, the
+other targets or shutdown:
+- a writer that exits on its own is restarted after a backoff, its exit counted as an error;
+- SIGTERM/SIGINT/SIGHUP: every writer is asked to stop (it removes its file), those still
+  there after `STOP_GRACE_SECONDS` get SIGKILL (which a task in uninterruptible sleep only
+  takes when its kernel call returns) and are abandoned; the process exits 0.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from prometheus_client import CollectorRegistry, start_http_server
+
+from ..errors import FailureReason
+from . import protocol
+from .collector import StreamCollector, StreamTarget
+from .device import block_device
+from .state import StreamState
+
+#: How long stopping writers may take before the rest are killed and abandoned: the whole
+#: process is meant to exit within 2 s of SIGTERM.
+STOP_GRACE_SECONDS = 1.0
+#: How often the main loop looks at its writers (restarts, hang log lines).
+SUPERVISE_SECONDS = 0.2
+#: A writer that exited is started again after this long, doubling up to the maximum.
+RESTART_BACKOFF_SECONDS = 1.0
+RESTART_BACKOFF_MAX_SECONDS = 30.0
+#: An operation outstanding this long is said in the log once (the metric shows it anyway).
+HANG_LOG_SECONDS = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class WriterSettings:
+    interval_seconds: float = 1.0
+    write_size: int = 2300
+    file_size: int = 4 * 1024 * 1024
+    stall_threshold_seconds: float = 0.01
+
+
+def say(message: str) -> None:
+    print(f"fioprobe: continuous: {message}", file=sys.stderr, flush=True)
+
+
+@dataclass(slots=True)
+class Writer:
+    """One target's writer child and the thread that reads its events."""
+
+    target: StreamTarget
+    settings: WriterSettings
+    process: subprocess.Popen[str] | None = None
+    restart_at: float = 0.0
+    backoff: float = RESTART_BACKOFF_SECONDS
+    hang_logged: bool = False
+    reader: threading.Thread | None = field(default=None)
+
+    def start(self) -> None:
+        package_root = str(Path(__file__).resolve().parents[2])
+        s = self.settings
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-I",  # no environment, no user site: the child runs fioprobe's code only
+                "-c",
+                "import sys; sys.path.insert(0, sys.argv[1]); "
+                "from fioprobe.continuous.writer import main; sys.exit(main(sys.argv[2:]))",
+                package_root,
+                "--dir",
+                self.target.directory,
+                "--interval",
+                repr(s.interval_seconds),
+                "--write-size",
+                str(s.write_size),
+                "--file-size",
+                str(s.file_size),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=None,
+            text=True,
+            env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"},
+            close_fds=True,
+            # Its own process group: a Ctrl-C in a terminal reaches the parent, which stops
+            # the writers itself (in order, with their clean-up).
+            start_new_session=True,
+        )
+        stdout = self.process.stdout
+        assert stdout is not None
+        self.reader = threading.Thread(
+            target=self._read, args=(stdout,), name=f"writer {self.target.name}", daemon=True
+        )
+        self.reader.start()
+
+    def _read(self, stdout: IO[str]) -> None:
+        state = self.target.state
+        for line in stdout:
+            event = protocol.parse(line)
+            if event is None:
+                continue
+            if event.kind == protocol.READY:
+                say(f"{self.target.name}: writing {self.settings.write_size} bytes + fdatasync "
+                    f"every {self.settings.interval_seconds:g} s in {event.message} "
+                    f"({event.size} bytes on disk)")  # fmt: skip
+            state.apply(event)
+
+    def supervise(self, now: float, stopping: bool) -> None:
+        process = self.process
+        if process is None:
+            if not stopping and now >= self.restart_at:
+                self.start()
+            return
+        code = process.poll()
+        if code is None:
+            inflight = self.target.state.inflight_seconds()
+            if inflight >= HANG_LOG_SECONDS and not self.hang_logged:
+                say(f"{self.target.name}: an operation has been outstanding {inflight:.0f} s "
+                    "(the disk does not answer; the in-flight gauge shows it)")  # fmt: skip
+                self.hang_logged = True
+            elif inflight < HANG_LOG_SECONDS:
+                self.hang_logged = False
+            return
+        if stopping:
+            return
+        if self.reader is not None:
+            self.reader.join(timeout=0.5)  # the last events before the exit come first
+        if code < 0:
+            reason, what = FailureReason.INTERRUPTED, f"killed by signal {-code}"
+        else:
+            reason, what = FailureReason.IO_ERROR, f"exited with status {code}"
+        self.target.state.writer_gone(reason.value, f"the writer process {what}")
+        self.process = None
+        self.restart_at = now + self.backoff
+        self.backoff = min(self.backoff * 2, RESTART_BACKOFF_MAX_SECONDS)
+
+    def ask_to_stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.terminate()
+
+    def kill_if_running(self) -> bool:
+        """SIGKILL a writer that is still there; True if it had to be abandoned."""
+        process = self.process
+        if process is None or process.poll() is not None:
+            return False
+        try:
+            process.kill()
+        except ProcessLookupError:
+            return False
+        try:
+            process.wait(timeout=0.05)
+        except subprocess.TimeoutExpired:
+            return True
+        return False
+
+
+def _log_change(target_name: str) -> object:
+    def log(reason: str | None, message: str) -> None:
+        if reason is None:
+            say(f"{target_name}: writing again")
+        else:
+            say(f"{target_name}: {reason}: {message} (repeats are counted in "
+                "fioprobe_continuous_errors_total, not logged)")  # fmt: skip
+
+    return log
+
+
+def make_state(target_name: str, settings: WriterSettings) -> StreamState:
+    return StreamState(
+        stall_threshold_seconds=settings.stall_threshold_seconds,
+        on_change=_log_change(target_name),  # type: ignore[arg-type]
+        resolve_device=block_device,
+    )
+
+
+def serve(
+    targets: Sequence[StreamTarget],
+    settings: WriterSettings,
+    host: str,
+    port: int,
+) -> None:
+    """Serve and write until SIGTERM, SIGINT or SIGHUP."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(StreamCollector(targets))
+    stop = threading.Event()
+    received: list[int] = []
+
+    def on_signal(signum: int, frame: object) -> None:
+        received.append(signum)
+        stop.set()
+
+    previous = {
+        s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+    }
+    try:
+        server, thread = start_http_server(port, addr=host, registry=registry)
+    except OSError as exc:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        from ..errors import UsageError
+
+        raise UsageError(f"continuous: cannot listen on {host}:{port}: {exc.strerror}") from None
+    bound_port = server.server_address[1]
+    say(f"serving /metrics on http://{_show_host(host)}:{bound_port}/metrics for "
+        f"{len(targets)} target(s)")  # fmt: skip
+    writers = [Writer(target, settings) for target in targets]
+    try:
+        while not stop.is_set():
+            now = time.monotonic()
+            for writer in writers:
+                writer.supervise(now, stopping=False)
+            stop.wait(SUPERVISE_SECONDS)
+    finally:
+        _stop_writers(writers)
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=1.0)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    if received:
+        say(f"stopped by {signal.Signals(received[0]).name}")
+
+
+def _stop_writers(writers: Sequence[Writer]) -> None:
+    for writer in writers:
+        writer.ask_to_stop()
+    deadline = time.monotonic() + STOP_GRACE_SECONDS
+    while time.monotonic() < deadline:
+        if all(w.process is None or w.process.poll() is not None for w in writers):
+            return
+        time.sleep(0.02)
+    for writer in writers:
+        if writer.kill_if_running():
+            process = writer.process
+            pid = process.pid if process is not None else "?"
+            say(f"{writer.target.name}: the writer (pid {pid}) is stuck in the kernel and "
+                f"is left behind; its file stays in {writer.target.directory}/"
+                ".fioprobe-continuous until the next start removes it")  # fmt: skip
+
+
+def _show_host(host: str) -> str:
+    if host in ("", "0.0.0.0"):
+        return os.uname().nodename if host == "" else host
+    return f"[{host}]" if ":" in host else host
