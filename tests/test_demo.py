@@ -202,6 +202,15 @@ def test_demo_fires_for_the_slow_disk_only_draws_dashboards_and_cleans_up(
             assert firing, f"no {ALERT} at Alertmanager within {ALERT_WITHIN_S}s:\n{demo.output}"
             assert {a["labels"]["storageclass"] for a in firing} == {"slow-disk"}
             demo.wait_for_line(r"slow-disk .*FIRING at Alertmanager", timeout=60)
+            # The short stall between two scheduled runs: the stream saw an fdatasync wait
+            # seconds; the probe's run after it measured the disk's usual tens of ms.
+            demo.wait_for_line(r"^  now: slow-disk stalls for 3 s", timeout=120)
+            demo.wait_for_line(r"^--- round 3 ", timeout=120)
+            after = demo.output.split("now: slow-disk stalls", 1)[1]
+            row = re.search(r"^  slow-disk +([\d.]+) ms .* ([\d.]+) s ", after, re.M)
+            assert row, after
+            assert float(row.group(2)) >= 1.0, f"the stream did not see the stall: {row.group(0)}"
+            assert float(row.group(1)) < 1000, "the scheduled run cannot have seen it"
             demo.wait_for_line(r"dashboards drawn", timeout=120)
             # Grafana is provisioned right after the first drawing: stopping before that
             # line would stop it halfway.

@@ -9,6 +9,11 @@ filesystem adding 15 ms to every fsync, `fioprobe.slowdisk`). Each round prints,
 the last run's fsync p99 and the state of FioProbeEtcdFsyncLatencyHigh as Prometheus and
 Alertmanager see it; every few rounds it draws the three dashboards from the live data.
 
+Beside the scheduled probes, each disk has its continuous stream (`fioprobe continuous`, a
+write + fdatasync every second, scraped by the same Prometheus). After round 2 the slow
+disk stalls for about 3 s, between two of its scheduled runs: the stream catches it (the
+"stream" column shows the longest wait it saw in the round), the scheduled probe does not.
+
 Ctrl-C, SIGTERM and SIGHUP stop everything it started (processes by PID, the FUSE mount)
 and remove every file it made.
 """
@@ -29,12 +34,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from . import demo_services
 from .errors import FioprobeError, Interrupted
 from .probe import ProbeTarget, run_and_publish
 from .pushgateway import Transport
 from .thresholds import ETCD_FSYNC_P99_SECONDS
+
+if TYPE_CHECKING:
+    from .slowdisk import SlowFs
 
 PROFILE = "etcd-fsync"
 ALERT = "FioProbeEtcdFsyncLatencyHigh"
@@ -54,6 +63,10 @@ SLOW_FSYNC_MS = 15.0
 RUN_SECONDS = 3
 #: Seconds between the Prometheus scrapes and rule evaluations of the demo.
 SCRAPE_SECONDS = 1.0
+#: The short stall shown on the slow disk: after this round's probes, one fdatasync of the
+#: slow disk takes STALL_SECONDS, while no scheduled run is on it.
+STALL_ROUND = 2
+STALL_SECONDS = 3.0
 REPO = Path(__file__).resolve().parents[2]
 #: The cluster label of the demo's series, as a multi-cluster setup has (the dashboards'
 #: cluster variable selects on it).
@@ -79,6 +92,8 @@ class Stack:
     prometheus_url: str = ""
     alertmanager_url: str = ""
     gateway_url: str = ""
+    #: The slow disk's control (None where FUSE is unavailable).
+    slow: SlowFs | None = None
 
 
 # --- signals --------------------------------------------------------------------------------
@@ -137,7 +152,9 @@ def _probe(name: str, directory: Path, root: Path) -> ProbeTarget:
     )
 
 
-def _targets(root: Path, stack: contextlib.ExitStack) -> tuple[list[DemoTarget], str | None]:
+def _targets(
+    root: Path, stack: contextlib.ExitStack
+) -> tuple[list[DemoTarget], SlowFs | None, str | None]:
     """The three disks; the slow one only where FUSE works (else the reason it does not)."""
     disk = root / "local-disk"
     disk.mkdir()
@@ -150,6 +167,7 @@ def _targets(root: Path, stack: contextlib.ExitStack) -> tuple[list[DemoTarget],
         stack.callback(shutil.rmtree, memory, ignore_errors=True)
         targets.append(DemoTarget("memory", "tmpfs (/dev/shm)", _probe("memory", memory, root)))
     reason = _fuse_unavailable()
+    slow = None
     if reason is None:
         from .slowdisk import slow_fs  # needs fusepy: imported only where FUSE works
 
@@ -159,13 +177,28 @@ def _targets(root: Path, stack: contextlib.ExitStack) -> tuple[list[DemoTarget],
         try:
             slow = stack.enter_context(slow_fs(backing, mountpoint, SLOW_FSYNC_MS))
         except (OSError, RuntimeError, TimeoutError) as exc:
-            reason = f"the FUSE mount failed: {exc}"
+            slow, reason = None, f"the FUSE mount failed: {exc}"
         else:
             targets.append(DemoTarget(
                 "slow-disk", f"FUSE, +{SLOW_FSYNC_MS:g} ms per fsync",
                 _probe("slow-disk", slow.mountpoint, root),
             ))  # fmt: skip
-    return targets, reason
+    return targets, slow, reason
+
+
+def stream_service(target: DemoTarget, workdir: Path) -> demo_services.Service:
+    """The disk's continuous stream, labelled as its probe (storageclass, node, etcd role)."""
+    port = demo_services.free_port()
+    probe = target.probe
+    command = [
+        sys.executable, "-m", "fioprobe", "continuous",
+        "--dir", str(probe.directory), "--storageclass", probe.storageclass,
+        "--node", str(probe.node), "--etcd-disk",
+        "--listen", f"{demo_services.LOCALHOST}:{port}",
+    ]  # fmt: skip
+    return demo_services.Service(
+        f"continuous-{target.name}", command, port, workdir, ready_path="/metrics"
+    )
 
 
 def _fuse_unavailable() -> str | None:
@@ -217,11 +250,27 @@ def _last_p99(stack: Stack) -> dict[str, float]:
     return {r["metric"].get("storageclass", ""): float(r["value"][1]) for r in result}  # type: ignore[index,arg-type]
 
 
-def summary(stack: Stack) -> str:
+def _stream_worst_wait(stack: Stack, seconds: float) -> dict[str, float]:
+    """storageclass -> the longest wait of its stream the scrapes saw in the last `seconds`
+    (the in-flight age of an operation still outstanding at a scrape)."""
+    window = f"{max(2, round(seconds))}s"
+    inflight = f"max_over_time(fioprobe_continuous_inflight_seconds[{window}])"
+    try:
+        result = demo_services.query(stack.prometheus_url, f"max by (storageclass) ({inflight})")
+    except demo_services.ServiceError:
+        return {}
+    return {r["metric"].get("storageclass", ""): float(r["value"][1]) for r in result}  # type: ignore[index,arg-type]
+
+
+def summary(stack: Stack, round_seconds: float) -> str:
     p99 = _last_p99(stack)
+    waits = _stream_worst_wait(stack, round_seconds)
     states = alert_states(stack)
     limit_ms = ETCD_FSYNC_P99_SECONDS * 1e3
-    lines = [f"  {'disk':<11} {'last run fsync p99':>18}  {'verdict':<16} {ALERT}"]
+    lines = [
+        f"  {'disk':<11} {'last run fsync p99':>18}  {'verdict':<16} {'stream: longest wait':>20}"
+        f"  {ALERT}"
+    ]
     for target in stack.targets:
         value = p99.get(target.name)
         if value is None:
@@ -230,8 +279,10 @@ def summary(stack: Stack) -> str:
             shown = f"{value * 1000:8.2f} ms"
             slow = value > ETCD_FSYNC_P99_SECONDS
             verdict = f"SLOW (>{limit_ms:g} ms)" if slow else f"ok (<={limit_ms:g} ms)"
+        wait = waits.get(target.name)
+        stream = "waiting" if wait is None else f"{wait:7.2f} s"
         state = states.get(target.name, "inactive")
-        lines.append(f"  {target.name:<11} {shown:>18}  {verdict:<16} {state}")
+        lines.append(f"  {target.name:<11} {shown:>18}  {verdict:<16} {stream:>20}  {state}")
     return "\n".join(lines)
 
 
@@ -321,13 +372,16 @@ def _run(
         cleanup.callback(service.stop)
         return service
 
-    targets, no_fuse = _targets(root, cleanup)
+    targets, stack.slow, no_fuse = _targets(root, cleanup)
     stack.targets = targets
     rules = render_rules(root / "rules.json", interval, targets)
     gateway = start(demo_services.pushgateway(root / "pushgateway"))
     alertmanager = start(demo_services.alertmanager(root / "alertmanager"))
+    streams = [start(stream_service(t, root / "continuous")) for t in targets]
+    scraped = {"pushgateway": f"{demo_services.LOCALHOST}:{gateway.port}"}
+    scraped |= {s.name: f"{demo_services.LOCALHOST}:{s.port}" for s in streams}
     prometheus = start(demo_services.prometheus(
-        root / "prometheus", {"pushgateway": f"{demo_services.LOCALHOST}:{gateway.port}"},
+        root / "prometheus", scraped,
         scrape_interval=f"{SCRAPE_SECONDS:g}s", evaluation_interval=f"{SCRAPE_SECONDS:g}s",
         rule_files=[rules], alertmanager_url=alertmanager.url,
         target_labels={"cluster": CLUSTER},
@@ -342,6 +396,7 @@ def _run(
     print(f"  dashboards: {out}/*.png (drawn every {preview_every} rounds)")
     for target in targets:
         print(f"  probing {target.name:<11} {target.probe.directory}  ({target.what})")
+    print("  streams: a write + fdatasync every second on each disk, scraped by Prometheus")
     if no_fuse:
         print(f"  no slow disk: {no_fuse}; going on with {len(targets)} disks")
     print(f"  rules: the mixin's, rendered for one probe run every {interval:g}s; "
@@ -361,9 +416,15 @@ def _run(
                 raise
             except FioprobeError as exc:
                 print(f"  {target.name}: {exc}", file=sys.stderr)
+        if count == STALL_ROUND and stack.slow is not None:
+            # Between two scheduled runs of the slow disk: only its stream is writing there.
+            print(f"  now: slow-disk stalls for {STALL_SECONDS:g} s ({time.strftime('%H:%M:%S')}),"
+                  " between two of its scheduled runs", flush=True)  # fmt: skip
+            stack.slow.set_delays(STALL_SECONDS * 1000, settle_s=STALL_SECONDS)
+            stack.slow.set_delays(SLOW_FSYNC_MS, settle_s=0)
         time.sleep(2.5 * SCRAPE_SECONDS)  # scraped, and the rules evaluated on it
         print(f"--- round {count} ({time.strftime('%H:%M:%S')}, {time.time() - started:.0f}s)")
-        print(summary(stack), flush=True)
+        print(summary(stack, time.monotonic() - cycle_start), flush=True)
         if count % preview_every == 0:
             try:
                 written = draw_previews(stack, out, started)

@@ -161,11 +161,14 @@ def prometheus(
     external_labels: dict[str, str] | None = None,
     evaluation_interval: str = "1s",
     target_labels: dict[str, str] | None = None,
+    file_sd: dict[str, Path] | None = None,
 ) -> Service:
     """A Prometheus scraping `scrape_targets` ({job: host:port}) with honor_labels.
 
     `target_labels` are added to every scraped series that lacks them (e.g. the `cluster`
-    label a multi-cluster setup has, which the dashboards' variables select on).
+    label a multi-cluster setup has, which the dashboards' variables select on). `file_sd`
+    ({job: file}) scrapes the targets a file lists, read again whenever it changes: for
+    targets that appear later (a pod's address).
     """
     port = free_port()
     config: dict[str, object] = {
@@ -181,6 +184,10 @@ def prometheus(
                 "static_configs": [{"targets": [target], "labels": target_labels or {}}],
             }
             for job, target in scrape_targets.items()
+        ]
+        + [
+            {"job_name": job, "honor_labels": True, "file_sd_configs": [{"files": [str(path)]}]}
+            for job, path in (file_sd or {}).items()
         ],
     }
     if rule_files:

@@ -40,4 +40,10 @@ function(run) {
   // directory can only be tried after the slow etcd disk's alert, and this keeps that chain
   // about a minute shorter. Every other window is the shipped one.
   monitoring: { mixinConfig: { failingRuns: 2 } },
+
+  // The continuous stream runs on the node's (slow) etcd disk, the DaemonSet a user gets, and
+  // the test's Prometheus scrapes it from its pod. The StorageClass streams stay off here: the
+  // local PersistentVolumes above are one per class, taken by the probes' PVCs (their
+  // StatefulSets are checked by server-side validation, tests/test_manifests_apiserver.py).
+  continuous: { storageClasses: false },
 }

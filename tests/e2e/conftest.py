@@ -40,6 +40,13 @@ NODE = "control-plane-0"
 # makes them): one whose fsyncs take 15 ms more, and two whose probes must fail, with the reason
 # each must report.
 SLOW_CLASS = "e2e-slow"
+
+
+def continuous_targets_file(run_dir: Path) -> Path:
+    """Where the continuous streams' pod addresses go for Prometheus' file discovery."""
+    return run_dir / "prometheus-continuous-targets.json"
+
+
 FAILING_CLASSES = {"e2e-full": "no_space", "e2e-readonly": "read_only"}
 
 
@@ -235,6 +242,12 @@ def prometheus(
     from support import services
 
     target = pushgateway_url.removeprefix("http://")
+    # The continuous streams are scraped from their pods. Debian's Prometheus has no
+    # Kubernetes discovery, so the pods' addresses go into a file (test_12_continuous writes
+    # it once the pods run): what generated/continuous-scrape-config.yaml's pod discovery
+    # and relabelling select, as file-based discovery.
+    streams = continuous_targets_file(run_dir)
+    streams.write_text("[]\n")
     service = own_name(
         run_dir,
         services.prometheus(
@@ -244,6 +257,7 @@ def prometheus(
             evaluation_interval="5s",
             rule_files=[rules_file],
             alertmanager_url=alertmanager.url,
+            file_sd={"fioprobe-continuous": streams},
         ),
     ).start()
     yield service
