@@ -293,9 +293,20 @@ def test_bad_targets_get_an_error_metric_and_a_line_each_and_the_good_one_goes_o
     loose.mkdir()
     (loose / ".fioprobe-continuous").mkdir(mode=0o777)
     os.chmod(loose / ".fioprobe-continuous", 0o777)  # writable by anyone: not its own
+    # Group-writable: the kubelet does that for the pod's fsGroup (one of the stream's own
+    # groups), which is fine; another group's write access is not.
+    fsgroup = tmp_path / "fsgroup"
+    (fsgroup / ".fioprobe-continuous").mkdir(parents=True)
+    os.chmod(fsgroup / ".fioprobe-continuous", 0o2770)
+    foreign = tmp_path / "foreign-group"
+    (foreign / ".fioprobe-continuous").mkdir(parents=True)
+    os.chown(foreign / ".fioprobe-continuous", os.geteuid(), 54321)
+    os.chmod(foreign / ".fioprobe-continuous", 0o770)
     config = tmp_path / "config.yaml"
     rows = {
         "good": good,
+        "fsgroup": fsgroup,
+        "foreign-group": foreign,
         "missing": tmp_path / "missing",
         "symlinked": link,
         "not-a-dir": a_file,
@@ -314,6 +325,7 @@ def test_bad_targets_get_an_error_metric_and_a_line_each_and_the_good_one_goes_o
         "not-a-dir": "unsafe_target",
         "planted": "unsafe_target",
         "loose": "unsafe_target",
+        "foreign-group": "unsafe_target",
     }
     with stream(tmp_path, "--config", str(config), "--interval", "0.2") as s:
 
@@ -330,6 +342,7 @@ def test_bad_targets_get_an_error_metric_and_a_line_each_and_the_good_one_goes_o
             assert s.value("fioprobe_continuous_success", storageclass=name) == 0
             assert s.value("fioprobe_continuous_operations_total", storageclass=name) == 0
         assert s.value("fioprobe_continuous_success", storageclass="good") == 1
+        assert ops(s, "fsgroup") >= 1
         code, _ = s.stop()
     assert code == 0
     log = s.stderr()
@@ -340,6 +353,7 @@ def test_bad_targets_get_an_error_metric_and_a_line_each_and_the_good_one_goes_o
     # Nothing was written where the stream does not own the place.
     assert list(real.iterdir()) == []
     assert list((loose / ".fioprobe-continuous").iterdir()) == []
+    assert list((foreign / ".fioprobe-continuous").iterdir()) == []
 
 
 def test_read_only_and_full_filesystems(tmp_path: Path) -> None:

@@ -101,7 +101,7 @@ class Writer:
         except OSError as exc:
             raise _setup_error(where, exc, FailureReason.UNSAFE_TARGET) from None
         info = os.fstat(self.sub_fd)
-        if info.st_uid != os.geteuid() or info.st_mode & 0o022:
+        if not _own_directory(info):
             raise ProbeFailure(
                 FailureReason.UNSAFE_TARGET,
                 f"{where}: not the stream's own directory (owner {info.st_uid}, mode "
@@ -220,6 +220,16 @@ def _setup_error(where: str, exc: OSError, default: FailureReason) -> ProbeFailu
     elif reason == FailureReason.NO_DIRECTORY:
         text += " (is the volume mounted?); fioprobe never creates the target directory"
     return ProbeFailure(reason, f"{where}: {text}")
+
+
+def _own_directory(info: os.stat_result) -> bool:
+    """Owned by this user and writable by no one else, except its own group: the kubelet
+    makes a volume's files group-writable for the pod's fsGroup, which is one of this
+    process's groups. World-writable, or another group's, is someone else's place."""
+    if info.st_uid != os.geteuid() or info.st_mode & 0o002:
+        return False
+    own_groups = {os.getegid(), *os.getgroups()}
+    return not (info.st_mode & 0o020 and info.st_gid not in own_groups)
 
 
 def _alive(pid: int) -> bool:
