@@ -15,3 +15,7 @@ $PY bench/report_backfill.py --write docs/BENCHMARKS.md
 $PY bench/fidelity.py
 # About 30 minutes (5-minute rounds): prints the tables of docs/SIZING.md's sharding section.
 $PY bench/sharded_load.py
+# About 65 minutes (root: FUSE and loop devices): stalls seen by the continuous stream and the
+# scheduled probe side by side, cost, footprint, an hour on a busy host and a promtool test of
+# the continuous alerts over it, all in parallel; writes its section of docs/BENCHMARKS.md.
+$PY bench/continuous_stalls.py --write
