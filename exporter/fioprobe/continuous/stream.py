@@ -14,7 +14,6 @@ other targets or shutdown:
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import subprocess
 import sys
@@ -253,6 +252,4 @@ def _stop_writers(writers: Sequence[Writer]) -> None:
 
 
 def _show_host(host: str) -> str:
-    if host in ("", "0.0.0.0"):
-        return os.uname().nodename if host == "" else host
     return f"[{host}]" if ":" in host else host
