@@ -396,6 +396,12 @@ def judge(
 # --- 2./3. cost and footprint on loop devices --------------------------------------------------
 
 
+def sample_loads(loads: list[float], stop: threading.Event) -> None:
+    """The 1-minute load average, every minute until stop."""
+    while not stop.wait(60.0):
+        loads.append(loadavg())
+
+
 def footprint(pid: int) -> tuple[int, dict[int, int]]:
     """(summed PSS KiB, {pid: cpu ticks}) of a stream's parent and its writer children."""
     pids = [pid, *children(pid)]
@@ -568,18 +574,39 @@ def continuous_rules(rules: dict[str, Any]) -> tuple[list[str], int, list[dict[s
 
 
 def rle(values: list[float | None]) -> str:
-    """promtool's series notation: runs of equal steps as a+bxn, missing samples as _."""
+    """promtool's series notation for one series' samples (None: no sample).
+
+    Values are rounded to 6 decimals first. Integer series (bucket counts) compress runs of
+    equal steps as a+bxn, exact in float64; other series (sums, the stall counter) only runs
+    of equal values, because promtool's float expansion of a+bxn can step back by 1e-15 at a
+    run's end: a counter reset to the rules. The first missing sample after a present one is a
+    staleness marker, as Prometheus writes at a failed scrape or a pod that is gone; trailing
+    missing samples are left out.
+    """
+    rounded = [None if v is None else round(v, 6) for v in values]
+    while rounded and rounded[-1] is None:
+        rounded.pop()
+    integer = all(v is None or v == int(v) for v in rounded)
     out, i = [], 0
-    while i < len(values):
-        v = values[i]
+    while i < len(rounded):
+        v = rounded[i]
         if v is None:
-            out.append("_")
-            i += 1
+            j = i
+            while j < len(rounded) and rounded[j] is None:
+                j += 1
+            missing = j - i
+            if i > 0:
+                out.append("stale")
+                missing -= 1
+            if missing:
+                out.append(f"_x{missing}")
+            i = j
             continue
-        j = i + 1
-        step = None
-        while j < len(values) and values[j] is not None:
-            d = round(values[j] - values[j - 1], 6)  # type: ignore[operator]
+        j, step = i + 1, None
+        while j < len(rounded) and rounded[j] is not None:
+            d = rounded[j] - rounded[j - 1]  # type: ignore[operator]
+            if not integer and d != 0:
+                break
             if step is None:
                 step = d
             elif d != step:
@@ -868,6 +895,7 @@ def measure(plan: Plan, seed: int) -> dict[str, Any]:
         threads.start(
             "watch-four", lambda: watch_stream(four, loops["four"].device, stop_watch, every)
         )
+        threads.start("loads", lambda: sample_loads(loads, stop_watch))
         threads.start(
             "cost-probe", lambda: probe_cost(loops["probe"], gateway.url, plan.cost_probe_runs)
         )
@@ -884,7 +912,6 @@ def measure(plan: Plan, seed: int) -> dict[str, Any]:
             out["cost_probe"] = threads.join("cost-probe", 600)
             remaining = busy_t0 + plan.busy_seconds - time.time()
             while remaining > 0:
-                loads.append(loadavg())
                 time.sleep(min(60.0, remaining))
                 remaining = busy_t0 + plan.busy_seconds - time.time()
         finally:
@@ -895,6 +922,7 @@ def measure(plan: Plan, seed: int) -> dict[str, Any]:
         loads.append(loadavg())
         for d in disks:
             threads.join(f"probe-{d.name}", PROBE_TIMEOUT + 30)
+        threads.join("loads", 60)
         one_snaps = threads.join("watch-one", 60)
         four_snaps = threads.join("watch-four", 60)
         now = time.time()
@@ -1003,7 +1031,8 @@ def render(out: dict[str, Any], plan: Plan) -> str:
         f"{out['wall_seconds'] / 60:.0f} "
         f"minutes. Machine: x86_64, 2 cores, {platform.python_implementation()} "
         f"{platform.python_version()}; load average {min(load):.1f} to {max(load):.1f} during the "
-        "run (1-minute values sampled each minute). In parallel, for the whole run: two busy "
+        f"run ({out.get('loads_note', '1-minute values sampled each minute')}). In parallel, "
+        "for the whole run: two busy "
         "loops (both CPUs busy, item 4), three slow FUSE disks (Python daemons), five stream "
         "processes, the probes, one Prometheus and one Pushgateway: every figure below was "
         "measured on a loaded host."
