@@ -1114,6 +1114,7 @@ def render(out: dict[str, Any], plan: Plan) -> str:
         "|---|---:|---:|---:|",
     ]
     whole = one["whole"]
+    ratios = {"application": app_stream / app_probe}
     lines.append(
         f"| application, by the formula | {mb(app_stream)} | {mb(app_probe)} | "
         f"{app_stream / app_probe:.2f} |"
@@ -1133,6 +1134,7 @@ def render(out: dict[str, Any], plan: Plan) -> str:
         w = one[key]
         if w:
             dev = w["device_bytes_per_op"] * 86400 / STREAM_INTERVAL
+            ratios[label] = dev / dev_probe
             lines.append(
                 f"| {label} ({w['seconds'] / 60:.0f} min, {w['device_bytes_per_op'] / 1024:.1f} "
                 f"KiB/op) | {mb(dev)} | {mb(dev_probe)} | {dev / dev_probe:.2f} |"
@@ -1144,8 +1146,12 @@ def render(out: dict[str, Any], plan: Plan) -> str:
         f"Probe per run: fio wrote {cp['fio_bytes_per_run']:,.0f} B, the device "
         f"{cp['device_bytes_per_run']:,.0f} B; run time "
         + ", ".join(f"{x:.1f}" for x in cp["run_seconds"])
-        + " s. Target: the stream at most "
-        "1/4 of the CronJob's bytes per day, at both levels.",
+        + " s. Target: the stream at most 1/4 of the CronJob's bytes per day, at both levels: "
+        + "; ".join(
+            f"{label} {r:.2f}, {'met' if r <= 0.25 else '**not met**'}"
+            for label, r in ratios.items()
+        )
+        + ".",
     ]
     lines += ["", "### Memory and CPU of the stream", ""]
     lines.append(
@@ -1167,6 +1173,16 @@ def render(out: dict[str, Any], plan: Plan) -> str:
             f"{40 + 10 * k} | {s['cpu_seconds']:.1f} over {s['seconds'] / 60:.0f} | "
             f"{100 * s['cpu_share']:.2f} % |"
         )
+    verdicts = []
+    for k, key in ((1, "cost_stream_one"), (4, "cost_stream_four")):
+        s = out[key]
+        pss_ok = s["pss_mib_max"] < 40 + 10 * k
+        cpu_ok = s["cpu_share"] < 0.01
+        verdicts.append(
+            f"{k} target{'s' if k > 1 else ''}: memory {'met' if pss_ok else '**not met**'}, "
+            f"CPU {'met' if cpu_ok else '**not met**'}"
+        )
+    lines += ["", "Verdict: " + "; ".join(verdicts) + "."]
     lines += ["", "### The healthy busy host, and the alerts over it", ""]
     b = out["busy"]
     start, end = b["start"], b["end"]
