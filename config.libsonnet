@@ -264,6 +264,35 @@ local deployed = probes.mixinConfig(probes.merged(import 'manifests/config.libso
       // present; nothing depends on it): extra matchers and the label naming the volume.
       burstBalanceSelector: '',
       burstBalanceVolumeLabel: 'dimension_VolumeId',
+
+      // The continuous stream's panels (`fioprobe continuous`, scraped, not pushed).
+      // Window of the stream's fdatasync p99, and of etcd's WAL fsync p99 beside it on the
+      // etcd disks dashboard: at one fdatasync a second it holds 300 of them, so its p99 is
+      // not merely the slowest one, and a stall shows within minutes.
+      // (The stall and hang lines are the stream alerts' own keys, continuousStallSeconds,
+      // continuousStallWindow and continuousHangCriticalSeconds.)
+      continuousWindow: '5m',
+      // node_exporter's disk series (node_disk_*), joined to the block device the stream's
+      // file lands on (fioprobe_continuous_info). node_exporter names its host only by a
+      // label its scrape configuration sets, so this is the one place where a job/instance
+      // label is used: its selector (extra matchers; may be empty), and the label whose
+      // value is the Kubernetes node name (kube-prometheus relabels `instance` to it; with
+      // host:port there, relabel or set a label that holds the node name).
+      nodeExporterSelector: 'job="node-exporter"',
+      nodeExporterHostLabel: 'instance',
+      // The label of fioprobe_continuous_info whose value is node_exporter's `device`:
+      // 'disk', the whole disk (nvme0n1 for a filesystem on nvme0n1p1, dm-0 itself for one
+      // on dm-0), which node_exporter reports by default (its diskstats collector leaves
+      // partitions out), or 'device', the partition itself, where node_exporter is set to
+      // report partitions.
+      nodeExporterDiskLabel: 'disk',
+      // Which etcd member runs on which node, for etcd's WAL fsync p99 beside the stream of
+      // the same node: the label of etcd's series that names the member's node, and the text
+      // before the node name in it. Static pods (kubeadm, OpenShift) are mirrored as
+      // `etcd-<node>`, which a pod-based scrape puts in `pod`; where a relabeling adds the
+      // node name itself (say as `node`), set etcdNodeLabel: 'node', etcdNodePrefix: ''.
+      etcdNodeLabel: 'pod',
+      etcdNodePrefix: 'etcd-',
     },
 
     // --- Derived; not to be set -------------------------------------------------------------

@@ -1,6 +1,7 @@
 // Overview: is every probed disk healthy now? Latest fsync p99/p99.9 per StorageClass, latency
-// over time, the sync latency histogram, IOPS and bandwidth per profile, probe health and the
-// probes' own cost.
+// over time, the sync latency histogram, the continuous streams (fdatasync latency, in-flight
+// age, stalls, node_exporter's view of their devices), IOPS and bandwidth per profile, probe
+// and stream health, and their own cost.
 local u = import '../lib/util.libsonnet';
 local g = import 'g.libsonnet';
 
@@ -40,7 +41,7 @@ function(c)
     'probe:fioprobe_%s_latency_seconds:%s%s' % [op, q.record, rec];
 
   local heatmap =
-    k.heatmap(
+    k.latencyHeatmap(
       'fsync latency distribution: $storageclass',
       'How many fsyncs fell into each latency bucket of the cumulative histogram '
       + 'fioprobe_sync_latency_seconds per heatmap cell (its increase over $__interval, at '
@@ -51,30 +52,26 @@ function(c)
       k.target(
         'sum by (le) (increase(fioprobe_sync_latency_seconds_bucket%s[$__interval]))' % raw,
         '{{le}}'
-      )
-      + g.query.prometheus.withFormat('heatmap'),
+      ),
+      'storageclass',
     )
-    + hm.panelOptions.withRepeat('storageclass')
-    + hm.panelOptions.withRepeatDirection('h')
-    + hm.panelOptions.withMaxPerRow(2)
-    + hm.queryOptions.withInterval(d.heatmapMinInterval)
-    // false: the data are already buckets (Prometheus `le`), not to be re-bucketed.
-    + hm.options.withCalculate(false)
-    + hm.options.withCellGap(1)
-    + hm.options.yAxis.withUnit('s')
-    + hm.options.color.withMode('scheme')
-    + hm.options.color.withScheme('Oranges')
-    + hm.options.color.withScale('exponential')
-    + hm.options.color.withExponent(0.5)
-    + hm.options.color.withFill('dark-orange')
-    + hm.options.color.withSteps(64)
-    + hm.options.color.withReverse(false)
-    + hm.options.cellValues.withUnit('short')
-    + hm.options.filterValues.withLe(1e-9)
-    + hm.options.legend.withShow(true)
-    + hm.options.tooltip.withMode('single')
-    + hm.options.tooltip.withYHistogram(true)
-    + hm.options.rowsFrame.withLayout('le');
+    + hm.queryOptions.withInterval(d.heatmapMinInterval);
+
+  // The continuous streams of the selected StorageClasses and nodes (node-local ones
+  // included, as everywhere on this dashboard; the etcd disks dashboard has its own).
+  local stream = k.stream(volumes, false, volumeLegend, 'per StorageClass (and node)');
+  local streamP99 =
+    k.latencyTimeSeries(
+      stream.p99Title,
+      stream.p99Text + stream.probeLastRunText('fsync p99 over time') + ' Threshold lines: '
+      + k.latencyStepsText,
+      [
+        k.target(stream.p99Expr, 'stream ' + volumeLegend),
+        stream.lastRunTarget(k.probeMatchers, legend),
+      ],
+      w=24,
+    )
+    + k.dashed('^probe last run .*');
 
   // Probes that ran but have no last-success series: they never succeeded, so the age
   // panels (which read that series) cannot show them.
@@ -206,8 +203,8 @@ function(c)
   k.dashboard(
     'overview',
     'fioprobe / Overview',
-    "Disk health from fioprobe's scheduled fio probes: latency, IOPS and bandwidth per "
-    + 'StorageClass and profile, probe health and cost.',
+    "Disk health from fioprobe's scheduled fio probes and continuous streams: latency, "
+    + 'stalls, IOPS and bandwidth per StorageClass and profile, probe and stream health and cost.',
     [
       k.datasourceVar,
       k.clusterVar,
@@ -225,8 +222,10 @@ function(c)
         'fsync p99 over %s, per probe (recording rule ' % k.latencyWindowText
         + 'probe:fioprobe_sync_latency_seconds:p99, the same series the regression alert '
         + 'uses). ' + k.estimateText(k.latencyWindowText) + ' '
-        + k.differFromLastRunText('Latest fsync p99 by StorageClass') + ' Dashed lines: '
-        + k.latencyStepsText,
+        + k.differFromLastRunText('Latest fsync p99 by StorageClass') + ' "%s" shows the '
+                                                                        % stream.p99Title
+        + "last run's exact p99 beside the continuous stream's; the two differ from this "
+        + 'estimate for the same reasons. Dashed lines: ' + k.latencyStepsText,
         k.target(overTime('sync', k.quantiles.p99), legend),
       ),
       k.latencyTimeSeries(
@@ -253,6 +252,14 @@ function(c)
       // A repeated panel sits alone in its row: Grafana lays its copies out over whole lines.
       k.row('fsync latency distribution per StorageClass'),
       heatmap,
+      k.row('Continuous stream'),
+      streamP99,
+      stream.inflight(),
+      stream.stall(),
+      stream.writeAwait(),
+      stream.utilisation(),
+      k.row('Stream fdatasync latency distribution per StorageClass'),
+      stream.heatmap('storageclass'),
       k.row('Throughput'),
       k.timeSeries(
         'IOPS per profile',
@@ -276,5 +283,13 @@ function(c)
       k.burstCeiling(volumes, volumeLegend, 'per StorageClass (and node, for node-local probes)'),
       k.burstBalance(volumes, volumeLegend, 'per StorageClass'),
       k.row('Probe health'),
-    ] + health + [k.row('Probe cost')] + cost,
+    ] + health + [
+      stream.failing(),
+      stream.errors(),
+      stream.info(),
+      k.row('Probe cost'),
+    ] + cost + [
+      stream.operations(),
+      stream.written(),
+    ],
   )

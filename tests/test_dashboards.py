@@ -522,21 +522,32 @@ def test_dashboards_are_built_on_the_vendored_grafonnet() -> None:
 # --- What each panel's number is -----------------------------------------------------------
 
 #: A latency percentile reaches the dashboards two ways: fio's exact percentile of the last
-#: run (the summaries) or a histogram estimate over a window of runs (histogram_quantile, or
-#: the recording rules made with it).
-_LAST_RUN = re.compile(r'fioprobe_last_(\w+)_latency_seconds\{[^}]*quantile="([\d.]+)"')
+#: run (the summaries, or the recording rule probe:fioprobe_last_<op>_latency_seconds:p99
+#: made from them) or a histogram estimate over a window (histogram_quantile, or the
+#: recording rules made with it; the continuous stream's op reads "continuous_sync").
+_LAST_RUN = re.compile(
+    r'fioprobe_last_(\w+)_latency_seconds\{[^}]*quantile="([\d.]+)"'
+    r"|probe:fioprobe_last_(\w+)_latency_seconds:p(\d+)"
+)
 _ESTIMATE = re.compile(
-    r"probe:fioprobe_(\w+)_latency_seconds:p(\d+)"
+    r"probe:fioprobe_(?!last_)(\w+)_latency_seconds:p(\d+)"
     r"|histogram_quantile\(([\d.]+), .*?fioprobe_(\w+)_latency"
 )
 _RECORD_QUANTILE = {"50": "0.5", "99": "0.99", "999": "0.999"}
+#: How a panel names the window of the histogram estimate it shows: the recording rules'
+#: runs, the Comparison's $window, or the continuous stream's window.
+_ESTIMATE_WINDOW = re.compile(
+    r"histogram estimate over (the last \d+ runs \(\w+\)|each \$window|the dash"
+    r"|the stream's last \w+)"
+)
 
 
 def _latency_kinds(panel: Json) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
     """(op, quantile) pairs a panel shows as last-run values and as histogram estimates."""
     last, estimate = set(), set()
     for target in panel["targets"]:
-        last |= set(_LAST_RUN.findall(target["expr"]))
+        for op, q, record_op, record in _LAST_RUN.findall(target["expr"]):
+            last.add((op, q) if op else (record_op, _RECORD_QUANTILE[record]))
         for op, record, q, hist_op in _ESTIMATE.findall(target["expr"]):
             estimate.add((op, _RECORD_QUANTILE[record]) if op else (hist_op, q))
     return last, estimate
@@ -554,6 +565,21 @@ def test_latency_kinds_parser() -> None:
     )
     assert last == {("sync", "0.99")}
     assert estimate == {("write", "0.999"), ("read", "0.5")}
+    # The last run's recorded p99 is a last-run value, not an estimate; the stream's
+    # histogram is an estimate of its own op.
+    last, estimate = _latency_kinds(
+        {
+            "targets": [
+                {"expr": 'max by (node) (probe:fioprobe_last_sync_latency_seconds:p99{a="b"})'},
+                {
+                    "expr": "histogram_quantile(0.99, sum by (node, le) "
+                    "(rate(fioprobe_continuous_sync_latency_seconds_bucket[5m])))"
+                },
+            ]
+        }
+    )
+    assert last == {("sync", "0.99")}
+    assert estimate == {("continuous_sync", "0.99")}
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED_UIDS))
@@ -569,9 +595,7 @@ def test_latency_panels_say_which_number_they_show(name: str) -> None:
         title, text = panel["title"], panel["description"]
         last, estimate = kinds[title]
         if estimate:
-            assert re.search(
-                r"histogram estimate over (the last \d+ runs \(\w+\)|each \$window|the dash)", text
-            ), title
+            assert _ESTIMATE_WINDOW.search(text), title
         if not last:
             continue
         assert "exact" in text and "most recent run" in text, title
@@ -642,14 +666,22 @@ def test_repeated_panels_are_well_formed(name: str) -> None:
 
 
 def test_overview_heatmap_is_per_storageclass() -> None:
-    """Summing the fsync buckets of every selected class mixes fast and slow disks: the
-    heatmap is repeated per StorageClass, so each copy sees exactly one class."""
-    (heatmap,) = [
+    """Summing the fsync buckets of every selected class mixes fast and slow disks: each
+    heatmap (the probes' and the continuous streams') is repeated per StorageClass, so each
+    copy sees exactly one class."""
+    heatmaps = [
         p for p in _data_panels(_dashboards()["fioprobe-overview.json"]) if p["type"] == "heatmap"
     ]
-    assert heatmap["repeat"] == "storageclass"
-    (target,) = heatmap["targets"]
-    assert 'storageclass=~"$storageclass"' in target["expr"]
+    sources = set()
+    for heatmap in heatmaps:
+        assert heatmap["repeat"] == "storageclass"
+        (target,) = heatmap["targets"]
+        assert 'storageclass=~"$storageclass"' in target["expr"]
+        sources |= metric_names(target["expr"])
+    assert sources == {
+        "fioprobe_sync_latency_seconds_bucket",
+        "fioprobe_continuous_sync_latency_seconds_bucket",
+    }
 
 
 _VOLUME_SELECTOR = re.compile(r"(fioprobe_volume_\w+)\{([^}]*)\}")
@@ -741,3 +773,199 @@ def test_preview_follows_the_soft_axis_maximum(balance: float) -> None:
         assert ax.get_ylim()[1] > full * 1.01, (ax.get_ylim(), full)
     finally:
         pyplot.close(figure)
+
+
+# --- The continuous stream ------------------------------------------------------------------
+
+STREAM_DASHBOARDS = ("fioprobe-overview.json", "fioprobe-etcd-disks.json")
+ETCD_DISKS_JOIN = (
+    'and on (cluster, storageclass, node) probe:fioprobe_etcd_disk:info{cluster=~"$cluster"}'
+)
+_SELECTOR = re.compile(r"([A-Za-z_:][\w:]*)\{([^}]*)\}")
+_GROUPING = re.compile(r"\b(by|on)\s*\(([^)]*)\)")
+_JOB_OR_INSTANCE = re.compile(r"\b(exported_)?(job|instance)\b")
+#: Labels the scrape adds to the stream's series; they change when its pod is replaced.
+_SCRAPE_LABELS = {"pod", "instance", "job", "namespace", "exported_job", "exported_instance"}
+
+
+def _stream_targets(dashboard: Json) -> list[tuple[Json, Json]]:
+    return [(p, t) for p, t in _targets(dashboard) if "fioprobe_continuous_" in t["expr"]]
+
+
+def _node_exporter_targets(dashboard: Json) -> list[tuple[Json, Json]]:
+    return [(p, t) for p, t in _targets(dashboard) if "node_disk_" in t["expr"]]
+
+
+def _panel(dashboard: Json, title: str) -> Json:
+    (panel,) = [p for p in _data_panels(dashboard) if p["title"] == title]
+    return panel
+
+
+@pytest.mark.parametrize("name", STREAM_DASHBOARDS)
+def test_stream_panels_select_by_the_dashboard_variables(name: str) -> None:
+    """Every selector of the stream's series uses the dashboard's cluster, storageclass and
+    node variables (the etcd dashboard: node-local streams of disks that hold etcd, by the
+    deployment's own statement); every grouping carries the cluster and never a label of
+    the scrape (a replaced pod would split a stream in two)."""
+    dashboard = _dashboards()[name]
+    etcd = "etcd" in name
+    found = _stream_targets(dashboard)
+    assert len({p["title"] for p, _ in found}) >= (6 if etcd else 11), [
+        p["title"] for p, _ in found
+    ]
+    for panel, target in found:
+        expr = target["expr"]
+        for metric, matchers in _SELECTOR.findall(expr):
+            if not metric.startswith("fioprobe_continuous_"):
+                continue
+            required = ['cluster=~"$cluster"', 'storageclass=~"$storageclass"', 'node=~"$node"']
+            required += ['node!=""'] if etcd else []
+            for matcher in required:
+                assert matcher in matchers, (panel["title"], matcher, expr)
+            assert not _JOB_OR_INSTANCE.search(matchers), (panel["title"], expr)
+        for keyword, labels in _GROUPING.findall(expr):
+            names = {label.strip() for label in labels.split(",")}
+            assert not names & _SCRAPE_LABELS, (panel["title"], expr)
+            assert "cluster" in names or names == {"le"}, (panel["title"], keyword, expr)
+        # Only the etcd dashboard selects streams by the etcd role, and there every one.
+        assert (ETCD_DISKS_JOIN in expr) == etcd, (panel["title"], expr)
+
+
+def test_etcd_stream_heatmap_is_per_etcd_disk_node() -> None:
+    """The stream's heatmap cannot sum nodes: it repeats per selected node that holds an
+    etcd disk ($etcd_node: hidden, narrowed by $node and the etcd disks' recording rule),
+    not per node of every node-local probe (a per-node DaemonSet puts every worker there)."""
+    dashboard = _dashboards()["fioprobe-etcd-disks.json"]
+    variables = {v["name"]: v for v in _variables(dashboard)}
+    etcd_node = variables["etcd_node"]
+    assert etcd_node["hide"] == 2 and etcd_node["includeAll"] and etcd_node["multi"]
+    query = _variable_query(etcd_node)
+    assert query.startswith("label_values(probe:fioprobe_etcd_disk:info{"), query
+    assert 'node=~"$node"' in query and 'storageclass=~"$storageclass"' in query
+    (heatmap,) = [p for p in _data_panels(dashboard) if p["type"] == "heatmap"]
+    assert heatmap["repeat"] == "etcd_node"
+    (target,) = heatmap["targets"]
+    assert 'node=~"$etcd_node"' in target["expr"]
+    assert target["expr"].startswith("sum by (le) (rate(fioprobe_continuous_sync_latency_seconds")
+
+
+def test_node_exporter_join_uses_the_configured_labels() -> None:
+    """node_exporter names the host only by a label its scrape sets: the join copies the
+    configured label (and the device) into the stream info's names and joins on the node
+    the stream ran on and its disk, with the configured selector on node_exporter's series."""
+    defaults = {"host": "instance", "selector": 'job="node-exporter"', "disk": "disk"}
+    changed = {"host": "nodename", "selector": 'service="ne"', "disk": "device"}
+    rendered = _render(
+        "{ dashboards+: { nodeExporterHostLabel: 'nodename', "
+        "nodeExporterSelector: 'service=\"ne\"', nodeExporterDiskLabel: 'device' } }"
+    )
+    for dashboards, want in ((_dashboards(), defaults), (rendered, changed)):
+        for name in STREAM_DASHBOARDS:
+            found = _node_exporter_targets(dashboards[name])
+            assert {p["title"] for p, _ in found} == {
+                "Device write await (node_exporter)",
+                "Device utilisation (node_exporter)",
+            }, name
+            for panel, target in found:
+                expr = target["expr"]
+                assert f'"ran_on_node", "", "{want["host"]}")' in expr, (panel["title"], expr)
+                assert f'"{want["disk"]}", "", "device")' in expr, expr
+                assert f"* on (cluster, ran_on_node, {want['disk']}) group_right () " in expr
+                for metric, matchers in _SELECTOR.findall(expr):
+                    if metric.startswith("node_disk_"):
+                        assert want["selector"] in matchers, expr
+                        assert 'cluster=~"$cluster"' in matchers, expr
+                    elif metric == "fioprobe_continuous_info":
+                        assert f'{want["disk"]}!=""' in matchers, expr
+                if want is changed:
+                    assert not _JOB_OR_INSTANCE.search(expr), expr
+                    assert target["legendFormat"].endswith("{{device}}"), target["legendFormat"]
+
+
+def test_only_the_configured_exceptions_use_job_or_instance() -> None:
+    """DESIGN.md: nothing depends on job or instance, except node_exporter's host label and
+    etcd's member label, both configurable. With those set to other labels, no query, legend
+    or variable of any dashboard names job or instance at all."""
+    rendered = _render(
+        "{ dashboards+: { nodeExporterHostLabel: 'nodename', nodeExporterSelector: '', "
+        "etcdMemberLabel: 'member' } }"
+    )
+    for name, dashboard in rendered.items():
+        texts = [t["expr"] for _, t in _targets(dashboard)]
+        texts += [t.get("legendFormat", "") for _, t in _targets(dashboard)]
+        texts += [_variable_query(v) for v in _variables(dashboard)]
+        for text in texts:
+            assert not _JOB_OR_INSTANCE.search(text), (name, text)
+
+
+def test_etcd_member_is_joined_to_its_node() -> None:
+    """etcd's WAL fsync p99 beside each etcd disk's stream is the member on that node: its
+    series name the node by etcdNodeLabel as etcdNodePrefix + node (static pods: `pod`,
+    "etcd-<node>"), built from the etcd disk's node without a regex capture (`$1` would be
+    a Grafana variable), over the stream's window."""
+    title = "Stream fdatasync p99, probe and etcd"
+    cases = [
+        (_dashboards(), "pod", "label_replace(probe:fioprobe_etcd_disk:info{", '"etcd-"', "5m"),
+        (
+            _render(
+                "{ dashboards+: { etcdNodeLabel: 'node', etcdNodePrefix: '', "
+                "continuousWindow: '10m' } }"
+            ),
+            "node",
+            "label_join(probe:fioprobe_etcd_disk:info{",
+            None,
+            "10m",
+        ),
+    ]
+    for dashboards, label, inner, prefix, window in cases:
+        panel = _panel(dashboards["fioprobe-etcd-disks.json"], title)
+        (etcd,) = [t for t in panel["targets"] if "etcd_disk_wal_fsync" in t["expr"]]
+        expr = etcd["expr"]
+        assert (
+            f"sum by (cluster, {label}, le) (rate(etcd_disk_wal_fsync_duration_seconds_bucket"
+            in expr
+        )
+        assert f"[{window}])))" in expr, expr
+        assert f"* on (cluster, {label}) group_right () " in expr, expr
+        assert inner in expr, expr
+        assert 'storageclass=~"$storageclass", node=~"$node"' in expr, expr
+        assert expr.startswith("max by (cluster, storageclass, node) ("), expr
+        if prefix:
+            assert f'"etcd_node_prefix", {prefix}, "node", ".*")' in expr, expr
+            assert f'"{label}", "", "etcd_node_prefix", "node")' in expr, expr
+        else:
+            assert "label_replace" not in expr, expr
+        assert etcd["legendFormat"] == "etcd {{node}}"
+
+
+def test_stream_thresholds_and_window_follow_config() -> None:
+    """The stream's p99 lines and window, and the in-flight and stall panels' lines (the
+    stream alerts' own stall and hang numbers), come from config.libsonnet."""
+    rendered = _render(
+        "{ etcdFsyncP99WarningSeconds: 0.02, continuousStallSeconds: 2, "
+        "continuousStallWindow: '2m', continuousHangCriticalSeconds: 20, "
+        "dashboards+: { continuousWindow: '10m' } }"
+    )
+    for dashboards, red, stall, per_minute, hang, window in (
+        (_dashboards(), 0.01, 5, 5, 30, "5m"),
+        (rendered, 0.02, 2, 1, 20, "10m"),
+    ):
+        for name in STREAM_DASHBOARDS:
+            dashboard = dashboards[name]
+            inflight = _panel(dashboard, "Stream in-flight age")
+            defaults = inflight["fieldConfig"]["defaults"]
+            assert [s["value"] for s in defaults["thresholds"]["steps"]] == [None, stall, hang]
+            assert defaults["custom"]["axisSoftMax"] == hang
+            assert defaults["custom"]["thresholdsStyle"]["mode"] == "dashed"
+            stalls = _panel(dashboard, "Stream stall seconds per minute")["fieldConfig"]["defaults"]
+            assert [s["value"] for s in stalls["thresholds"]["steps"]] == [None, per_minute]
+            assert stalls["custom"]["thresholdsStyle"]["mode"] == "dashed"
+            (p99,) = [
+                p for p in _data_panels(dashboard) if p["title"].startswith("Stream fdatasync p99")
+            ]
+            steps = [s["value"] for s in p99["fieldConfig"]["defaults"]["thresholds"]["steps"]]
+            assert red in steps, (name, steps)
+            stream = p99["targets"][0]
+            assert "fioprobe_continuous_sync_latency_seconds_bucket" in stream["expr"]
+            assert f"[{window}])" in stream["expr"], stream["expr"]
+            assert f"histogram estimate over the stream's last {window}" in p99["description"]

@@ -11,7 +11,11 @@ holds the data directory of a real etcd that Prometheus scrapes while a bounded 
 writes to it. A third target fails on purpose (its
 directory is a symlink: `unsafe_target`), so the "failing probes" panels have data instead
 of being excused. The mixin's recording rules, rendered from jsonnet in the test with a
-short latency window, run in the same Prometheus.
+short latency window, run in the same Prometheus. `fioprobe continuous` streams on the same
+three targets (the slow one as node cp-0's etcd disk), scraped by that Prometheus, feed the
+stream panels; etcd's series carry the `pod` a static pod's mirror has (etcd-cp-0), which
+the etcd disks dashboard joins to the node. Where this tree has no `fioprobe continuous`,
+the stream's queries are not checked (STREAM_MISSING).
 
 Then every variable query and every panel query of every dashboard in dashboards/out/ is
 run through Prometheus's HTTP API with Grafana's variables substituted the way Grafana
@@ -69,6 +73,10 @@ GP2_BURST_IOPS = 3000
 #: recording rules' latency window is then 6 runs = 2 minutes, a few probe rounds here.
 PROBE_INTERVAL_S = 20
 SCRAPE_INTERVAL_S = 1.0
+#: The continuous stream's command line (checked with --help before it is run).
+STREAM_COMMAND = [sys.executable, "-m", "fioprobe", "continuous"]
+#: Why the stream's queries go unchecked: only while there is no stream to run.
+STREAM_MISSING = "no `fioprobe continuous` in this tree"
 #: Bounds on etcd's write load: at most this many puts, for at most this long.
 ETCD_PUTS_MAX = 3000
 ETCD_PUTS_PER_SECOND = 50.0
@@ -98,6 +106,8 @@ class LiveStack:
     start: float
     end: float
     etcd_puts: int
+    #: Whether `fioprobe continuous` ran (this tree has it).
+    stream: bool
 
 
 def render_recording_rules(path: Path) -> Path:
@@ -123,12 +133,24 @@ def render_recording_rules(path: Path) -> Path:
     return path
 
 
-def label_scrape_targets(prometheus: services.Service, labels: dict[str, str]) -> None:
-    """Add target labels to every scrape job of a not yet started Prometheus."""
+def stream_available() -> bool:
+    """Whether this tree has `fioprobe continuous` (its command line answers --help)."""
+    result = subprocess.run(
+        [*STREAM_COMMAND, "--help"], capture_output=True, cwd=REPO, timeout=60, check=False
+    )
+    return result.returncode == 0
+
+
+def label_scrape_targets(
+    prometheus: services.Service, labels: dict[str, str], jobs: set[str] | None = None
+) -> None:
+    """Add target labels to the scrape jobs (all, or `jobs`) of a not yet started Prometheus."""
     (config_arg,) = [a for a in prometheus.command if a.startswith("--config.file=")]
     config_path = Path(config_arg.split("=", 1)[1])
     config = json.loads(config_path.read_text())
     for job in config["scrape_configs"]:
+        if jobs is not None and job["job_name"] not in jobs:
+            continue
         for static in job["static_configs"]:
             static["labels"] = {**static.get("labels", {}), **labels}
     config_path.write_text(json.dumps(config, indent=2))
@@ -175,6 +197,20 @@ def write_configs(workdir: Path, gateway: str, plain: Path, slow: Path, broken: 
         paths[name] = workdir / f"{name}.yaml"
         paths[name].write_text(yaml.safe_dump(config, sort_keys=False))
     return paths
+
+
+def continuous_stream(workdir: Path, configs: dict[str, Path], port: int) -> services.Service:
+    """`fioprobe continuous` over the three targets, as the manifests' streams would run them
+    (one process here): node-local ones as node NODE, /metrics on `port`."""
+    import yaml
+
+    targets = [t for path in configs.values() for t in yaml.safe_load(path.read_text())["targets"]]
+    config = {**yaml.safe_load(configs[PLAIN].read_text()), "targets": targets}
+    path = workdir / "continuous.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    command = [*STREAM_COMMAND, "--config", str(path), "--node", NODE]
+    command += ["--listen", f"{services.LOCALHOST}:{port}"]
+    return services.Service("continuous", command, port, workdir / "continuous", "/metrics")
 
 
 def run_round(configs: dict[str, Path], timeout: float = 90.0) -> dict[str, tuple[int, str]]:
@@ -232,17 +268,30 @@ def live_stack(
         etcd = services.etcd(workdir / "etcd-run", slow.mountpoint / "etcd").start(timeout=60)
         stack.callback(etcd.stop)
         rules = render_recording_rules(workdir / "recording-rules.json")
+        stream_port = services.free_port() if stream_available() else None
+        scrape = {"pushgateway": f"127.0.0.1:{gateway.port}", "etcd": f"127.0.0.1:{etcd.port}"}
+        if stream_port:
+            scrape["continuous"] = f"127.0.0.1:{stream_port}"
         prometheus = services.prometheus(
             workdir / "prometheus",
-            {"pushgateway": f"127.0.0.1:{gateway.port}", "etcd": f"127.0.0.1:{etcd.port}"},
+            scrape,
             scrape_interval=f"{SCRAPE_INTERVAL_S:g}s",
             rule_files=[rules],
         )
         label_scrape_targets(prometheus, {"cluster": CLUSTER})
+        # What a pod-based scrape of a static etcd pod gives: its mirror pod's name.
+        label_scrape_targets(prometheus, {"pod": f"etcd-{NODE}"}, jobs={"etcd"})
         prometheus.start()
         stack.callback(prometheus.stop)
         configs = write_configs(workdir, gateway.url, plain, slow_probe, broken)
         log(f"prometheus {prometheus.url}, pushgateway {gateway.url}, etcd {etcd.url}")
+        if stream_port:
+            stream = continuous_stream(workdir, configs, stream_port)
+            stack.callback(stream.stop)
+            stream.start(timeout=30)
+            log(f"fioprobe continuous {stream.url}")
+        else:
+            log(f"no stream: {STREAM_MISSING}")
 
         start = time.time()
         load = stack.enter_context(
@@ -279,9 +328,25 @@ def live_stack(
             timeout=20,
             what="etcd's WAL fsync histogram to grow in Prometheus",
         )
+        if stream_port:
+            services.wait_for(
+                lambda: (
+                    len(
+                        _values(
+                            prometheus.url,
+                            "increase(fioprobe_continuous_operations_total[1m]) > 2",
+                        )
+                    )
+                    == 2
+                ),
+                timeout=30,
+                what="both working streams to complete operations",
+            )
         load.__exit__()
         assert load.puts > 0, f"no etcd put succeeded: {load.errors[:3]}"
-        yield LiveStack(prometheus.url, gateway.url, etcd.url, start, time.time(), load.puts)
+        yield LiveStack(
+            prometheus.url, gateway.url, etcd.url, start, time.time(), load.puts, bool(stream_port)
+        )
 
 
 # --- Grafana's side: variables, intervals, queries ----------------------------------------
@@ -329,6 +394,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveStack, 
     workdir = tmp_path_factory.mktemp("dashboards-live")
     with live_stack(workdir, log=lambda line: print(line, file=sys.stderr)) as stack:
         results = collect_results(stack.prometheus_url, stack.start, stack.end)
+    results["stream"] = stack.stream
     target = os.environ.get("FIOPROBE_LIVE_RESULTS")
     if target:
         Path(target).write_text(json.dumps(results))
@@ -357,8 +423,9 @@ EMPTY_BY_DESIGN = {"fioprobe-overview.json": {f"fsync latency distribution: {BRO
 
 def test_every_panel_query_returns_data(live: tuple[LiveStack, dict[str, Any]]) -> None:
     """Each panel target yields a finite value, unless documented as needing external data
-    (or, for a repeated panel's copy, listed in EMPTY_BY_DESIGN); those must be empty."""
-    _, results = live
+    (or, for a repeated panel's copy, listed in EMPTY_BY_DESIGN); those must be empty. The
+    stream's targets are not checked while STREAM_MISSING."""
+    stack, results = live
     excused = needs_external_data()
     empty, stale_excuses = [], []
     checked = 0
@@ -372,6 +439,8 @@ def test_every_panel_query_returns_data(live: tuple[LiveStack, dict[str, Any]]) 
                 continue
             assert panel["targets"], f"{file}: panel {panel['title']!r} has no query"
             for target in panel["targets"]:
+                if not stack.stream and "fioprobe_continuous_" in target["expr"]:
+                    continue  # nothing to check without a stream ("Failing streams" reads 0)
                 has_data = bool(finite_values(target["result"]))
                 if panel["title"] in expected_empty:
                     if has_data:
@@ -466,7 +535,73 @@ def test_panels_show_what_the_disks_did(live: tuple[LiveStack, dict[str, Any]]) 
 
     assert share_above_10ms(SLOW) > 0.9
     assert share_above_10ms(SLOW) - share_above_10ms(PLAIN) > 0.5
-    heatmaps = [p for p in results["dashboards"][overview]["panels"] if p["type"] == "heatmap"]
-    assert sorted(p["repeat_value"]["storageclass"] for p in heatmaps) == sorted(
-        [PLAIN, SLOW, BROKEN]
-    )
+    # One copy per StorageClass, of the probes' heatmap and of the streams'.
+    for prefix in ("fsync", "Stream fdatasync"):
+        heatmaps = [
+            p
+            for p in results["dashboards"][overview]["panels"]
+            if p["type"] == "heatmap" and p["title"].startswith(f"{prefix} latency distribution: ")
+        ]
+        assert sorted(p["repeat_value"]["storageclass"] for p in heatmaps) == sorted(
+            [PLAIN, SLOW, BROKEN]
+        ), prefix
+
+    # The etcd disks dashboard's stream panel: beside the stream, the probe's last run and
+    # etcd's own WAL fsync p99, the member joined to its node through its pod (etcd-cp-0).
+    title = "Stream fdatasync p99, probe and etcd"
+    (last_run,) = panel_series(results, etcd, title, "B")
+    assert last_run["metric"]["node"] == NODE
+    assert last_value(last_run) >= FSYNC_DELAY_MS / 1000
+    (member,) = panel_series(results, etcd, title, "C")
+    assert (member["metric"]["node"], member["metric"]["storageclass"]) == (NODE, SLOW)
+    assert max(finite_values([member])) > 0.01, stack.etcd_puts
+    if stack.stream:
+        check_streams(results)
+
+
+def check_streams(results: dict[str, Any]) -> None:
+    """The streams' panels say what the streams saw: the slow disk's fdatasyncs above 10 ms
+    and stalling, the plain one's not; the broken target failing with its reason; on the
+    etcd disks dashboard only the etcd disk's stream, one heatmap for its node."""
+    overview, etcd = "fioprobe-overview.json", "fioprobe-etcd-disks.json"
+    p99 = {
+        s["metric"]["storageclass"]: last_value(s)
+        for s in panel_series(results, overview, "Stream fdatasync p99 and probe", "A")
+        if math.isfinite(last_value(s))
+    }
+    # The plain directory shares the host's disk with the probes' bursts, so its p99 can be
+    # high too; its distribution (below) cannot.
+    assert p99[SLOW] >= FSYNC_DELAY_MS / 1000, p99
+
+    def share_above_10ms(file: str, copy: str) -> float:
+        found = panel_series(results, file, f"Stream fdatasync latency distribution: {copy}")
+        total = {float(s["metric"]["le"]): sum(finite_values([s])) for s in found}
+        assert total[math.inf] > 0, (file, copy)
+        return 1 - total[0.01] / total[math.inf]
+
+    assert share_above_10ms(overview, SLOW) > 0.9
+    assert share_above_10ms(overview, SLOW) - share_above_10ms(overview, PLAIN) > 0.5
+    (stream,) = panel_series(results, etcd, "Stream fdatasync p99, probe and etcd", "A")
+    assert stream["metric"]["node"] == NODE and last_value(stream) >= FSYNC_DELAY_MS / 1000
+    stalls = {
+        s["metric"]["storageclass"]: max(finite_values([s]))
+        for s in panel_series(results, overview, "Stream stall seconds per minute")
+    }
+    assert stalls[SLOW] > 0, stalls  # every fdatasync takes 15 ms, the threshold is 10 ms
+    (failing,) = panel_series(results, overview, "Failing streams")
+    assert last_value(failing) == 1
+    reasons = {
+        (s["metric"]["storageclass"], s["metric"]["reason"])
+        for s in panel_series(results, overview, "Stream errors per hour by reason")
+    }
+    assert (BROKEN, "unsafe_target") in reasons, reasons
+    info = {
+        s["metric"]["storageclass"]: s["metric"]
+        for s in panel_series(results, overview, "Streams: targets and devices")
+    }
+    assert set(info) == {PLAIN, SLOW, BROKEN}
+    assert info[SLOW]["etcd_disk"] == "true"
+    assert "disk" not in info[SLOW] and info[PLAIN]["disk"]  # FUSE has no block device
+    heatmaps = [p for p in results["dashboards"][etcd]["panels"] if p["type"] == "heatmap"]
+    assert [p["repeat_value"]["etcd_node"] for p in heatmaps] == [NODE]
+    assert share_above_10ms(etcd, NODE) > 0.9

@@ -15,6 +15,7 @@ import json
 import subprocess
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,9 @@ KEYS = (
     {"storageclass": "gp3", "profile": "randread-iops"},
 )
 CLUSTERS = ("a", "b")
+#: The StorageClass of KEYS whose configuration says it holds etcd, as the manifests' etcd
+#: probes publish it (fioprobe_info{etcd_disk}): the etcd disks dashboard selects by it.
+ETCD_DISK = "etcd-disk"
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +104,8 @@ def _push_rounds(workdir: Path, gateways: dict[str, services.Service]) -> None:
             outcome = ok.failed(FailureReason.IO_ERROR) if failing else ok
             for key in KEYS:
                 directory = StateDir(workdir / "state" / cluster, create_parents=True)
-                publish(outcome, key, transport, directory.group_file(key))
+                role = replace(outcome, etcd_disk=key["storageclass"] == ETCD_DISK)
+                publish(role, key, transport, directory.group_file(key))
         time.sleep(3)
 
 
