@@ -207,6 +207,74 @@ local deployed = probes.mixinConfig(probes.merged(import 'manifests/config.libso
           std.join('|', ['node[.]kubernetes[.]io/.+'] + [std.strReplace(k, '.', '[.]') for k in keys]),
         ],
 
+    // === Continuous stream ===================================================================
+    // `fioprobe continuous` (docs/CONTINUOUS.md): one small write + fdatasync about once a
+    // second per target, scraped every 15 s, not pushed. Its alerts (alerts/continuous.libsonnet,
+    // docs/MIXIN.md "The continuous stream") use the keys of this section and no window of the
+    // probe schedule above, except for how long an etcd disk's role is remembered
+    // (etcdRoleMemoryRuns). Durations are Prometheus durations, latencies seconds.
+
+    // Every stream that should be scraped, as {storageclass, node (node-local only)}: one
+    // static series each (stream:fioprobe_continuous_expected:info), so that a stream that
+    // never came up, or whose pod is gone, raises FioProbeContinuousMissing. Read from the
+    // manifests (continuous.enabled, continuous.etcd: one per etcd.nodes,
+    // continuous.storageClasses: one per storageClasses entry); [] when deployed otherwise.
+    expectedStreams: deployed.expectedStreams,
+
+    // The objective: this fraction of a stream's completed fdatasyncs at or below its latency
+    // threshold. The rest, 1 % by default, is the error budget the burn rates below spend.
+    continuousObjectiveRatio: 0.99,
+    // The threshold on disks that hold etcd: etcd's documented 10 ms for WAL fsyncs. Streams on
+    // other volumes use the threshold of their volume type (fioprobe_continuous_info's
+    // volume_type), storageClassFsyncP99WarningSeconds and its default above. Every one of
+    // these must be a bucket boundary of the histogram (lib/util.libsonnet's latencyBuckets):
+    // the fsyncs meeting the objective are a bucket's count, exact, never an interpolation.
+    continuousEtcdObjectiveSeconds: 0.01,
+
+    // Multiwindow, multi-burn-rate alerts (Google SRE workbook, chapter "Alerting on SLOs",
+    // section "Multiwindow, Multi-Burn-Rate Alerts"): an alert fires while the slow fraction
+    // over both `long` and `short` is above `factor` times the error budget. The long window
+    // says that enough budget was spent (factor x long / 30 days: 2 %, 5 %, 10 % of a 30-day
+    // budget); the short one, a twelfth of it, that it is still being spent, so the alert
+    // resolves minutes after the disk recovers. 14.4x over 1h/5m and 6x over 6h/30m page,
+    // 3x over 1d/2h is a ticket: the workbook's recommended page rows (its table
+    // "Recommended parameters for a 99.9% SLO alerting configuration") and the ticket row of
+    // its alert example; its slowest ticket, 1x over 3d/6h, is left out (add it here if
+    // wanted). `severity` applies on etcd disks; on other volumes every row is a warning.
+    continuousBurnRates: [
+      { long: '1h', short: '5m', factor: 14.4, severity: 'critical' },
+      { long: '6h', short: '30m', factor: 6, severity: 'critical' },
+      { long: '1d', short: '2h', factor: 3, severity: 'warning' },
+    ],
+
+    // An operation (write + fdatasync) outstanding this long at a scrape, on an etcd disk,
+    // pages: etcd's default election timeout is 1 s, so its leader is long gone; the page comes
+    // while the hang lasts, not after it. With 15 s scrapes every hang of 45 s or more is seen
+    // at or above 30 s; shorter ones show as stalls.
+    continuousHangCriticalSeconds: 30,
+    // On other volumes a warning, later: nothing of the control plane waits on them.
+    continuousStorageClassHangWarningSeconds: 60,
+
+    // A stall on an etcd disk (a warning): within `continuousStallWindow`, at least
+    // `continuousStallSlowSyncs` fdatasyncs slower than the etcd threshold (5 s of slow
+    // fsyncs at one a second), or at least `continuousStallSeconds` of time with an operation
+    // outstanding beyond the stream's stall threshold (one fsync stuck that long). A busy but
+    // healthy disk, up to 0.5 % of fsyncs at 10-50 ms, is one slow fsync in three minutes.
+    continuousStallWindow: '1m',
+    continuousStallSlowSyncs: 5,
+    continuousStallSeconds: 5,
+
+    // A gap in a stream's series up to this long changes no alert: failed scrapes (Prometheus
+    // writes staleness markers at once, so the in-flight gauge vanishes with the first one), a
+    // restarted pod, a Prometheus restart. Every stream alert keeps firing this long after its
+    // condition last held (keep_firing_for), and a stream's facts (its threshold) are taken from
+    // the last fioprobe_continuous_info seen within it.
+    continuousGapTolerance: '2m',
+    // An expected stream with no fioprobe_continuous_info sample for this long is
+    // FioProbeContinuousMissing (after continuousGapTolerance more, so a Prometheus that just
+    // started does not report every stream before its first scrape).
+    continuousMissingAfter: '5m',
+
     // --- Runbooks ---------------------------------------------------------------------------
 
     // runbook_url = runbookURLBase + '#' + lower-case alert name (the heading anchors of

@@ -8,6 +8,7 @@ local u = import '../lib/util.libsonnet';
 + (import 'burst.libsonnet')
 + (import 'regression.libsonnet')
 + (import 'probe-health.libsonnet')
++ (import 'continuous.libsonnet')
 + {
   prometheusAlerts+:: {
     groups: [

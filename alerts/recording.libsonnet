@@ -13,7 +13,8 @@
 //   probe:fioprobe_runs_total:<check>_slow             the run number while the current run
 //       is slow by <check>; what the "N of the last M runs" alerts count
 //   probe:fioprobe_etcd_disk:info                     1 per target (cluster, storageclass,
-//       node) whose configuration says it holds etcd, kept through a push gap
+//       node) whose configuration says it holds etcd (a probe's or a continuous stream's),
+//       kept through a push gap
 //   probe:fioprobe_last_sync_latency_seconds:p99_threshold   the StorageClass alert's
 //       threshold for the probe's volume type
 //   probe:fioprobe_expected:info                       one static series per expected probe
@@ -21,6 +22,9 @@
 //       (storageclass, profile), expected on every node of ...
 //   node:fioprobe_per_node:info                        ... one series per node that runs (or,
 //       by the node inventory, should run) the per-node probes
+//   stream:fioprobe_continuous_expected:info           one static series per expected
+//       continuous stream (storageclass, node); the stream's own rules are in
+//       alerts/continuous.libsonnet
 local u = import '../lib/util.libsonnet';
 
 {
@@ -62,18 +66,27 @@ local u = import '../lib/util.libsonnet';
     local etcdMatchers = u.matchers(c, ['profile="%s"' % c.etcdProfile]),
     local onEtcdDisk = '\nand on (%s)\n%s' % [u.volumeBy(c), u.etcdDiskRecord],
 
-    // The targets whose configuration declares them etcd disks. The role is remembered for
-    // etcdRoleMemoryRuns intervals, so a Pushgateway restart that empties a group until its
-    // next push changes no alert; a target that now publishes etcd_disk="false" drops out at
-    // once (a configuration change wins over the memory).
+    // The targets whose configuration declares them etcd disks, from the pushed probes
+    // (fioprobe_info) or the scraped continuous stream (fioprobe_continuous_info): either one
+    // alone is enough, so a stream deployed without a probe of the same target still knows
+    // its role. The role is remembered for etcdRoleMemoryRuns intervals, so a Pushgateway
+    // restart that empties a group until its next push, or a stream's pod that is replaced,
+    // changes no alert; a target that now publishes etcd_disk="false" from either source drops
+    // out at once (a configuration change wins over the memory).
     local etcdDisk = {
       record: u.etcdDiskRecord,
       expr: |||
         max by (%(target)s) (
           last_over_time(fioprobe_info{%(isEtcd)s}[%(memory)s])
+          or
+          last_over_time(fioprobe_continuous_info{%(isEtcd)s}[%(memory)s])
         )
         unless on (%(target)s)
-        fioprobe_info{%(notEtcd)s}
+        (
+          fioprobe_info{%(notEtcd)s}
+          or
+          fioprobe_continuous_info{%(notEtcd)s}
+        )
       ||| % {
         target: u.volumeBy(c),
         isEtcd: u.matchers(c, ['etcd_disk="true"']),
@@ -205,7 +218,14 @@ local u = import '../lib/util.libsonnet';
             labels: { storageclass: p.storageclass, profile: p.profile },
           }
           for p in c.expectedPerNodeProbes
-        ] + (if std.length(c.expectedPerNodeProbes) == 0 then [] else [perNodeNodes]),
+        ] + (if std.length(c.expectedPerNodeProbes) == 0 then [] else [perNodeNodes]) + [
+          {
+            record: u.expectedStreamRecord,
+            expr: 'vector(1)',
+            labels: { storageclass: s.storageclass } + (if std.objectHas(s, 'node') then { node: s.node } else {}),
+          }
+          for s in c.expectedStreams
+        ],
       },
     ],
   },

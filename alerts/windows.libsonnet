@@ -7,7 +7,9 @@
 //     (the rules subtract it by its run number, see alerts/latency.libsonnet);
 //   - a `for` that waits for N consecutive runs holds (N - 1) intervals plus the margin, so
 //     it ends after the N-th run had time to push, never just before.
-// Rendering fails with the reason when a configuration breaks one of these.
+// Rendering fails with the reason when a configuration breaks one of these. The continuous
+// stream's windows are durations of their own (it is scraped, not pushed); they are checked
+// here too, with its objectives, which must be bucket boundaries.
 local u = import '../lib/util.libsonnet';
 
 function(c)
@@ -22,6 +24,34 @@ function(c)
     + 'so a rate() over it sees no increase or one run decides alone. Use 2 or more.'
   );
   local baselineSeconds = u.seconds(c.regressionBaselineWindow);
+  // The continuous stream's objectives count the fsyncs in one histogram bucket: a latency
+  // between two boundaries would have to be interpolated, which is exactly what the bucket
+  // layout (10 ms a boundary) is there to avoid.
+  local bucketList = std.join(', ', [u.num(b) for b in u.latencyBuckets]);
+  local isBucket(seconds) = std.member(u.latencyBuckets, seconds);
+  local isBucketCheck(key, seconds) = check(
+    isBucket(seconds),
+    '%s = %s is not a bucket boundary of the latency histograms (%s): the continuous stream '
+    % [key, u.num(seconds), bucketList]
+    + 'counts the fsyncs meeting its objective with the bucket of that boundary. Use one of them.'
+  );
+  local typeThresholds = c.storageClassFsyncP99WarningSeconds;
+  local budget = 1 - c.continuousObjectiveRatio;
+  local burnChecks = [
+    check(
+      u.seconds(b.short) < u.seconds(b.long),
+      'continuousBurnRates: the short window (%s) must be shorter than the long one (%s)' % [b.short, b.long]
+    )
+    && check(
+      b.factor > 0 && b.factor * budget < 1,
+      'continuousBurnRates: factor %s times the error budget %s is %s; above 0 and below 1 (all fsyncs slow) or it never fires'
+      % [u.num(b.factor), u.num(budget), u.num(b.factor * budget)]
+    )
+    && check(std.member(['critical', 'warning', 'info'], b.severity),
+             'continuousBurnRates: severity %s is none of critical, warning, info' % b.severity)
+    for b in c.continuousBurnRates
+  ];
+  local pairs = ['%s/%s' % [b.long, b.short] for b in c.continuousBurnRates];
   local ok = std.foldl(function(all, one) all && one, [
     check(interval > 0, 'probeIntervalSeconds must be positive, got %s' % interval),
     check(c.pushMarginFraction > 0 && c.pushMarginFraction < 1,
@@ -43,7 +73,29 @@ function(c)
     check(baselineSeconds >= 2 * interval,
           'regressionBaselineWindow (%s) spans fewer than two probe runs (probeIntervalSeconds = %s)'
           % [c.regressionBaselineWindow, interval]),
-  ], true);
+    // The continuous stream.
+    check(c.continuousObjectiveRatio > 0 && c.continuousObjectiveRatio < 1,
+          'continuousObjectiveRatio must lie strictly between 0 and 1, got %s' % u.num(c.continuousObjectiveRatio)),
+    isBucketCheck('continuousEtcdObjectiveSeconds', c.continuousEtcdObjectiveSeconds),
+    isBucketCheck('storageClassFsyncP99DefaultWarningSeconds', c.storageClassFsyncP99DefaultWarningSeconds),
+    check(std.length(c.continuousBurnRates) > 0, 'continuousBurnRates must have at least one row'),
+    check(std.length(std.set(pairs)) == std.length(pairs),
+          'continuousBurnRates: each long/short pair once (the alerts are told apart by them)'),
+    check(c.continuousHangCriticalSeconds > 0 && c.continuousStorageClassHangWarningSeconds > 0,
+          'continuousHangCriticalSeconds and continuousStorageClassHangWarningSeconds must be positive'),
+    check(c.continuousStallSlowSyncs >= 1, 'continuousStallSlowSyncs must be at least 1'),
+    check(c.continuousStallSeconds > 0 && c.continuousStallSeconds <= u.seconds(c.continuousStallWindow),
+          'continuousStallSeconds (%s) must be positive and at most continuousStallWindow (%s): the stream '
+          % [u.num(c.continuousStallSeconds), c.continuousStallWindow]
+          + 'has one operation outstanding at a time, so it stalls at most that long within the window'),
+    check(u.seconds(c.continuousGapTolerance) > 0, 'continuousGapTolerance must be positive'),
+    check(u.seconds(c.continuousMissingAfter) >= u.seconds(c.continuousGapTolerance),
+          'continuousMissingAfter (%s) must be at least continuousGapTolerance (%s): a tolerated gap '
+          % [c.continuousMissingAfter, c.continuousGapTolerance] + 'must never make a stream Missing'),
+  ] + [
+    isBucketCheck('storageClassFsyncP99WarningSeconds.%s' % t, typeThresholds[t])
+    for t in std.objectFields(typeThresholds)
+  ] + burnChecks, true);
   assert ok;
   {
     interval: u.duration(interval),
@@ -58,4 +110,6 @@ function(c)
     etcdRoleMemory: u.duration(runs(c.etcdRoleMemoryRuns) + margin),
     regressionFor: u.duration(runs(c.regressionForRuns)),
     regressionMinBaselineRuns: std.ceil(c.regressionMinBaselineFraction * baselineSeconds / interval),
+    // The continuous stream's error budget: the fraction of fsyncs allowed above the objective.
+    continuousBudget: budget,
   }

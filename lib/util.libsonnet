@@ -49,6 +49,65 @@
   // jsonnet 0.18's %g fails on 0 (it takes the logarithm), hence the special case.
   num(x):: if x == 0 then '0' else '%.10g' % x,
 
+  // The latency histograms' bucket boundaries (the metric contract's `le`, the exporter's
+  // metrics.LATENCY_BUCKETS_SECONDS). The continuous stream's objectives count the fsyncs at
+  // or below one boundary, so every latency they use must be one of these.
+  latencyBuckets:: [
+    0.0001,
+    0.00025,
+    0.0005,
+    0.001,
+    0.002,
+    0.004,
+    0.005,
+    0.008,
+    0.01,
+    0.016,
+    0.02,
+    0.032,
+    0.064,
+    0.128,
+    0.256,
+    0.512,
+    1.024,
+    2.048,
+    4.096,
+    8.192,
+  ],
+
+  // --- The continuous stream (alerts/continuous.libsonnet) -------------------------------------
+  // A stream is identified like a probed volume (volumeBy: cluster, storageclass, node), with no
+  // profile; its pod, namespace and the other target labels change when it restarts and are
+  // summed away. Recording rules at that level are named stream:...
+
+  // The stream's latency objective: value the threshold in seconds, label `le` the bucket
+  // boundary that counts the fsyncs meeting it (the etcd objective on etcd disks, the volume
+  // type's threshold elsewhere).
+  streamObjectiveRecord:: 'stream:fioprobe_continuous_sync_latency_seconds:objective',
+  // Fraction of the stream's completed fdatasyncs slower than its objective, over `window`.
+  streamSlowRatioRecord(window):: 'stream:fioprobe_continuous_sync_slow:ratio_rate%s' % window,
+  // fdatasyncs slower than the objective, and seconds stalled, within the stall window.
+  streamSlowCountRecord(window):: 'stream:fioprobe_continuous_sync_slow:increase%s' % window,
+  streamStallRecord(window):: 'stream:fioprobe_continuous_stall_seconds:increase%s' % window,
+  // Static series of the streams the configuration deploys (group fioprobe.expected).
+  expectedStreamRecord:: 'stream:fioprobe_continuous_expected:info',
+
+  // Alertmanager template text naming a stream in descriptions.
+  streamText(c)::
+    'the continuous stream of storageclass {{ $labels.storageclass }}'
+    + '{{ with $labels.node }} on node {{ . }}{{ end }}'
+    + '{{ with $labels.%s }} in cluster {{ . }}{{ end }}' % c.clusterLabel,
+
+  // Go template: the first value of a query on the alert's own stream, through `format`, as
+  // probeLookup. `scraped`: a fioprobe_continuous_* series (the configured selector applies),
+  // not a stream: recording rule.
+  streamLookup(c, metric, format, scraped=false)::
+    local stream = [c.clusterLabel + '="%s"', 'storageclass="%s"', 'node="%s"'];
+    '{{ with printf `' + metric + '{'
+    + (if scraped then $.matchers(c, stream) else $.matcherList(stream))
+    + '}` $labels.' + c.clusterLabel + ' $labels.storageclass $labels.node | query }}'
+    + format + '{{ end }}',
+
   // Name of the shared latency quantile recording rule (see recording.libsonnet).
   quantileRecord(op, quantile):: 'probe:fioprobe_%s_latency_seconds:%s' % [op, quantile],
 

@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import continuous
 import pytest
 import scenarios
 import yaml
@@ -38,7 +39,14 @@ ALERT_NAMES = {
     "FioProbeStale",
     "FioProbeMissing",
     "FioProbeStorageClassLatencyHigh",
+    "FioProbeContinuousSyncHang",
+    "FioProbeContinuousErrorBudgetBurn",
+    "FioProbeContinuousStall",
+    "FioProbeContinuousMissing",
 }
+#: The continuous stream's alerts: a stream is (cluster, storageclass, node), without a
+#: profile; their descriptions name the stream instead (test_alert_hygiene).
+STREAM_ALERTS = {name for name in ALERT_NAMES if name.startswith("FioProbeContinuous")}
 RECORD_NAMES = {
     f"probe:fioprobe_{op}_latency_seconds:{q}"
     for op in ("sync", "write", "read")
@@ -52,6 +60,17 @@ RECORD_NAMES = {
     "probe:fioprobe_runs_total:etcd_fsync_critical_slow",
     "probe:fioprobe_runs_total:storageclass_fsync_slow",
     "probe:fioprobe_expected:info",
+    # The continuous stream (alerts/continuous.libsonnet): its objective per stream, the
+    # slow fraction over every window of continuousBurnRates, the stall window's counts, and
+    # the streams the configuration deploys.
+    "stream:fioprobe_continuous_sync_latency_seconds:objective",
+    *(
+        f"stream:fioprobe_continuous_sync_slow:ratio_rate{w}"
+        for w in ("5m", "30m", "1h", "2h", "6h", "1d")
+    ),
+    "stream:fioprobe_continuous_sync_slow:increase1m",
+    "stream:fioprobe_continuous_stall_seconds:increase1m",
+    "stream:fioprobe_continuous_expected:info",
 }
 #: ... and with per-node probes.
 PER_NODE_RECORD_NAMES = RECORD_NAMES | {
@@ -71,14 +90,15 @@ OVERRIDES: dict[str, Any] = {
     "etcdRoleMemoryRuns": 9,
     "etcdProfile": "etcd-wal",
     "burstProfile": "iops-ceiling",
-    "latencyWindowRuns": 5,
+    "latencyWindowRuns": 3,
     "etcdFsyncP99WarningSeconds": 0.0123,
     "etcdFsyncP99CriticalSeconds": 0.0456,
     "etcdFsyncSlowRuns": 3,
     "etcdFsyncOfRuns": 4,
     "storageClassLatencyProfile": "sync-latency",
-    "storageClassFsyncP99WarningSeconds": {"pd-ssd": 0.0071, "pd-balanced": 0.0093},
-    "storageClassFsyncP99DefaultWarningSeconds": 0.0517,
+    # Bucket boundaries: the continuous stream's objectives use them (alerts/windows.libsonnet).
+    "storageClassFsyncP99WarningSeconds": {"pd-ssd": 0.008, "pd-balanced": 0.128},
+    "storageClassFsyncP99DefaultWarningSeconds": 2.048,
     "storageClassSlowRuns": 4,
     "storageClassOfRuns": 6,
     "burstMinBurstToBaselineRatio": 1.7,
@@ -92,17 +112,31 @@ OVERRIDES: dict[str, Any] = {
     "regressionMinIncreaseSeconds": 0.0037,
     "regressionForRuns": 11,
     "regressionSelector": 'profile!~"noisy-.*"',
-    "failingRuns": 5,
+    "failingRuns": 4,
     "staleAfterRuns": 8,
     "perNodeInventory": True,
     "perNodeTolerations": [{"key": "example.com/gpu", "operator": "Exists"}],
     "perNodeInventorySelector": 'kube_node_labels{label_fioprobe_probe="yes"}',
     "runbookURLBase": "https://wiki.example.com/storage/fioprobe",
+    "expectedStreams": [{"storageclass": "nvme-local", "node": "cp-9"}, {"storageclass": "pd-ssd"}],
+    "continuousObjectiveRatio": 0.995,
+    "continuousEtcdObjectiveSeconds": 0.016,
+    "continuousBurnRates": [
+        {"long": "2h", "short": "10m", "factor": 13, "severity": "critical"},
+        {"long": "3d", "short": "6h", "factor": 1.5, "severity": "warning"},
+    ],
+    "continuousHangCriticalSeconds": 37,
+    "continuousStorageClassHangWarningSeconds": 83,
+    "continuousStallWindow": "90s",
+    "continuousStallSlowSyncs": 7,
+    "continuousStallSeconds": 4.5,
+    "continuousGapTolerance": "3m",
+    "continuousMissingAfter": "11m",
 }
 
 #: The only alert whose $value means nothing to a reader (it is always 0: the last run
 #: failed); its description names the failure reason instead.
-NO_VALUE_IN_DESCRIPTION = {"FioProbeFailing", "FioProbeMissing"}
+NO_VALUE_IN_DESCRIPTION = {"FioProbeFailing", "FioProbeMissing", "FioProbeContinuousMissing"}
 
 
 def tool(name: str) -> str:
@@ -231,6 +265,17 @@ MUTATIONS = [
     ("probe-health-per-node", {"perNodeTolerations": []}, "a node of a tolerated pool silent"),
     ("probe-health-per-node", {"clusterLabel": "region"}, "clusters a and b merged"),
     ("probe-health-per-node", {"staleAfterRuns": 4}, "the stopped node is not stale in time"),
+    ("continuous", {"continuousHangCriticalSeconds": 45}, "the 120 s hang pages a scrape later"),
+    ("continuous", {"continuousStallSlowSyncs": 6}, "five slow fdatasyncs in a row are silent"),
+    ("continuous", {"continuousStallSeconds": 5.5}, "an fdatasync stuck 5.01 s is silent"),
+    ("continuous", {"continuousGapTolerance": "30s"}, "failed scrapes interrupt the hang page"),
+    ("continuous", {"continuousMissingAfter": "10m"}, "the stream gone is missing too late"),
+    ("continuous-burn", {"continuousObjectiveRatio": 0.98}, "100 % slow pages later than stated"),
+    (
+        "continuous-burn",
+        {"storageClassFsyncP99WarningSeconds": {"gp2": 0.064}},
+        "gp2's stream at 60 ms meets a 64 ms objective: no warning",
+    ),
 ]
 
 
@@ -276,6 +321,17 @@ def test_jsonnet_lint_script_fails_on_a_finding(tmp_path: Path) -> None:
         proc = run("bash", script, str(clean), str(bad), check=False)
         assert proc.returncode == 1, proc.stdout + proc.stderr
         assert f"{bad}: " in proc.stdout and f"{clean}: " not in proc.stdout
+
+
+def test_committed_continuous_tests_are_what_their_generator_writes(tmp_path: Path) -> None:
+    """alerts/tests/continuous*.yaml come from alerts/tests/continuous.py (the pushed probes'
+    from scenarios.py: tests/test_mixin_schedules.py)."""
+    continuous.main(["continuous.py", str(tmp_path)])
+    written = sorted(tmp_path.glob("*.yaml"))
+    assert [p.name for p in written] == ["continuous-burn.yaml", "continuous.yaml"]
+    for path in written:
+        committed = ROOT / "alerts" / "tests" / path.name
+        assert committed.read_text() == path.read_text(), f"{path.name}: run scripts/generate.sh"
 
 
 def test_committed_rules_are_what_the_generator_renders(tmp_path: Path) -> None:
@@ -328,7 +384,12 @@ def test_alert_hygiene(rules: Path) -> None:
         assert notes["summary"][0].isupper() and notes["summary"].endswith("."), name
         assert "{{" not in notes["summary"], f"{name}: summary must be a static sentence"
         assert "$labels.storageclass" in notes["description"], name
-        assert "$labels.profile" in notes["description"], name
+        if name in STREAM_ALERTS:
+            # A stream has no profile: its description names the node and the cluster.
+            assert "$labels.node" in notes["description"], name
+            assert "$labels.cluster" in notes["description"], name
+        else:
+            assert "$labels.profile" in notes["description"], name
         if name not in NO_VALUE_IN_DESCRIPTION:
             assert "$value" in notes["description"], name
         base = default_config()["runbookURLBase"]
@@ -358,6 +419,28 @@ def test_etcd_disks_are_selected_by_their_published_role(rules: Path) -> None:
         assert "and on (cluster, storageclass, node)\nprobe:fioprobe_etcd_disk:info" in expr
     sc = by_name["probe:fioprobe_runs_total:storageclass_fsync_slow"]["expr"]
     assert "unless on (cluster, storageclass, node)\nprobe:fioprobe_etcd_disk:info" in sc
+    # A continuous stream's own role is enough, and its etcd_disk="false" wins as a probe's.
+    for value in ("true", "false"):
+        assert f'fioprobe_continuous_info{{storageclass!="", etcd_disk="{value}"}}' in role, role
+    # The stream alerts: on etcd disks (critical hang, stall, pages) only by the role, and
+    # the StorageClass variants only without it.
+    stream_rules = [
+        r
+        for r in rules_of(rules.read_text())
+        if r.get("alert", "").startswith("FioProbeContinuous")
+    ]
+    for rule in stream_rules:
+        expr, severity = rule["expr"], rule["labels"]["severity"]
+        if rule["alert"] == "FioProbeContinuousMissing":
+            continue
+        if severity == "critical" or rule["alert"] == "FioProbeContinuousStall":
+            assert "and on (cluster, storageclass, node)\nprobe:fioprobe_etcd_disk:info" in expr, (
+                rule
+            )
+        elif "probe:fioprobe_etcd_disk:info" in expr:
+            assert (
+                "unless on (cluster, storageclass, node)\nprobe:fioprobe_etcd_disk:info" in expr
+            ), rule
     for rule in rules_of(rules.read_text()):
         if 'node!=""' in rule["expr"]:
             assert "per_node" in rule["expr"] or "per_node" in rule.get("record", ""), rule
@@ -445,6 +528,9 @@ DERIVED_KEYS = {
     "failingRuns",
     "staleAfterRuns",
     "etcdRoleMemoryRuns",
+    "expectedStreams",
+    "continuousObjectiveRatio",
+    "continuousBurnRates",
 }
 
 
@@ -473,6 +559,38 @@ def test_derived_keys_change_the_rules(key: str) -> None:
         ({"etcdFsyncSlowRuns": 1}, "etcdFsyncSlowRuns = 1: this window would span fewer than two"),
         ({"probeIntervalSeconds": 43200 * 2}, "regressionBaselineWindow (1d) spans fewer than two"),
         ({"regressionForRuns": 6}, "regressionForRuns (6) must exceed latencyWindowRuns (6)"),
+        (
+            {"continuousEtcdObjectiveSeconds": 0.015},
+            "continuousEtcdObjectiveSeconds = 0.015 is not a bucket boundary",
+        ),
+        (
+            {"storageClassFsyncP99WarningSeconds": {"gp3": 0.03}},
+            "storageClassFsyncP99WarningSeconds.gp3 = 0.03 is not a bucket boundary",
+        ),
+        (
+            {
+                "continuousBurnRates": [
+                    {"long": "1h", "short": "1h", "factor": 2, "severity": "warning"}
+                ]
+            },
+            "continuousBurnRates: the short window (1h) must be shorter than the long one (1h)",
+        ),
+        (
+            {
+                "continuousBurnRates": [
+                    {"long": "1h", "short": "5m", "factor": 100, "severity": "critical"}
+                ]
+            },
+            "continuousBurnRates: factor 100 times the error budget 0.01 is 1",
+        ),
+        (
+            {"continuousStallSeconds": 90},
+            "continuousStallSeconds (90) must be positive and at most",
+        ),
+        (
+            {"continuousMissingAfter": "1m"},
+            "continuousMissingAfter (1m) must be at least continuousGapTolerance",
+        ),
     ],
 )
 def test_windows_shorter_than_two_runs_fail_to_render(config: dict[str, Any], message: str) -> None:
@@ -498,6 +616,11 @@ def test_default_schedule_and_expected_probes_come_from_the_manifests() -> None:
     assert config["probeIntervalSeconds"] == manifests["every"] * 60
     assert config["expectedProbes"] == manifests["mixin"]["expectedProbes"]
     assert len(config["expectedProbes"]) >= 3
+    # One continuous stream per etcd node and one per StorageClass (continuous.*).
+    assert config["expectedStreams"] == manifests["mixin"]["expectedStreams"]
+    assert config["expectedStreams"] == [
+        {"storageclass": "etcd-disk", "node": f"control-plane-{n}"} for n in range(3)
+    ] + [{"storageclass": "gp2"}, {"storageclass": "gp3"}]
     # The shipped configuration has no per-node DaemonSet, and so no per-node rules.
     assert config["expectedPerNodeProbes"] == manifests["mixin"]["expectedPerNodeProbes"] == []
     assert config["perNodeTolerations"] == manifests["mixin"]["perNodeTolerations"] == []

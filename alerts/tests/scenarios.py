@@ -1198,11 +1198,15 @@ def rule_file(group: str) -> tuple[str, str]:
 GROUP_ORDER = [
     "fioprobe.rules",
     "fioprobe.expected",
+    "fioprobe.continuous",
+    "fioprobe.continuous.burn",
     "fioprobe-etcd",
     "fioprobe-storageclass-latency",
     "fioprobe-burst",
     "fioprobe-latency-regression",
     "fioprobe-probe-health",
+    "fioprobe-continuous",
+    "fioprobe-continuous-burn",
 ]
 
 

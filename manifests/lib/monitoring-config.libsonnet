@@ -37,5 +37,12 @@ local params = import 'params.libsonnet';
     ],
     // Which tainted nodes the DaemonSet runs on, for the mixin's node inventory.
     perNodeTolerations: if !c.perNode.enabled then [] else c.perNode.tolerations,
+    // The continuous streams (`fioprobe continuous`, scraped): one per etcd node (the
+    // DaemonSet on etcd.nodes, labelled like the etcd probes) and one per StorageClass (its
+    // StatefulSet, no node), as the continuous.* keys deploy them.
+    expectedStreams: if !c.continuous.enabled then [] else (
+      (if c.continuous.etcd then [{ storageclass: c.etcd.name, node: node } for node in c.etcd.nodes] else [])
+      + (if c.continuous.storageClasses then [{ storageclass: sc.name } for sc in c.storageClasses] else [])
+    ),
   },
 }
