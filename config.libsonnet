@@ -246,6 +246,12 @@ local deployed = probes.mixinConfig(probes.merged(import 'manifests/config.libso
       { long: '6h', short: '30m', factor: 6, severity: 'critical' },
       { long: '1d', short: '2h', factor: 3, severity: 'warning' },
     ],
+    // A burn rate only counts once its long window holds this many fdatasyncs: a new stream
+    // (a new target, a node's first pod) would otherwise judge a day's objective on its first
+    // few fsyncs, and one slow fsync among its first 30 is a 3 % error ratio, a 3x burn. 300
+    // is 5 minutes of a 1-per-second stream; the hang and stall alerts cover those minutes.
+    // A restarted pod keeps its stream's history (its old series stay in the window).
+    continuousBurnMinSyncs: 300,
 
     // An operation (write + fdatasync) outstanding this long at a scrape, on an etcd disk,
     // pages: etcd's default election timeout is 1 s, so its leader is long gone; the page comes

@@ -246,12 +246,17 @@ local u = import '../lib/util.libsonnet';
         %(long)s / %(budget)s > %(factor)s
         and on (%(by)s)
         %(short)s / %(budget)s > %(factor)s
+        and on (%(by)s)
+        sum by (%(by)s) (increase(%(count)s[%(longWindow)s])) >= %(minSyncs)s
       ||| % {
         by: by,
         long: u.streamSlowRatioRecord(b.long),
         short: u.streamSlowRatioRecord(b.short),
         budget: u.num(budget),
         factor: u.num(b.factor),
+        count: count,
+        longWindow: b.long,
+        minSyncs: u.num(c.continuousBurnMinSyncs),
       } + (
         if scope == 'all' then ''
         else '%s on (%s)\n%s\n' % [if onEtcd then 'and' else 'unless', by, etcdRole]

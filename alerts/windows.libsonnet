@@ -79,6 +79,7 @@ function(c)
     isBucketCheck('continuousEtcdObjectiveSeconds', c.continuousEtcdObjectiveSeconds),
     isBucketCheck('storageClassFsyncP99DefaultWarningSeconds', c.storageClassFsyncP99DefaultWarningSeconds),
     check(std.length(c.continuousBurnRates) > 0, 'continuousBurnRates must have at least one row'),
+    check(c.continuousBurnMinSyncs >= 1, 'continuousBurnMinSyncs must be at least 1'),
     check(std.length(std.set(pairs)) == std.length(pairs),
           'continuousBurnRates: each long/short pair once (the alerts are told apart by them)'),
     check(c.continuousHangCriticalSeconds > 0 && c.continuousStorageClassHangWarningSeconds > 0,

@@ -125,6 +125,7 @@ OVERRIDES: dict[str, Any] = {
         {"long": "2h", "short": "10m", "factor": 13, "severity": "critical"},
         {"long": "3d", "short": "6h", "factor": 1.5, "severity": "warning"},
     ],
+    "continuousBurnMinSyncs": 444,
     "continuousHangCriticalSeconds": 37,
     "continuousStorageClassHangWarningSeconds": 83,
     "continuousStallWindow": "90s",
@@ -271,6 +272,7 @@ MUTATIONS = [
     ("continuous", {"continuousGapTolerance": "30s"}, "failed scrapes interrupt the hang page"),
     ("continuous", {"continuousMissingAfter": "10m"}, "the stream gone is missing too late"),
     ("continuous-burn", {"continuousObjectiveRatio": 0.98}, "100 % slow pages later than stated"),
+    ("continuous-burn", {"continuousBurnMinSyncs": 1}, "a new stream's early slow fsync warns"),
     (
         "continuous-burn",
         {"storageClassFsyncP99WarningSeconds": {"gp2": 0.064}},

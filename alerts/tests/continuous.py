@@ -64,6 +64,8 @@ BURN_RATES = [
 ]
 HANG_CRITICAL_S = 30
 HANG_WARNING_S = 60
+#: continuousBurnMinSyncs: fdatasyncs the long window must hold before a burn rate counts.
+BURN_MIN_SYNCS = 300
 STALL_WINDOW_S = 60
 STALL_SYNCS = 5
 STALL_SECONDS = 5
@@ -586,6 +588,12 @@ def burn_alerts(m: Mirror, s: Stream) -> list[Alert]:
             if scope != "all" and m.etcd_role(s, t) != (scope == "etcd"):
                 return None
             long_burn, short_burn = m.burn(s, t, long), m.burn(s, t, short)
+            syncs = m.total(
+                m.rate(d, t, seconds(long) * MS, is_rate=False)
+                for d in m.of(s, "fioprobe_continuous_sync_latency_seconds_count")
+            )
+            if syncs is None or syncs < BURN_MIN_SYNCS:
+                return None
             if (
                 long_burn is None
                 or short_burn is None
@@ -1117,6 +1125,15 @@ def burn_scenario() -> Scenario:
     worker = Stream(
         "gp3", "worker-3", etcd_disk=False, volume_type="gp3", latency=burning(1, 48 * MS), **b
     )
+    # A new stream, 30 s before an evaluation, whose 10th fdatasync is slow: 1 of its first
+    # 30 (3 %) is a 3x burn of every window it has; too few fdatasyncs to count.
+    fresh_at = start - 30
+
+    def one_slow_early(t: int) -> int:
+        k = (t - fresh_at * US) // INTERVAL_US
+        return 15 * MS if k == 10 else HEALTHY_US
+
+    fresh = Stream(ETCD_SC, "control-plane-9", start_s=fresh_at, latency=one_slow_early, **b)
     # A page that fires is not resolved by a new pod, nor by a minute of failed scrapes.
     cp0.restarts = [start + 45 * 60]
     cp0.scrape_gaps = [(start + 50 * 60, start + 51 * 60)]
@@ -1126,7 +1143,7 @@ def burn_scenario() -> Scenario:
     sc = Scenario(
         "continuous: 100 %, 20 % and 5 % of fdatasyncs slow after 6 healthy hours",
         horizon,
-        [cp0, cp1, cp2, gp2, gp3, worker],
+        [cp0, cp1, cp2, gp2, gp3, worker, fresh],
         eval_s=BURN_EVAL_S,
     )
 
@@ -1158,6 +1175,10 @@ def burn_scenario() -> Scenario:
     twin = Scenario("(without failed scrapes)", horizon, [without], eval_s=BURN_EVAL_S)
     assert twin.timeline(BURN, node="control-plane-1", long="1h").states == page.states
     sc.fires(page)
+    # The new stream's early slow fdatasync raises nothing.
+    assert not any(
+        tl.ever_active() for tl in sc.timelines if tl.alert.labels.get("node") == "control-plane-9"
+    )
     # 5 %: never pages (below both page rates).
     assert not any(
         tl.ever_active()
