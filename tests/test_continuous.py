@@ -272,6 +272,28 @@ def test_a_hung_fsync_shows_while_it_hangs_and_never_blocks_metrics_or_shutdown(
     assert list(target.iterdir()) == []
 
 
+def test_a_disk_hung_from_the_start_shows_while_the_stream_sets_up(
+    tmp_path: Path, slow: object
+) -> None:
+    """Setting up (create, preallocate, fdatasync) is IO on the volume too: a disk that is
+    already hung when the stream starts shows in flight, not as a quiet stream."""
+    target = slow.mountpoint / "disk"  # type: ignore[attr-defined]
+    target.mkdir()
+    slow.set_delays(fsync_delay_ms=20_000, settle_s=0.3)  # type: ignore[attr-defined]
+    with stream(tmp_path, "--dir", str(target), "--storageclass", "hung") as s:
+        wait_until(
+            "in-flight age >= 1 s during the set-up",
+            lambda: s.value("fioprobe_continuous_inflight_seconds") >= 1.0,
+            10,
+        )
+        assert ops(s) == 0
+        slow.set_delays(fsync_delay_ms=0, settle_s=0)  # type: ignore[attr-defined]
+        wait_until("the first operation after it", lambda: ops(s) >= 1, 30)
+        assert s.value("fioprobe_continuous_stall_seconds_total") >= 1.0
+        s.stop()
+    assert list(target.iterdir()) == []
+
+
 # --- bad targets -------------------------------------------------------------------------------
 
 

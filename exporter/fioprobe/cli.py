@@ -117,7 +117,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
         state_path=Path(args.state) if args.state else None,
         lease_seconds=args.writer_lease,
         owner=_owner(args),
-        etcd_disk=bool(args.etcd_disk),
+        etcd_disk=args.etcd_disk,
     )
     return probe_once(target, transport, _jobs_dir(args), quiet=args.quiet)
 
@@ -420,7 +420,7 @@ def build_parser() -> argparse.ArgumentParser:
         "free-space check, timeout, cleanup) and push the result or the failure.",
     )
     _add_group_options(probe, required=True)
-    _add_etcd_disk_option(probe, "no")
+    _add_etcd_disk_option(probe, "not published, unknown")
     probe.add_argument("--dir", required=True, help="probe directory (fio writes only inside it)")
     probe.add_argument(
         "--require-mount-point",
@@ -486,8 +486,8 @@ def build_parser() -> argparse.ArgumentParser:
     continuous.add_argument("--storageclass", help="one target: its storageclass label")
     continuous.add_argument(
         "--node",
-        default=os.environ.get("NODE_NAME"),
-        help="node label of node-local targets (env NODE_NAME)",
+        help="node label: of the --dir target, or of the configuration's node-local targets "
+        "(for those, env NODE_NAME by default)",
     )
     _add_etcd_disk_option(continuous, "no")
     continuous.add_argument(

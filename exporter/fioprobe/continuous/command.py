@@ -35,14 +35,17 @@ def targets_of(args: argparse.Namespace, settings: WriterSettings) -> list[Strea
     if args.config:
         if args.dir or args.storageclass:
             raise UsageError("continuous: give either --config or --dir/--storageclass, not both")
+        if args.etcd_disk is not None:
+            raise UsageError("continuous: with --config, each target's etcd_disk says it")
         config = load_config(Path(args.config))
+        node_name = args.node or os.environ.get("NODE_NAME")
         targets = []
         for target in config.targets:
-            if target.node_local and not args.node:
+            if target.node_local and not node_name:
                 raise UsageError(
                     f"continuous: target {target.name} is node-local: give --node or NODE_NAME"
                 )
-            node = args.node if target.node_local else None
+            node = node_name if target.node_local else None
             name = target.name + (f" on {node}" if node else "")
             targets.append(
                 StreamTarget(

@@ -87,6 +87,10 @@ class StreamState:
         if event.kind == protocol.FAIL:
             self._end(event.t_ns)
             return self._failed(event.reason, event.message)
+        if event.kind == protocol.READY:
+            # The set-up (create, preallocate, fdatasync) is done: it was an operation too.
+            self._end(self.clock_ns())
+            return None
         if event.kind == protocol.DEVICE:
             resolve = self.resolve_device
             if resolve is not None:

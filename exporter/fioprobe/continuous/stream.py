@@ -91,7 +91,10 @@ class Writer:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=None,
-            text=True,
+            # A path with bytes that are not UTF-8 must not end the reader (and freeze the
+            # stream's metrics): such bytes are shown replaced.
+            encoding="utf-8",
+            errors="replace",
             env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"},
             close_fds=True,
             # Its own process group: a Ctrl-C in a terminal reaches the parent, which stops
@@ -112,6 +115,7 @@ class Writer:
             if event is None:
                 continue
             if event.kind == protocol.READY:
+                self.backoff = RESTART_BACKOFF_SECONDS  # it works again: restarts start quick
                 say(f"{self.target.name}: writing {self.settings.write_size} bytes + fdatasync "
                     f"every {self.settings.interval_seconds:g} s in {event.message} "
                     f"({event.size} bytes on disk)")  # fmt: skip
@@ -121,7 +125,15 @@ class Writer:
         process = self.process
         if process is None:
             if not stopping and now >= self.restart_at:
-                self.start()
+                try:
+                    self.start()
+                except OSError as exc:  # no process could be made (a pids limit, memory)
+                    self.target.state.writer_gone(
+                        FailureReason.IO_ERROR.value, f"cannot start the writer: {exc.strerror}"
+                    )
+                    self.process = None
+                    self.restart_at = now + self.backoff
+                    self.backoff = min(self.backoff * 2, RESTART_BACKOFF_MAX_SECONDS)
             return
         code = process.poll()
         if code is None:

@@ -79,6 +79,10 @@ class Writer:
     # --- set-up ---------------------------------------------------------------------------
 
     def setup(self) -> None:
+        # Setting up is IO on the volume too (mkdir, create, preallocate, fdatasync): a disk
+        # that hangs here must show as an operation in flight, like one that hangs later.
+        # READY or FAIL ends it.
+        self.send(protocol.begin(time.monotonic_ns()))
         try:
             self.dir_fd = os.open(
                 self.directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -156,22 +160,24 @@ class Writer:
 
     def release(self) -> None:
         """Close and remove what this writer made (its file; the subdirectory if empty)."""
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
+        # Each descriptor is taken before it is closed, so a signal arriving in between
+        # never leads to closing it twice (and the clean-up after it still runs).
+        fd, self.fd = self.fd, None
+        if fd is not None:
+            os.close(fd)
         if self.sub_fd is not None:
             with contextlib.suppress(OSError):
                 os.unlink(self.name, dir_fd=self.sub_fd)
-            os.close(self.sub_fd)
-            self.sub_fd = None
+            sub_fd, self.sub_fd = self.sub_fd, None
+            os.close(sub_fd)
         if self.dir_fd is not None:
             if self.owns_subdir:
                 # Fails while another stream's file is still there: that one removes it.
                 with contextlib.suppress(OSError):
                     os.rmdir(SUBDIR, dir_fd=self.dir_fd)
                 self.owns_subdir = False
-            os.close(self.dir_fd)
-            self.dir_fd = None
+            dir_fd, self.dir_fd = self.dir_fd, None
+            os.close(dir_fd)
 
     # --- the stream -----------------------------------------------------------------------
 
@@ -215,8 +221,10 @@ def _setup_error(where: str, exc: OSError, default: FailureReason) -> ProbeFailu
     text = exc.strerror or str(exc)
     if exc.errno == errno.ENOTDIR:
         reason, text = FailureReason.UNSAFE_TARGET, "is not a directory; refusing"
-    elif reason == FailureReason.UNSAFE_TARGET:
-        text = "is a symlink; refusing (give the real directory)"
+    elif exc.errno == errno.ELOOP:
+        reason, text = FailureReason.UNSAFE_TARGET, "is a symlink; refusing"
+    elif exc.errno == errno.EACCES:
+        reason = FailureReason.IO_ERROR  # permission denied: its own words say it
     elif reason == FailureReason.NO_DIRECTORY:
         text += " (is the volume mounted?); fioprobe never creates the target directory"
     return ProbeFailure(reason, f"{where}: {text}")
