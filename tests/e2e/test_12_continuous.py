@@ -37,8 +37,13 @@ def test_the_stream_runs_on_the_etcd_node_and_prometheus_scrapes_it(
     )
     (pod,) = pods
     assert pod["spec"]["nodeName"] == NODE
-    container = next(c for c in pod["spec"]["containers"] if c["name"] == "fioprobe")
-    (port,) = [p["containerPort"] for p in container["ports"] if p["name"] == "metrics"]
+    # The port the PodMonitor and the scrape configuration select, by its name.
+    (port,) = [
+        p["containerPort"]
+        for c in pod["spec"]["containers"]
+        for p in c.get("ports", [])
+        if p.get("name") == "metrics"
+    ]
     labels = {"namespace": ETCD_NAMESPACE, "pod": pod["metadata"]["name"]}
     targets = [{"targets": [f"{pod['status']['podIP']}:{port}"], "labels": labels}]
     continuous_targets_file(run_dir).write_text(json.dumps(targets))
