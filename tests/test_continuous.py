@@ -378,6 +378,28 @@ def test_bad_targets_get_an_error_metric_and_a_line_each_and_the_good_one_goes_o
     assert list((foreign / ".fioprobe-continuous").iterdir()) == []
 
 
+def test_an_unwritable_directory_is_an_error_with_its_own_words(tmp_path: Path) -> None:
+    """A directory the stream may not write in (immutable here: EPERM even for root)."""
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    subprocess.run(["chattr", "+i", str(locked)], check=True, timeout=30)
+    try:
+        with stream(tmp_path, "--dir", str(locked), "--storageclass", "locked") as s:
+            wait_until(
+                "the io_error",
+                lambda: s.value("fioprobe_continuous_errors_total", reason="io_error") >= 1,
+                30,
+            )
+            assert s.value("fioprobe_continuous_success") == 0
+            s.stop()
+        log = s.stderr()
+        assert "locked: io_error:" in log and "Operation not permitted" in log, log
+        assert "Traceback" not in log
+    finally:
+        subprocess.run(["chattr", "-i", str(locked)], check=False, timeout=30)
+    assert list(locked.iterdir()) == []
+
+
 def test_read_only_and_full_filesystems(tmp_path: Path) -> None:
     """A real read-only mount and a real full one (tmpfs, root only, as in CI)."""
     if os.geteuid() != 0:
