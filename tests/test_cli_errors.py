@@ -101,6 +101,16 @@ CASES = [
     ),
     Case("writer-lease-zero", [*PUSH, "--writer-lease", "0"], "--writer-lease: must be a positive"),
     Case(
+        "every-too-short",
+        ["run", "--config", "{dir}/c.yaml", "--every", "0.01"],
+        "--every: must be a positive number of seconds from 1 to 86400",
+    ),
+    Case(
+        "every-overflow",
+        ["run", "--config", "{dir}/c.yaml", "--every", "1e300"],
+        "--every: must be a positive number of seconds from 1 to 86400",
+    ),
+    Case(
         "writer-lease-nan", [*PUSH, "--writer-lease", "nan"], "--writer-lease: must be a positive"
     ),
     # --- Pushgateway options --------------------------------------------------------------

@@ -141,16 +141,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     return run_config(config, only_node=args.node, jobs_dir=_jobs_dir(args), quiet=args.quiet)
 
 
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 1 <= value <= 86400:
-        raise argparse.ArgumentTypeError("must be between 1 and 86400 seconds")
-    return value
-
-
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
@@ -616,14 +606,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _positive_seconds(text: str) -> float:
+    """Seconds from 1 to a day (`--every`, `--writer-lease`, the demo's `--interval`): below
+    a second `run --every` would run fio back to back, above a day nothing is meant."""
     import math
 
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text!r}")
+    if not (math.isfinite(value) and 1 <= value <= 86400):
+        raise argparse.ArgumentTypeError(
+            f"must be a positive number of seconds from 1 to 86400: {text!r}"
+        )
     return value
 
 
