@@ -654,20 +654,17 @@ def storageclass_scenarios(i: int) -> list[Scenario]:
         # an etcd disk (node-local): FioProbeEtcdFsyncLatencyHigh's business, not this alert's
         etcd_probe("control-plane-0", runs((n, Run(p99=0.3)))),
     ]
+
     # Per-node probes of a worker's volumes carry `node` like the etcd disks' probes; only the
     # published role (etcd_disk) makes a disk an etcd disk.
-    worker_25 = Probe(
-        "gp3-local", "etcd-fsync", node="worker-1", volume_type="gp3",
-        runs=runs((4, FAST), (n - 4, Run(p99=0.025))),
-    )  # fmt: skip
-    worker_48 = Probe(
-        "gp3-local", "etcd-fsync", node="worker-2", volume_type="gp3",
-        runs=runs((4, FAST), (n - 4, Run(p99=0.048))),
-    )  # fmt: skip
-    unknown_role = Probe(
-        "gp3-old", "etcd-fsync", node="worker-3", volume_type="gp3", etcd_disk=None,
-        runs=runs((4, FAST), (n - 4, Run(p99=0.048))),
-    )  # fmt: skip
+    def worker(sc: str, node: str, p99: float, **kw: Any) -> Probe:
+        """A worker's gp3 volume, slow from the fifth run on."""
+        slow_from_5 = runs((4, FAST), (n - 4, Run(p99=p99)))
+        return Probe(sc, "etcd-fsync", node=node, volume_type="gp3", runs=slow_from_5, **kw)
+
+    worker_25 = worker("gp3-local", "worker-1", 0.025)
+    worker_48 = worker("gp3-local", "worker-2", 0.048)
+    unknown_role = worker("gp3-old", "worker-3", 0.048, etcd_disk=None)
     return [
         Scenario(
             'a worker\'s per-node volume (node label, etcd_disk="false") at 25 and 48 ms, and '
