@@ -152,6 +152,25 @@ def test_sigint_and_sighup_stop_it_too(tmp_path: Path) -> None:
         assert list(target.iterdir()) == []
 
 
+def test_a_writer_that_dies_is_counted_and_started_again(tmp_path: Path) -> None:
+    target = tmp_path / "disk"
+    target.mkdir()
+    with stream(tmp_path, "--dir", str(target), "--storageclass", "x", "--interval", "0.2") as s:
+        wait_until("an operation", lambda: ops(s) >= 2, 30)
+        (wal,) = (target / ".fioprobe-continuous").iterdir()
+        os.kill(int(wal.name.removeprefix("wal-")), signal.SIGKILL)
+        errors = "fioprobe_continuous_errors_total"
+        wait_until("the death counted", lambda: s.value(errors, reason="interrupted") >= 1, 15)
+        before = ops(s)
+        wait_until("a new writer writes", lambda: ops(s) > before + 2, 30)
+        assert s.value("fioprobe_continuous_success") == 1
+        s.stop()
+    assert "the writer process: it was killed by signal 9" in s.stderr()
+    # The killed writer's file is removed by the next writer (its process is gone), the
+    # next writer's own at the stop.
+    assert list(target.iterdir()) == []
+
+
 # --- stalls and hangs on the slow FUSE disk ----------------------------------------------------
 
 

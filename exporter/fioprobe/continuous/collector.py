@@ -61,10 +61,9 @@ def _family(name: str) -> Metric:
     definition = METRICS_BY_NAME[name]
     # Metric, not the typed *MetricFamily classes: a node-local target's samples carry
     # `node`, a StorageClass target's do not, in one family.
-    kind = "counter" if definition.kind == "counter" else definition.kind
     # prometheus_client names a counter family without its _total suffix.
-    family_name = name.removesuffix("_total") if kind == "counter" else name
-    return Metric(family_name, definition.help, kind)
+    family_name = name.removesuffix("_total") if definition.kind == "counter" else name
+    return Metric(family_name, definition.help, definition.kind)
 
 
 def _add(families: dict[str, Metric], target: StreamTarget, snap: Snapshot) -> None:

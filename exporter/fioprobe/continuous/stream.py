@@ -121,19 +121,14 @@ class Writer:
                     f"({event.size} bytes on disk)")  # fmt: skip
             state.apply(event)
 
-    def supervise(self, now: float, stopping: bool) -> None:
+    def supervise(self, now: float) -> None:
         process = self.process
         if process is None:
-            if not stopping and now >= self.restart_at:
+            if now >= self.restart_at:
                 try:
                     self.start()
                 except OSError as exc:  # no process could be made (a pids limit, memory)
-                    self.target.state.writer_gone(
-                        FailureReason.IO_ERROR.value, f"cannot start the writer: {exc.strerror}"
-                    )
-                    self.process = None
-                    self.restart_at = now + self.backoff
-                    self.backoff = min(self.backoff * 2, RESTART_BACKOFF_MAX_SECONDS)
+                    self._gone(now, FailureReason.IO_ERROR, f"cannot start it: {exc.strerror}")
             return
         code = process.poll()
         if code is None:
@@ -145,15 +140,16 @@ class Writer:
             elif inflight < HANG_LOG_SECONDS:
                 self.hang_logged = False
             return
-        if stopping:
-            return
         if self.reader is not None:
             self.reader.join(timeout=0.5)  # the last events before the exit come first
         if code < 0:
-            reason, what = FailureReason.INTERRUPTED, f"killed by signal {-code}"
+            self._gone(now, FailureReason.INTERRUPTED, f"it was killed by signal {-code}")
         else:
-            reason, what = FailureReason.IO_ERROR, f"exited with status {code}"
-        self.target.state.writer_gone(reason.value, f"the writer process {what}")
+            self._gone(now, FailureReason.IO_ERROR, f"it exited with status {code}")
+
+    def _gone(self, now: float, reason: FailureReason, what: str) -> None:
+        """No writer runs: counted as an error, started again after the backoff."""
+        self.target.state.writer_gone(reason.value, f"the writer process: {what}")
         self.process = None
         self.restart_at = now + self.backoff
         self.backoff = min(self.backoff * 2, RESTART_BACKOFF_MAX_SECONDS)
@@ -233,7 +229,7 @@ def serve(
         while not stop.is_set():
             now = time.monotonic()
             for writer in writers:
-                writer.supervise(now, stopping=False)
+                writer.supervise(now)
             stop.wait(SUPERVISE_SECONDS)
     finally:
         _stop_writers(writers)
