@@ -63,6 +63,112 @@ def test_unsafe_or_over_budget_profile_is_refused(line: str, message: str) -> No
         parse_profile("p", Path("p.fio"), text)
 
 
+#: (job lines under a 4 MiB, 10 s budget, the exact message). Layout: fio lays out nrfiles x
+#: filesize per job whatever `size` says, and fio's byte counts never show it. Memory: fio
+#: allocates bs x iodepth x numjobs of buffers, which no byte budget bounds. `thread`: the
+#: runner's own `thread` keeps every job in fio's process group; a profile cannot undo it.
+BAD_LAYOUT_MEMORY_THREAD = [
+    (
+        "rw=read\nsize=4m\nnrfiles=64\nfilesize=8m",
+        "p: up to 1073741824 bytes of IO per run exceeds the profile's budget of 4194304 bytes",
+    ),
+    (
+        "rw=write\noverwrite=1\nsize=1m\nnrfiles=2\nfilesize=2m",
+        "p: up to 8388608 bytes of IO per run exceeds the profile's budget of 4194304 bytes",
+    ),
+    (
+        "rw=write\nsize=1m\nnrfiles=8\nfilesize=1m\nnumjobs=2",
+        "p: up to 16777216 bytes of IO per run exceeds the profile's budget of 4194304 bytes",
+    ),
+    (
+        "rw=write\nsize=4m\nio_size=1m\nbs=32m",
+        "p: bs of 33554432 bytes exceeds the limit of 16777216 bytes",
+    ),
+    (
+        "rw=write\nsize=4m\nio_size=1m\nbs=4m\niodepth=64\nnumjobs=4",
+        "p: bs x iodepth x numjobs is 1073741824 bytes of IO buffers, over the limit of "
+        "67108864 bytes",
+    ),
+    (
+        "rw=write\nsize=1m\nbs=1m\niodepth=64\nnumjobs=2",
+        "p: bs x iodepth x numjobs is 134217728 bytes of IO buffers, over the limit of "
+        "67108864 bytes",
+    ),
+    (
+        "rw=write\nsize=1m\nbs=16m\niodepth=5",
+        "p: bs x iodepth x numjobs is 83886080 bytes of IO buffers, over the limit of "
+        "67108864 bytes",
+    ),
+    (
+        "rw=write\nsize=1m\nthread=0",
+        "p.fio:7: option 'thread' is not allowed in a probe profile; allowed: see OPTIONS in "
+        "fioprobe/profiles.py (files, devices, logs, commands and includes never are: the "
+        "runner supplies the directory)",
+    ),
+    (
+        "rw=write\nsize=1m\nthread",
+        "p.fio:7: option 'thread' is not allowed in a probe profile",
+    ),
+    ("rw=write\nsize=1m\nbsrange=4k-64m", "p.fio:7: option 'bsrange' is not allowed"),
+    ("rw=write\nsize=1m\nbssplit=4k/50:64m/50", "p.fio:7: option 'bssplit' is not allowed"),
+    ("rw=write\nsize=1m\nbs=4k,64m", "p.fio:7: bs=4k,64m: not a size: '4k,64m'"),
+]
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    BAD_LAYOUT_MEMORY_THREAD,
+    ids=[b[0].replace("\n", ",") for b in BAD_LAYOUT_MEMORY_THREAD],
+)
+def test_layout_memory_and_thread_are_bounded(lines: str, message: str) -> None:
+    budget = "# fioprobe-budget-bytes: 4194304\n# fioprobe-budget-seconds: 10\n"
+    text = f"{budget}[p]\nruntime=5\n{lines}\n"
+    with pytest.raises(ProfileError) as refused:
+        parse_profile("p", Path("p.fio"), text)
+    assert str(refused.value).startswith(message), str(refused.value)
+
+
+def test_the_limits_leave_every_shipped_profile_valid() -> None:
+    """The largest shipped buffers are seqread-bw's 4 MiB; the limits are far above."""
+    from fioprobe.profiles import MAX_BLOCK_BYTES, MAX_BUFFER_BYTES
+
+    for name in PROFILES:
+        profile = load_profile(name)
+        assert profile.block_bytes <= MAX_BLOCK_BYTES and profile.buffer_bytes <= MAX_BUFFER_BYTES
+        assert profile.footprint_bytes <= profile.io_bytes_max
+
+
+def test_the_rendered_job_keeps_every_job_a_thread() -> None:
+    profile = load_profile("seqread-bw")
+    rendered = profile.render("/probe/.fioprobe-run")
+    lines = rendered.splitlines()
+    assert lines[:3] == ["[global]", "directory=/probe/.fioprobe-run", "thread"]
+    assert [line for line in lines if line.startswith("thread")] == ["thread"]
+
+
+@pytest.mark.slow
+def test_a_layout_profile_at_its_budget_lays_out_no_more(tmp_path: Path) -> None:
+    """The bound is fio's: a read profile with nrfiles x filesize above size, run for real,
+    puts exactly its computed footprint on disk (fio's byte counts show only the reads)."""
+    text = (
+        "# fioprobe-budget-bytes: 16777216\n# fioprobe-budget-seconds: 10\n"
+        "[p]\nrw=read\nbs=4k\nsize=1m\nnrfiles=4\nfilesize=2m\nruntime=5\n"
+    )
+    profile = parse_profile("p", tmp_path / "p.fio", text)
+    assert profile.io_bytes_max == 8 * 1024**2 + 8 * 1024**2  # laid out, then read at most
+    directory = tmp_path / "run"
+    directory.mkdir()
+    (tmp_path / "probe.fio").write_text(profile.render(str(directory)))
+    subprocess.run(
+        ["fio", "--output-format=json", f"--output={tmp_path}/out.json", f"{tmp_path}/probe.fio"],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    laid_out = sum(p.stat().st_size for p in directory.iterdir())
+    assert laid_out == profile.footprint_bytes == 8 * 1024**2
+    job = json.loads((tmp_path / "out.json").read_text())["jobs"][0]
+    assert job["read"]["io_bytes"] + laid_out <= profile.io_bytes_max
+
+
 def test_profile_without_budget_is_refused() -> None:
     with pytest.raises(ProfileError, match="fioprobe-budget-bytes"):
         parse_profile("p", Path("p.fio"), "[p]\nrw=write\nsize=1m\nruntime=1\n")

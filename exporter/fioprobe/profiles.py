@@ -10,8 +10,14 @@ under its own `[global]` section that supplies the directory, into a fresh job f
 
 The budget is what fio *can* do with the profile, computed from every option that multiplies
 IO (size, io_size, filesize, nrfiles, numjobs, loops, time_based with runtime and rate), and
-must fit the budget the profile declares. After a run, fio's own byte counts are checked
-against the declared budget again (`runner`).
+must fit the budget the profile declares. It includes the files fio lays out before a read
+(or an overwrite), which fio's own byte counts never show: each job lays out nrfiles files of
+filesize each, whatever `size` says. After a run, fio's own byte counts are checked against
+the declared budget again (`runner`).
+
+Memory is bounded too, apart from the byte budget: fio allocates a buffer of the largest
+block size for every IO in flight of every job, so `bs` and `bs x iodepth x numjobs` have
+fixed limits (`MAX_BLOCK_BYTES`, `MAX_BUFFER_BYTES`) that no budget line can raise.
 """
 
 from __future__ import annotations
@@ -30,6 +36,15 @@ _DURATION = re.compile(r"^(\d{1,9})(ms|s|m|h)?$", re.IGNORECASE)
 _KEY = re.compile(r"^[a-z][a-z0-9_]*$")
 _SECTION = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _BUDGET = re.compile(r"^#\s*fioprobe-budget-(bytes|seconds):\s*(\d+)\s*$")
+
+#: The largest `bs`. Block devices split larger IOs (max_sectors_kb is at most a few MiB), so a
+#: larger block measures nothing more; it only costs the probe's memory.
+MAX_BLOCK_BYTES = 16 * 1024**2
+#: The most IO buffer memory fio may allocate: bs x iodepth x numjobs (one buffer of the
+#: largest block per IO in flight, per job). Measured with fio 3.33: 64 MiB of buffers is
+#: 95 MB of fio's RSS (33 MB at 4 MiB), which leaves room for fioprobe itself within the
+#: probe pod's 256Mi memory limit (manifests); bs=4m, iodepth=64, numjobs=4 was 1 GB.
+MAX_BUFFER_BYTES = 64 * 1024**2
 
 
 class ProfileError(UsageError):
@@ -103,7 +118,8 @@ def _percentile_list(text: str | None) -> None:
 #: Every option a profile or an override may use, by canonical name, with its value check.
 #: Nothing outside this table reaches fio. Options that multiply IO are read by `io_bound`.
 #: Deliberately absent: anything naming a path, device, log, command, memory map or trigger;
-#: value forms with ranges, splits or per-direction lists; engines beyond plain files.
+#: value forms with ranges, splits or per-direction lists (bsrange, bssplit, `bs=4k,1m`);
+#: engines beyond plain files; `thread`, which the runner sets itself (see `Profile.render`).
 OPTIONS: dict[str, Callable[[str | None], None]] = {
     "ioengine": _choice(
         "sync", "psync", "vsync", "pvsync", "pvsync2", "libaio", "io_uring", "posixaio"
@@ -134,7 +150,6 @@ OPTIONS: dict[str, Callable[[str | None], None]] = {
     "randrepeat": _flag,
     "norandommap": _flag,
     "fallocate": _choice("none", "native", "posix", "keep", "0", "1"),
-    "thread": _flag,
     "group_reporting": _flag,
     "clat_percentiles": _flag,
     "lat_percentiles": _flag,
@@ -188,15 +203,28 @@ class Profile:
 
     @property
     def file_bytes(self) -> int:
-        """Bytes of files one job lays out: size, or nrfiles x filesize when size is unset."""
-        return self._bytes("size") or self._int("nrfiles", 1) * self._bytes("filesize")
+        """Bytes of files one job lays out, and the most one loop of it reads or writes.
+
+        fio divides `size` over nrfiles files unless `filesize` is given; then it lays out
+        nrfiles files of filesize each, whatever `size` says (a read job writes them all
+        before reading `size` of them): the larger of the two is the bound.
+        """
+        return max(self._bytes("size"), self._int("nrfiles", 1) * self._bytes("filesize"))
 
     @property
     def footprint_bytes(self) -> int:
         """Disk space the run needs at most: every job's files."""
-        return self._int("numjobs", 1) * max(
-            self.file_bytes, self._int("nrfiles", 1) * self._bytes("filesize")
-        )
+        return self._int("numjobs", 1) * self.file_bytes
+
+    @property
+    def buffer_bytes(self) -> int:
+        """IO buffer memory fio allocates: one block per IO in flight, per job."""
+        return self.block_bytes * self._int("iodepth", 1) * self._int("numjobs", 1)
+
+    @property
+    def block_bytes(self) -> int:
+        """The block size (fio's default is 4 KiB)."""
+        return self._bytes("bs") or 4096
 
     @property
     def size_bytes(self) -> int:
@@ -232,7 +260,7 @@ class Profile:
         if self.option("rate"):
             rates.append(self._bytes("rate"))
         if self.option("rate_iops"):
-            rates.append(self._int("rate_iops", 0) * (self._bytes("bs") or 4096))
+            rates.append(self._int("rate_iops", 0) * self.block_bytes)
         return min(rates) if rates else None
 
     def with_overrides(self, overrides: dict[str, str | int]) -> Profile:
@@ -280,13 +308,28 @@ class Profile:
             )
         if self.footprint_bytes <= 0:
             raise ProfileError(f"{self.name}: size (or nrfiles x filesize) must be set")
+        self.check_memory()
+
+    def check_memory(self) -> None:
+        """fio's IO buffers within fixed limits, whatever the byte budget allows."""
+        if self.block_bytes > MAX_BLOCK_BYTES:
+            raise ProfileError(
+                f"{self.name}: bs of {self.block_bytes} bytes exceeds the limit of "
+                f"{MAX_BLOCK_BYTES} bytes"
+            )
+        if self.buffer_bytes > MAX_BUFFER_BYTES:
+            raise ProfileError(
+                f"{self.name}: bs x iodepth x numjobs is {self.buffer_bytes} bytes of IO "
+                f"buffers, over the limit of {MAX_BUFFER_BYTES} bytes"
+            )
 
     def render(self, directory: str) -> str:
         """The job file fio runs: fioprobe's [global] first, then the checked options.
 
         `directory` is the only path fio gets. `thread`: fio forks each job as a process
         that calls setsid(), out of reach of a kill of fio's process group; as threads of
-        one process, a timeout or SIGTERM stops all of fio at once.
+        one process, a timeout or SIGTERM stops all of fio at once. A profile cannot set
+        `thread` (it is not in OPTIONS), so the [global] one always holds.
         """
         lines = ["[global]", f"directory={directory}", "thread"]
         for section, options in self.sections:
