@@ -24,13 +24,13 @@ from .config import VolumeConfig
 from .errors import FailureReason, FioprobeError, Interrupted, ProbeFailure
 from .fioexec import fio_binary, run_fio
 from .model import Run
-from .probedir import STATE_SUBDIR, open_probe_directory
+from .probedir import open_probe_directory
 from .profiles import load_profile
 from .publish import WRITER_LEASE_SECONDS, Adjust, StateNotKept, publish, push_failure
 from .pushgateway import PushError, Transport
 from .shards import Shards
 from .state import GroupTotals
-from .statefile import StateDir, StateFile, file_name
+from .statefile import StateDir, StateFile, file_name, state_directory
 from .volumes import GP2_CREDIT_BUCKET, credit_units, model, next_gp2_balance
 
 #: The signals that stop a probe: the CronJob's SIGTERM, Ctrl-C, a closed terminal.
@@ -65,18 +65,17 @@ class ProbeTarget:
 
     @property
     def state_inside(self) -> bool:
-        """Whether the state lives in the probe directory (the default)."""
-        return self.state_path is None and self.state_dir is None
+        """Whether the state lives in the probe directory (a dedicated volume's default)."""
+        return self.state_path is None and self.state_dir is None and self.volume.dedicated
 
     def state_file(self) -> StateFile:
-        """State lives on the probe volume itself by default, so it persists with it."""
+        """Where the state lives follows the volume model (`statefile.state_directory`)."""
         if self.state_path is not None:
             parent = StateDir(self.state_path.parent, create_parents=True)
             return parent.file(self.state_path.name)
-        if self.state_dir is not None:
-            directory = StateDir(self.state_dir, create_parents=True)
-        else:
-            directory = StateDir(Path(os.path.abspath(self.directory)) / STATE_SUBDIR)
+        directory = state_directory(
+            self.directory, dedicated=self.volume.dedicated, state_dir=self.state_dir
+        )
         return directory.group_file(self.grouping_key)
 
 
