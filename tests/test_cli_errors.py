@@ -69,7 +69,7 @@ CASES = [
     Case("unknown-command", ["probes"], "invalid choice: 'probes'"),
     Case("unknown-option", ["convert", FIO_OUTPUT, "--bogus"], "unrecognized arguments: --bogus"),
     Case("push-missing-group", ["push", FIO_OUTPUT, "--gateway", GATEWAY], "--storageclass"),
-    Case("attempts-not-a-number", [*PUSH, "--attempts", "two"], "--attempts: invalid int"),
+    Case("attempts-not-a-number", [*PUSH, "--attempts", "two"], "--attempts: not a whole number"),
     Case("report-without-output", ["report", FIO_OUTPUT], "-o/--output"),
     # --- continuous: bounded options, and no target without a place and a name ------------
     Case(
@@ -99,27 +99,23 @@ CASES = [
         "targets: at least one target is required",
         files={"c.yaml": "pushgateway: {url: 'http://127.0.0.1:9'}\ntargets: []\n"},
     ),
-    Case("writer-lease-zero", [*PUSH, "--writer-lease", "0"], "--writer-lease: must be a positive"),
+    Case("writer-lease-zero", [*PUSH, "--writer-lease", "0"], "--writer-lease: must be from 1"),
     Case(
         "every-too-short",
         ["run", "--config", "{dir}/c.yaml", "--every", "0.01"],
-        "--every: must be a positive number of seconds from 1 to 86400",
+        "--every: must be from 1 to 86400 seconds: '0.01'",
     ),
     Case(
         "every-overflow",
         ["run", "--config", "{dir}/c.yaml", "--every", "1e300"],
-        "--every: must be a positive number of seconds from 1 to 86400",
+        "--every: must be from 1 to 86400 seconds: '1e300'",
     ),
-    Case(
-        "writer-lease-nan", [*PUSH, "--writer-lease", "nan"], "--writer-lease: must be a positive"
-    ),
+    Case("writer-lease-nan", [*PUSH, "--writer-lease", "nan"], "--writer-lease: must be from 1"),
     # --- Pushgateway options --------------------------------------------------------------
-    Case(
-        "attempts-zero", [*PUSH, "--attempts", "0"], "attempts must be a whole number of at least 1"
-    ),
-    Case("timeout-negative", [*PUSH, "--timeout", "-1"], "timeout must be a finite number"),
-    Case("timeout-infinite", [*PUSH, "--timeout", "inf"], "timeout must be a finite number"),
-    Case("timeout-nan", [*PUSH, "--timeout", "nan"], "timeout must be a finite number"),
+    Case("attempts-zero", [*PUSH, "--attempts", "0"], "--attempts: must be a whole number from 1"),
+    Case("timeout-negative", [*PUSH, "--timeout", "-1"], "--timeout: must be from 0.1 to 600"),
+    Case("timeout-infinite", [*PUSH, "--timeout", "inf"], "--timeout: must be from 0.1 to 600"),
+    Case("timeout-nan", [*PUSH, "--timeout", "nan"], "--timeout: must be from 0.1 to 600"),
     Case(
         "settle-not-seconds",
         [*PUSH],
@@ -177,7 +173,7 @@ CASES = [
     Case(
         "probe-timeout-zero",
         [*PROBE, "--dir", "{dir}", "--probe-timeout", "0"],
-        "--probe-timeout must be between 0 and 86400",
+        "--probe-timeout: must be from 1 to 86400 seconds: '0'",
     ),
     # --- input files ----------------------------------------------------------------------
     Case("convert-missing-file", ["convert", "{dir}/nope.json"], "nope.json: cannot read"),
@@ -354,6 +350,12 @@ CASES = [
     ),
     Case("gc-config-missing", ["gc", "--config", "{dir}/nope.yaml"], "nope.yaml: cannot read"),
     Case(
+        "gc-jobs-dir-without-the-profile",  # gc reads the configuration as `run` does
+        ["gc", "--config", "{file}", "--jobs-dir", "{dir}"],
+        "targets[0].profiles[0]: no profile 'etcd-fsync' in",
+        {"c.yaml": config()},
+    ),
+    Case(
         "gc-two-gateways",
         ["gc", "--config", "{dir}/a.yaml", "--config", "{dir}/b.yaml"],
         "name different Pushgateways",
@@ -366,12 +368,12 @@ CASES = [
     Case(
         "report-warn-zero",
         ["report", FIO_OUTPUT, "-o", "{dir}/out", "--warn-ms", "0"],
-        "--warn-ms and --crit-ms must be positive",
+        "--warn-ms: must be from 0.001 to 60000 milliseconds: '0'",
     ),
     Case(
         "report-warn-above-crit",
         ["report", FIO_OUTPUT, "-o", "{dir}/out", "--warn-ms", "20"],
-        "warn at or below crit",
+        "--warn-ms must be at or below --crit-ms",
     ),
     Case(
         "report-group-by",
@@ -478,3 +480,114 @@ def test_every_command_that_takes_input_has_cases() -> None:
     commands = set(parser._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
     covered = {case.args[0] for case in CASES if case.args}
     assert commands - covered == {"demo"}  # demo takes no input that can be wrong but numbers
+
+
+# --- every numeric option: bounded by one argparse type, refused in one exact line ---------
+
+#: Arguments that are valid up to the option under test, per subcommand ("{dir}": the case's
+#: folder). Nothing runs: the bad value stops argparse first.
+BEFORE = {
+    "push": PUSH,
+    "probe": [*PROBE, "--dir", "{dir}"],
+    "run": ["run", "--config", "{dir}/c.yaml"],
+    "continuous": ["continuous", "--dir", "{dir}", "--storageclass", "x"],
+    "demo": ["demo"],
+    "report": ["report", FIO_OUTPUT, "-o", "{dir}/out"],
+}
+SECONDS, WHOLE, BYTES, MILLISECONDS, LISTEN = "seconds", "whole", "bytes", "milliseconds", "listen"
+#: (subcommand, option, kind, low, high, too small, too large).
+NUMERIC_OPTIONS = [
+    ("push", "--timeout", SECONDS, "0.1", "600", "0.05", "601"),
+    ("push", "--attempts", WHOLE, "1", "10", "0", "11"),
+    ("push", "--writer-lease", SECONDS, "1", "604800", "0.5", "1e300"),
+    ("probe", "--timeout", SECONDS, "0.1", "600", "0", "1e9"),
+    ("probe", "--attempts", WHOLE, "1", "10", "-1", "1000000000000"),
+    ("probe", "--writer-lease", SECONDS, "1", "604800", "0", "604801"),
+    ("probe", "--probe-timeout", SECONDS, "1", "86400", "0.5", "86401"),
+    ("run", "--every", SECONDS, "1", "86400", "0.01", "1e300"),
+    ("run", "--cycles", WHOLE, "1", "1000000", "0", "1000001"),
+    ("continuous", "--interval", SECONDS, "0.1", "3600", "0.01", "3601"),
+    ("continuous", "--write-size", BYTES, "512", "1048576", "511", "2Mi"),
+    ("continuous", "--file-size", BYTES, "65536", "1073741824", "64", "2Gi"),
+    ("continuous", "--stall-threshold", SECONDS, "0.0001", "60", "0", "61"),
+    ("continuous", "--listen", LISTEN, "0", "65535", ":-1", ":65536"),
+    ("demo", "--interval", SECONDS, "1", "86400", "0.01", "1e300"),
+    ("demo", "--iterations", WHOLE, "0", "1000000", "-1", "1000001"),
+    ("demo", "--preview-every", WHOLE, "1", "1000", "0", "1001"),
+    ("report", "--warn-ms", MILLISECONDS, "0.001", "60000", "0", "1e300"),
+    ("report", "--crit-ms", MILLISECONDS, "0.001", "60000", "-5", "60001"),
+]
+
+
+def _refusal(kind: str, low: str, high: str, value: str, in_range: bool) -> str:
+    """What argparse says after `argument OPTION: ` for `value`."""
+    if kind in (SECONDS, MILLISECONDS):
+        number = value not in ("soon",)
+        return f"must be from {low} to {high} {kind}: {value!r}" if number else (
+            f"not a number of {kind}: {value!r}"
+        )  # fmt: skip
+    if kind == WHOLE:
+        return f"must be a whole number from {low} to {high}: {value!r}" if in_range else (
+            f"not a whole number: {value!r}"
+        )  # fmt: skip
+    if kind == BYTES:
+        return f"must be a whole number of bytes from {low} to {high}: {value!r}" if in_range else (
+            f"not a size in bytes (a number, or a quantity like 4Mi): {value!r}"
+        )  # fmt: skip
+    return f"must be [HOST]:PORT, e.g. :9436 or 127.0.0.1:9436: {value!r}"
+
+
+def _numeric_cases() -> list[tuple[str, list[str], str]]:
+    cases = []
+    for command, option, kind, low, high, small, large in NUMERIC_OPTIONS:
+        prefix = ":" if kind == LISTEN else ""
+        values = [
+            ("too-small", small, True),
+            ("too-large", large, True),
+            ("not-a-number", prefix + "soon", False),
+            ("nan", prefix + "nan", False),
+            ("inf", prefix + "inf", False),
+        ]
+        for name, value, in_range in values:
+            said = _refusal(kind, low, high, value, in_range)
+            line = (
+                f"fioprobe: error: {command}: argument {option}: {said} "
+                f"(see fioprobe {command} --help)"
+            )
+            cases.append((f"{command}{option}-{name}", [*BEFORE[command], option, value], line))
+    return cases
+
+
+NUMERIC_CASES = _numeric_cases()
+
+
+@pytest.mark.parametrize(
+    ("args", "line"), [c[1:] for c in NUMERIC_CASES], ids=[c[0] for c in NUMERIC_CASES]
+)
+def test_numeric_option_out_of_bounds_is_one_exact_line(
+    args: list[str], line: str, tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {"HOME": str(tmp_path / "home"), "FIOPROBE_STATE_DIR": str(tmp_path / "state")}
+    before = _tree(tmp_path)
+    result = _cli([a.replace("{dir}", str(work)) for a in args], work, env)
+    assert result.returncode == 2
+    assert result.stderr.decode() == line + "\n"
+    assert result.stdout == b""
+    assert _tree(tmp_path) == before
+
+
+def test_every_numeric_option_is_bounded_and_in_the_table() -> None:
+    """A new numeric option gets a bounded type from fioprobe.argtypes and a row above: no
+    bare int or float reaches a command."""
+    from fioprobe.cli import build_parser
+
+    parser = build_parser()
+    typed = set()
+    for command, sub in parser._subparsers._group_actions[0].choices.items():  # type: ignore[union-attr]
+        for action in sub._actions:
+            assert action.type not in (int, float), (command, action.option_strings)
+            if action.type is not None:
+                typed.add((command, action.option_strings[-1]))
+    assert typed == {(command, option) for command, option, *_ in NUMERIC_OPTIONS}

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from . import __version__, push_defaults
+from .argtypes import number, seconds, whole
 from .errors import ExitCode, FioprobeError, Interrupted, UsageError
 from .thresholds import ETCD_FSYNC_P99_SECONDS, LATENCY_YELLOW_SECONDS
 
@@ -105,8 +106,6 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
     _grouping_key(args)
     transport = _transport(args)
-    if args.probe_timeout is not None and not 0 < args.probe_timeout < 86400:
-        raise UsageError("--probe-timeout must be between 0 and 86400 seconds")
     target = ProbeTarget(
         storageclass=args.storageclass,
         node=args.node,
@@ -158,7 +157,7 @@ def cmd_gc(args: argparse.Namespace) -> int:
     from .gc import collect, transport_for
     from .pushgateway import redact
 
-    configs = [load_config(Path(path)) for path in dict.fromkeys(args.config)]
+    configs = [load_config(Path(path), _jobs_dir(args)) for path in dict.fromkeys(args.config)]
     result = collect(
         transport_for(configs),
         configs,
@@ -185,8 +184,8 @@ def cmd_gc(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     # Options are checked before matplotlib is imported: a typo costs no font cache.
-    if not 0 < args.warn_ms <= args.crit_ms:
-        raise UsageError("--warn-ms and --crit-ms must be positive, warn at or below crit")
+    if not args.warn_ms <= args.crit_ms:
+        raise UsageError("--warn-ms must be at or below --crit-ms")
     grouping = _grouping(args)
     grouping.validate()
     try:
@@ -274,6 +273,27 @@ def _transport(args: argparse.Namespace) -> object:
 
 # --- argument parsing ---------------------------------------------------------------------
 
+# The bounds of every numeric option (fioprobe.argtypes has the types and their messages).
+#: `run --every`, the demo's `--interval`: below a second `run --every` runs fio back to back
+#: (with an unreachable gateway, for as long as it runs); above a day nothing is meant.
+_interval_seconds = seconds(1, 86400)
+#: `--writer-lease`: at least a second; at most a week, longer than any probe schedule (a
+#: lease outlives the interval between a writer's pushes) and short enough to be taken over.
+_lease_seconds = seconds(1, 7 * 86400)
+#: `--timeout`, one whole Pushgateway request: below 0.1 s no request completes, above ten
+#: minutes a gateway is down, not slow (a run waits attempts x timeout at most).
+_request_seconds = seconds(0.1, 600)
+#: `--attempts`: with the backoff doubling from 0.5 s, ten tries already wait 4 minutes.
+_attempts = whole(1, 10)
+#: `--probe-timeout`: the wall-clock limit around one profile run, a second to a day.
+_probe_seconds = seconds(1, 86400)
+#: `run --cycles`, the demo's `--iterations` (0: until stopped) and `--preview-every`.
+_cycles = whole(1, 1_000_000)
+_iterations = whole(0, 1_000_000)
+_preview_every = whole(1, 1000)
+#: `report --warn-ms/--crit-ms`: latency thresholds, a microsecond to a minute.
+_threshold_ms = number(0.001, 60_000, "milliseconds")
+
 
 def _add_gateway_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group(
@@ -297,26 +317,27 @@ def _add_gateway_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--key-file", metavar="FILE", help="private key of --cert-file")
     group.add_argument(
         "--timeout",
-        type=float,
+        type=_request_seconds,
         default=push_defaults.TIMEOUT_SECONDS,
         metavar="S",
-        help="deadline of each whole request: connect, send, answer "
+        help="deadline of each whole request: connect, send, answer; 0.1 to 600 "
         f"(default {push_defaults.TIMEOUT_SECONDS:g})",
     )
     group.add_argument(
         "--attempts",
-        type=int,
+        type=_attempts,
         default=push_defaults.ATTEMPTS,
         metavar="N",
-        help=f"tries per request, with exponential backoff from {push_defaults.BACKOFF_SECONDS:g}"
-        f" s, on network errors and HTTP 5xx only (default {push_defaults.ATTEMPTS})",
+        help=f"tries per request, 1 to 10, with exponential backoff from "
+        f"{push_defaults.BACKOFF_SECONDS:g} s, on network errors and HTTP 5xx only "
+        f"(default {push_defaults.ATTEMPTS})",
     )
     group.add_argument(
         "--writer-lease",
-        type=_positive_seconds,
+        type=_lease_seconds,
         default=push_defaults.WRITER_LEASE_SECONDS,
         metavar="S",
-        help="how long a writer's pushes make a group its own "
+        help="how long a writer's pushes make a group its own, 1 to 604800 "
         f"(default {push_defaults.WRITER_LEASE_SECONDS:g}); see docs/FAULTS.md",
     )
 
@@ -425,9 +446,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     probe.add_argument(
         "--probe-timeout",
-        type=float,
+        type=_probe_seconds,
         metavar="S",
-        help="wall-clock limit around fio (default: the profile's budgeted seconds plus a margin)",
+        help="wall-clock limit around fio, 1 to 86400 (default: the profile's budgeted seconds "
+        "plus a margin)",
     )
     probe.add_argument("--jobs-dir", metavar="DIR", help="where profiles live (default: jobs/)")
     probe.add_argument("--quiet", action="store_true", help="no progress line on stderr")
@@ -451,13 +473,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     run.add_argument(
         "--every",
-        type=_positive_seconds,
+        type=_interval_seconds,
         metavar="SECONDS",
-        help="run again every SECONDS, at this node's own offset in the interval (the "
-        "per-node DaemonSet's mode); without it, run once",
+        help="run again every SECONDS, 1 to 86400, at this node's own offset in the interval "
+        "(the per-node DaemonSet's mode); without it, run once",
     )
     run.add_argument(
-        "--cycles", type=int, metavar="N", help="with --every: stop after N runs (default: never)"
+        "--cycles",
+        type=_cycles,
+        metavar="N",
+        help="with --every: stop after N runs, 1 to 1000000 (default: never)",
     )
     run.set_defaults(func=cmd_run)
 
@@ -513,11 +538,15 @@ def build_parser() -> argparse.ArgumentParser:
         "also provisioned into that Grafana.",
     )
     demo.add_argument(
-        "--interval", type=_positive_seconds, default=10.0,
-        help="seconds between probe rounds; the rules' windows follow from it (default 10)",
+        "--interval", type=_interval_seconds, default=10.0,
+        help="seconds between probe rounds, 1 to 86400; the rules' windows follow from it "
+        "(default 10)",
     )  # fmt: skip
     demo.add_argument(
-        "--iterations", type=int, default=0, help="stop after N rounds (default: until Ctrl-C)"
+        "--iterations",
+        type=_iterations,
+        default=0,
+        help="stop after N rounds, up to 1000000 (default 0: until Ctrl-C)",
     )
     demo.add_argument(
         "--workdir", help="make the demo's temporary directory here (removed at the end)"
@@ -526,7 +555,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--previews", help="draw the dashboards here (kept) instead of the temporary directory"
     )
     demo.add_argument(
-        "--preview-every", type=int, default=3, metavar="N", help="draw them every N rounds"
+        "--preview-every",
+        type=_preview_every,
+        default=3,
+        metavar="N",
+        help="draw them every N rounds, 1 to 1000 (default 3)",
     )
     demo.set_defaults(func=cmd_demo)
 
@@ -561,6 +594,7 @@ def build_parser() -> argparse.ArgumentParser:
         "given configuration has; only safe when every configuration of the Pushgateway is "
         "given or has pushed since it named its owner",
     )
+    gc.add_argument("--jobs-dir", metavar="DIR", help="where profiles live (default: jobs/)")
     gc.add_argument("--dry-run", action="store_true", help="only print what would be deleted")
     gc.add_argument("--quiet", action="store_true", help="no summary on stderr")
     gc.set_defaults(func=cmd_gc)
@@ -577,10 +611,16 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--baseline", metavar="GROUP", help="compare every group to this one")
     warn_ms, crit_ms = LATENCY_YELLOW_SECONDS * 1e3, ETCD_FSYNC_P99_SECONDS * 1e3
     report.add_argument(
-        "--warn-ms", type=float, default=warn_ms, help=f"yellow from (default {warn_ms:g})"
+        "--warn-ms",
+        type=_threshold_ms,
+        default=warn_ms,
+        help=f"yellow from, 0.001 to 60000 (default {warn_ms:g})",
     )
     report.add_argument(
-        "--crit-ms", type=float, default=crit_ms, help=f"red from (default {crit_ms:g})"
+        "--crit-ms",
+        type=_threshold_ms,
+        default=crit_ms,
+        help=f"red from, 0.001 to 60000 (default {crit_ms:g})",
     )
     report.add_argument("--title", default="fio results", help="report title")
     report.add_argument("--quiet", action="store_true", help="no summary line on stderr")
@@ -603,22 +643,6 @@ def build_parser() -> argparse.ArgumentParser:
     backfill.add_argument("--quiet", action="store_true", help="no summary lines on stderr")
     backfill.set_defaults(func=cmd_backfill)
     return parser
-
-
-def _positive_seconds(text: str) -> float:
-    """Seconds from 1 to a day (`--every`, `--writer-lease`, the demo's `--interval`): below
-    a second `run --every` would run fio back to back, above a day nothing is meant."""
-    import math
-
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not (math.isfinite(value) and 1 <= value <= 86400):
-        raise argparse.ArgumentTypeError(
-            f"must be a positive number of seconds from 1 to 86400: {text!r}"
-        )
-    return value
 
 
 def _grouping(args: argparse.Namespace) -> object:
