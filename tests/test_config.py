@@ -80,6 +80,27 @@ BAD = [
     (GOOD.replace("attempts", "x").replace("url: http://127.0.0.1:9091",
                                            "url: http://127.0.0.1:9091\n  attempts: 0"),
      "pushgateway: timeout_seconds, attempts and writer_lease_seconds must be positive"),
+    # A NUL byte in a path fails the first open with ValueError, for the whole run.
+    (GOOD.replace("directory: /probe", 'directory: "/pro\\0be"'),
+     "targets[0].directory: '/pro\\x00be' holds a NUL byte, which no path can "
+     "(target gp2-standard)"),
+    (GOOD.replace("directory: /probe", 'directory: /probe\n    state_dir: "/st\\0ate"'),
+     "targets[0].state_dir: '/st\\x00ate' holds a NUL byte, which no path can "
+     "(target gp2-standard)"),
+    (GOOD.replace("url: http://127.0.0.1:9091", 'url: http://127.0.0.1:9091\n  ca_file: "/ca\\0"'),
+     "pushgateway.ca_file: '/ca\\x00' holds a NUL byte, which no path can"),
+    (GOOD.replace("url: http://127.0.0.1:9091", 'url: "http://127.0.0.1:9091/\\0"'),
+     "pushgateway.url: 'http://127.0.0.1:9091/\\x00' holds a control character, which no URL can"),
+    # A shared volume's state lives beside the probe directory, never on the volume.
+    (GOOD.replace("directory: /probe", "directory: /probe\n    state_dir: state"),
+     "targets[0].state_dir: must be an absolute path, got 'state'"),
+    (GOOD.replace("directory: /probe", "directory: /probe\n    state_dir: /probe/.state"),
+     "targets[0].state_dir: '/probe/.state' must be a directory beside the probe directory "
+     "'/probe', neither inside it nor holding it: tenants of the probe volume could write "
+     "the state there"),
+    (GOOD.replace("directory: /probe", "directory: /probe\n    state_dir: /"),
+     "targets[0].state_dir: '/' must be a directory beside the probe directory '/probe', "
+     "neither inside it nor holding it"),
 ]  # fmt: skip
 
 

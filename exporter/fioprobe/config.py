@@ -22,6 +22,12 @@ load, so the rest of the program sees complete values.
         etcd_disk: false            # true: this disk holds etcd's data (published, see below)
         require_mount_point: true   # refuse to probe an unmounted volume's empty mount point
         volume: {type: gp2, size: 100Gi, provisioner: ebs.csi.aws.com, dedicated: true}
+        # dedicated: true: the volume is the probe's own (its own PVC), no tenant writes it,
+        # so the state may live on it (<directory>/.fioprobe-state/). Otherwise (the default:
+        # a hostPath directory, a volume tenants share) the state lives in state_dir, a
+        # directory only the probe writes, beside the probe directory, never inside it;
+        # without state_dir, in the per-user one ($FIOPROBE_STATE_DIR, ~/.local/state/fioprobe).
+        state_dir: /var/lib/fioprobe/state/gp2-standard
         timeout_seconds: 120        # optional: wall-clock limit per profile run
         profiles:
           - etcd-fsync
@@ -32,6 +38,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
 import re
 import reprlib
 from dataclasses import dataclass, field
@@ -90,7 +97,10 @@ class VolumeConfig:
     iops: float | None = None
     throughput_bytes_per_second: float | None = None
     provisioner: str = ""
-    #: The volume carries only the probe's IO, so its burst balance can be modelled.
+    #: The volume is the probe's own (its own PVC): only the probe's IO, so its burst
+    #: balance can be modelled, and no tenant writes it, so the state may live on it.
+    #: False (shared: hostPath directories, volumes tenants write): the state lives in a
+    #: state directory of the probe's own (docs/SAFETY.md, "Where state lives").
     dedicated: bool = False
 
 
@@ -329,6 +339,8 @@ def _pushgateway(raw: object, file: str) -> PushgatewayConfig:
     for name, value in (("url", url), *((f"shards[{i}]", s) for i, s in enumerate(shards))):
         if value is None:
             continue
+        if any(ord(char) < 0x20 or ord(char) == 0x7F for char in value):
+            raise r.error(name, f"{_show(value)} holds a control character, which no URL can")
         if not value.startswith(("http://", "https://")):
             raise r.error(name, f"must start with http:// or https://, got {_show(value)}")
         if "@" in value.split("//", 1)[1].split("/", 1)[0]:
@@ -337,11 +349,11 @@ def _pushgateway(raw: object, file: str) -> PushgatewayConfig:
     config = PushgatewayConfig(
         url=url,
         shards=shards,
-        username_file=r.take("username_file", str),
-        password_file=r.take("password_file", str),
-        ca_file=r.take("ca_file", str),
-        cert_file=r.take("cert_file", str),
-        key_file=r.take("key_file", str),
+        username_file=_file_path(r, "username_file"),
+        password_file=_file_path(r, "password_file"),
+        ca_file=_file_path(r, "ca_file"),
+        cert_file=_file_path(r, "cert_file"),
+        key_file=_file_path(r, "key_file"),
         timeout_seconds=_default(_number(r, "timeout_seconds"), push_defaults.TIMEOUT_SECONDS),
         attempts=r.take("attempts", int, push_defaults.ATTEMPTS),
         writer_lease_seconds=_default(
@@ -357,6 +369,13 @@ def _pushgateway(raw: object, file: str) -> PushgatewayConfig:
     return config
 
 
+def _file_path(r: _Reader, key: str) -> str | None:
+    path = r.take(key, str)
+    if path is not None and "\0" in path:
+        raise r.error(key, f"{_show(path)} holds a NUL byte, which no path can")
+    return path
+
+
 def _target(raw: object, where: str, file: str, jobs_dir: Path | None) -> TargetConfig:
     r = _Reader(raw, where, file)
     name = r.take("name", str, required=True)
@@ -364,14 +383,21 @@ def _target(raw: object, where: str, file: str, jobs_dir: Path | None) -> Target
         raise r.error(
             "name", f"{_show(name)} must be a StorageClass-like name (letters, digits, .-_)"
         )
-    directory = r.take("directory", str, required=True)
-    if not directory.startswith("/"):
-        raise r.error("directory", f"must be an absolute path, got {_show(directory)}")
+    directory = _absolute_path(r, "directory", name, r.take("directory", str, required=True))
     node_local = r.take("node_local", bool, False)
     etcd_disk = r.take("etcd_disk", bool, False)
     require_mount_point = r.take("require_mount_point", bool, False)
     timeout = _number(r, "timeout_seconds")
     state_dir = r.take("state_dir", str)
+    if state_dir is not None:
+        state_dir = _absolute_path(r, "state_dir", name, state_dir)
+    if state_dir is not None and _overlap(state_dir, directory):
+        raise r.error(
+            "state_dir",
+            f"{_show(state_dir)} must be a directory beside the probe directory "
+            f"{_show(directory)}, neither inside it nor holding it: tenants of the probe "
+            "volume could write the state there",
+        )
     volume = _volume(r.take("volume", dict, {}), f"{where}.volume", file)
     raw_profiles = r.take("profiles", list, required=True)
     r.done()
@@ -391,6 +417,23 @@ def _target(raw: object, where: str, file: str, jobs_dir: Path | None) -> Target
         require_mount_point=require_mount_point,
         etcd_disk=etcd_disk,
     )
+
+
+def _absolute_path(r: _Reader, key: str, target: str, path: str) -> str:
+    """An absolute path without a NUL byte (no file name can hold one: the first open
+    would fail with ValueError, for the whole run instead of this target)."""
+    if "\0" in path:
+        raise r.error(key, f"{_show(path)} holds a NUL byte, which no path can (target {target})")
+    if not path.startswith("/"):
+        raise r.error(key, f"must be an absolute path, got {_show(path)}")
+    return path
+
+
+def _overlap(one: str, other: str) -> bool:
+    """Whether one of two absolute paths is the other or inside it (no symlink resolved:
+    the probe refuses symlinks on its way anyway)."""
+    a, b = os.path.normpath(one), os.path.normpath(other)
+    return a == b or a.startswith(b.rstrip("/") + "/") or b.startswith(a.rstrip("/") + "/")
 
 
 def _volume(raw: object, where: str, file: str) -> VolumeConfig:
