@@ -462,7 +462,9 @@ def test_a_server_echoing_the_credentials_does_not_get_them_into_the_message(sta
     with HostileServer(echo) as server:
         error = failure(lambda: push(transport(server.url), KEY, a_registry()))  # type: ignore[arg-type]
     assert str(error).startswith(f"push: {server.url} answered HTTP {status} No")
-    assert "you sent 'Basic ***'; password *** second line [31m" in str(error)
+    # The line break is a space, the escape character written out: one inert line.
+    assert "you sent 'Basic ***'; password *** second line\\x1b[31m" in str(error)
+    assert "\x1b" not in str(error)
 
 
 # --- setup mistakes -----------------------------------------------------------------------

@@ -21,7 +21,8 @@ it is not done on every push):
   `writer`), which FioProbeFailing reports; the owner's counters are not touched;
 - another writer, silent for longer than the lease: this writer takes the group over,
   continuing from its totals plus its own pending runs.
-When the group cannot be read at all, the run is kept as pending and nothing is pushed.
+When the group's own replica cannot be read, the run is kept as pending and nothing is
+pushed.
 
 The Pushgateway has no compare-and-swap, so two writers that read the group back at the same
 moment (two brand-new states) would both push, and the later push would replace the earlier
@@ -35,7 +36,8 @@ With several Pushgateway replicas (`fioprobe.shards`) the group is pushed to its
 When the replicas changed since this state's last push, the group moves: it is read back
 from the replica that held it (when a read-back is due), pushed to its new replica, and only
 then deleted from the old one. A delete that fails is retried at the next run (the state
-keeps naming the old replica until it succeeds); `fioprobe gc` removes such a copy too.
+keeps naming the old replica until it succeeds); `fioprobe gc` removes such a copy too. An
+old replica that cannot be read never stops the push to the group's own replica (`_look`).
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ from collections.abc import Callable
 from . import push_defaults, pushgateway, state
 from .collector import ProbeOutcome, registry_for
 from .errors import FailureReason
-from .pushgateway import PushError, ReadBack, Transport, TransportConfigError
+from .pushgateway import PushError, ReadBack, Transport, TransportConfigError, printable
 from .shards import Shards
 from .state import GroupState, GroupTotals
 from .statefile import StateError, StateFile
@@ -134,6 +136,8 @@ def _publish_locked(
     transport = shards.for_key(key)
     # Replicas that may still hold a copy of this group from before the replicas changed.
     moved_from = _previous_replicas(shards, transport, before)
+    # Those of them that could not be read in this run: asked once, never again in it.
+    unreadable: dict[str, str] = {}
     now = time.time()
     recent = before.last_push_at is not None and 0 <= now - before.last_push_at <= lease_seconds
     owns = before.claimed and before.totals is not None and recent
@@ -156,7 +160,8 @@ def _publish_locked(
         # caught by the look after the push.
         for _ in range(_LOOKS):
             group = copy.deepcopy(before)
-            back = _read(transport, moved_from, key, outcome, group, file, finished_at)
+            back = _read(transport, moved_from, key, outcome, group, file, finished_at,
+                         unreadable)  # fmt: skip
             for note in back.dropped if back is not None else ():
                 print(f"fioprobe: read back of {key}: {note}", file=sys.stderr)
             owner = None if back is None else back.writer
@@ -164,8 +169,8 @@ def _publish_locked(
                 if back.push_time is None or now - back.push_time < lease_seconds:
                     return _refuse(
                         outcome, key, transport, file, before, finished_at,
-                        f"owned by another writer ({owner}) that pushed less than the writer "
-                        "lease ago",
+                        f"owned by another writer ({printable(owner, 80)}) that pushed less "
+                        "than the writer lease ago",
                     )  # fmt: skip
                 took_over = True
             group.totals = state.combine(_base(group, back, took_over), group.pending)
@@ -179,7 +184,7 @@ def _publish_locked(
             basis = 0 if back is None else back.push_id or 0
             # A failed second look is a failed push: the run is saved in the totals, the next
             # run reads the group back and pushes it.
-            if _same(back, _look(transport, moved_from, key)):
+            if _same(back, _look(transport, moved_from, key, unreadable)):
                 break
             took_over = False
         else:
@@ -188,7 +193,7 @@ def _publish_locked(
                 f"pushed by other writers at every one of {_LOOKS} looks",
             )  # fmt: skip
     assert group.totals is not None
-    push_id = secrets.randbelow(pushgateway.COUNT_LIMIT - 1) + 1
+    push_id = secrets.randbelow(state.COUNT_LIMIT - 1) + 1
     writer = group.writer if group.claimed else None
     pushgateway.push(
         transport,
@@ -205,7 +210,11 @@ def _publish_locked(
         )  # fmt: skip
     # Only after the push: until the new replica holds the group, the old copy is the one
     # that counts. A failed delete keeps the old replica in the state: the next run retries.
-    moved = all([_delete_quietly(previous, key) for previous in moved_from])
+    # A replica that could not be read is not asked again: its delete waits for a later run.
+    moved = all(
+        [previous.url not in unreadable and _delete_quietly(previous, key)
+         for previous in moved_from]
+    )  # fmt: skip
     if moved:
         group.shard = transport.url
     # If this save fails, only the lease clock is lost: the next run reads the group back.
@@ -247,14 +256,16 @@ def _read(
     group: GroupState,
     file: StateFile,
     finished_at: float,
+    unreadable: dict[str, str],
 ) -> ReadBack | None:
     """The group as its replica holds it (or, not there yet, where it was before it moved).
 
-    When the Pushgateway cannot be read, who owns the group is unknown: the run is kept as
-    pending and nothing is pushed (the PushError goes on).
+    When the group's own replica cannot be read, who owns the group is unknown: the run is
+    kept as pending and nothing is pushed (the PushError goes on). Another replica that
+    cannot be read does not stop the push (see `_look`).
     """
     try:
-        return _look(transport, moved_from, key)
+        return _look(transport, moved_from, key, unreadable)
     except PushError:
         state.merge_run(group.pending, outcome.run, success=outcome.success,
                         finished_at=finished_at)  # fmt: skip
@@ -263,11 +274,35 @@ def _read(
 
 
 def _look(
-    transport: Transport, moved_from: tuple[Transport, ...], key: dict[str, str]
+    transport: Transport,
+    moved_from: tuple[Transport, ...],
+    key: dict[str, str],
+    unreadable: dict[str, str],
 ) -> ReadBack | None:
+    """The group on its own replica, else on a replica that may hold it from before a move.
+
+    Only the own replica's answer is needed to push: one of the others that is down (or
+    listed but gone) must not keep every new probe from being pushed for as long as it is.
+    Such a replica is taken as not holding the group, as after a Pushgateway restart
+    without persistence (at worst a counter reset, which rate() handles; never a run counted
+    twice), logged once, and noted in `unreadable`: not asked again in this run, and the
+    state keeps naming no replica, so a later run deletes its old copy once it answers.
+    """
     back = pushgateway.read_group(transport, key)
     for previous in moved_from if back is None else ():
-        back = pushgateway.read_group(previous, key)
+        if previous.url in unreadable:
+            continue
+        try:
+            back = pushgateway.read_group(previous, key)
+        except PushError as exc:
+            unreadable[previous.url] = str(exc)
+            print(
+                f"fioprobe: read back of {key}: replica {previous.shown_url} is not the "
+                f"group's own and could not be read ({exc}); pushing to its own replica "
+                f"{transport.shown_url} without it",
+                file=sys.stderr,
+            )
+            continue
         if back is not None:
             break
     return back

@@ -43,7 +43,7 @@ from . import push_defaults
 from .errors import ExitCode, FioprobeError, UsageError
 from .histogram import BUCKET_BOUNDS_SECONDS, BUCKET_COUNT, le_label
 from .metrics import EXPORTED_OPS
-from .state import GroupTotals, HistogramTotals
+from .state import COUNT_LIMIT, GroupTotals, HistogramTotals
 
 if TYPE_CHECKING:  # config imports yaml; a push must not pay for it
     from .config import PushgatewayConfig
@@ -63,10 +63,6 @@ READ_BACK_LIMIT_BYTES = 64 * 1024 * 1024
 _REFUSAL_BODY_BYTES = 4096
 #: A credential file larger than this is not a credential (a wrong path, /dev/zero).
 _SECRET_FILE_LIMIT_BYTES = 64 * 1024
-#: Counters are floats on the wire; at 2**53 and above consecutive integers are no longer
-#: distinct, so an increment could be lost.
-COUNT_LIMIT = 2**53
-
 COUNTERS = (
     "fioprobe_runs_total",
     "fioprobe_failures_total",
@@ -304,7 +300,7 @@ class Transport:
         """A non-2xx answer: a redirect and a 4xx are final, a 5xx may pass."""
         try:
             if 300 <= exc.code < 400:
-                location = _printable(exc.headers.get("Location") or "", 200)
+                location = printable(exc.headers.get("Location") or "", 200)
                 target = f"redirect to {redact(location)}" if location else "redirect"
                 return _Final(
                     f"{self.shown_url} answered HTTP {exc.code} ({target}); a Pushgateway "
@@ -331,13 +327,13 @@ class Transport:
         if isinstance(cause, http.client.RemoteDisconnected):
             return _Transient(f"{self.shown_url} closed the connection without an answer")
         if isinstance(cause, http.client.HTTPException):
-            detail = _printable(str(cause), 80)
+            detail = printable(str(cause), 80)
             name = type(cause).__name__
             return _Transient(
                 f"{self.shown_url} answered something that is not HTTP ({name}"
                 + (f": {detail})" if detail else ")")
             )
-        return _Transient(f"cannot reach {self.shown_url}: {_printable(str(cause), 200)}")
+        return _Transient(f"cannot reach {self.shown_url}: {printable(str(cause), 200)}")
 
     def retrying(self, what: str, action: Callable[[], T]) -> T:
         """Run `action`, retrying with exponential backoff when another attempt may help.
@@ -364,8 +360,12 @@ class Transport:
         return PushError(self.scrub(message))
 
     def scrub(self, text: str) -> str:
-        """`text` on one line, with the password and the Authorization token hidden."""
-        text = _printable(text, 2000)
+        """`text` on one line, with the password and the Authorization token hidden
+        (before and after `printable`, which may change how a secret is written)."""
+        text = printable(self._hide(text), 2000)
+        return self._hide(text)
+
+    def _hide(self, text: str) -> str:
         if self.username is not None:
             for secret in (self._token(), f"{self.username}:{self.password}", self.password):
                 if secret:
@@ -685,10 +685,21 @@ def _os_problem(exc: BaseException) -> str:
     return str(getattr(exc, "strerror", None) or exc)
 
 
-def _printable(text: str, limit: int) -> str:
-    """`text` as one line of printable characters, at most `limit` long: what a server
-    sends goes into messages, and must not break a log line or a terminal."""
-    text = "".join(ch if ch.isprintable() else " " for ch in text)
+def printable(text: str, limit: int = 200) -> str:
+    """`text` as one line of printable characters, at most `limit` long.
+
+    Every string a Pushgateway (or whatever answers in its place) sends, from an error page
+    to a label value, goes through here before it reaches a message: a newline would forge
+    a log line of its own and an escape sequence would rewrite the operator's terminal.
+    Runs of whitespace become one space; any other character that is not printable is
+    written as its escape (ESC as \\x1b), so what was planted stays visible, inert.
+    """
+    # Bounded work for any length: more than this cannot be shown (collapsed whitespace aside).
+    text = text[: 10 * limit + 16]
+    text = "".join(
+        ch if ch.isprintable() or ch.isspace() else ch.encode("unicode_escape").decode("ascii")
+        for ch in text
+    )
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -706,8 +717,8 @@ def _http_problem(exc: urllib.error.HTTPError) -> str:
     }.get(exc.code, "")
     body = ""
     with contextlib.suppress(Exception):  # the body is a nicety for the message only
-        body = _printable(exc.read(_REFUSAL_BODY_BYTES).decode("utf-8", errors="replace"), 300)
-    reason = _printable(str(exc.reason or ""), 60)
+        body = printable(exc.read(_REFUSAL_BODY_BYTES).decode("utf-8", errors="replace"), 300)
+    reason = printable(str(exc.reason or ""), 60)
     status = f"HTTP {exc.code}" + (f" {reason}" if reason else "")
     return status + hint + (f": {body}" if body else "")
 
@@ -773,8 +784,8 @@ def list_groups(transport: Transport) -> list[dict[str, object]]:
         except RecursionError:
             raise _Shape("its JSON is nested too deeply") from None
         except ValueError as exc:
-            kind = _printable(answer.content_type, 60) or "no content type"
-            raise _Shape(f"not JSON ({kind}): {_printable(str(exc), 120)}") from None
+            kind = printable(answer.content_type, 60) or "no content type"
+            raise _Shape(f"not JSON ({kind}): {printable(str(exc), 120)}") from None
         return _groups(data)
     except _Shape as exc:
         raise transport.error(f"read back: {where} is not a Pushgateway answer: {exc}") from None
@@ -1028,4 +1039,4 @@ def _string_map(value: object) -> bool:
 
 def _show(value: object, limit: int = 40) -> str:
     """A value from the answer, short and on one line, for a message."""
-    return _printable(repr(value), limit)
+    return printable(repr(value), limit)

@@ -22,6 +22,18 @@ from .statefile import StateError, StateFile
 #: Version 1 held the totals alone; version 2 adds the writer identity and pending runs.
 STATE_VERSION = 2
 
+#: Every count fioprobe keeps (runs, bytes, histogram buckets) stays below this. Counts are
+#: floats on the wire, and from 2**53 on consecutive integers are no longer distinct: an
+#: increment could be lost, and the read-back could not tell the count from garbage. The
+#: state file, the push and the read-back all use this one limit.
+COUNT_LIMIT = 2**53
+_COUNT_LIMIT_SHOWN = "2**53"
+#: What to do when a group's totals reach the limit.
+_RESET_HINT = (
+    "to start its counters again from 0, delete the group from the Pushgateway and remove "
+    "this state file"
+)
+
 
 @dataclass(slots=True)
 class HistogramTotals:
@@ -87,7 +99,7 @@ class GroupTotals:
                 if (
                     op not in EXPORTED_OPS
                     or len(counts) != BUCKET_COUNT
-                    or any(type(c) is not int or not 0 <= c < 2**63 for c in counts)
+                    or any(type(c) is not int or c < 0 for c in counts)
                     or isinstance(seconds, bool)
                     or not isinstance(seconds, int | float)
                     or not (math.isfinite(seconds) and seconds >= 0)
@@ -96,12 +108,36 @@ class GroupTotals:
                 totals.histograms[op] = HistogramTotals(list(counts), float(seconds))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise StateError(f"{where}: state is corrupt ({exc})") from None
+        problem = totals.beyond_limit()
+        if problem is not None:
+            raise StateError(
+                f"{where}: {problem}, at or above {_COUNT_LIMIT_SHOWN}, the limit of exact "
+                f"counting; refusing to push it ({_RESET_HINT})"
+            )
         return totals
+
+    def beyond_limit(self) -> str | None:
+        """The first count at or above COUNT_LIMIT, as words, or None when all are below.
+
+        A histogram is pushed cumulatively, so its total count is what must stay below.
+        """
+        for name in _COUNTER_FIELDS:
+            value = getattr(self, name)
+            if value >= COUNT_LIMIT:
+                return f"{name} is {value}"
+        for op, histogram in sorted(self.histograms.items()):
+            if histogram.count >= COUNT_LIMIT:
+                return f"the {op} histogram counts {histogram.count} samples"
+        return None
+
+
+#: The counters of GroupTotals, by their attribute names.
+_COUNTER_FIELDS = ("runs_total", "failures_total", "read_bytes_total", "written_bytes_total")
 
 
 def _count(data: dict[str, object], key: str) -> int:
     value = data.get(key, 0)
-    if type(value) is not int or not 0 <= value < 2**63:
+    if type(value) is not int or value < 0:
         raise ValueError(f"{key} is not a non-negative integer")
     return value
 
@@ -194,7 +230,7 @@ def _optional_push_id(data: dict[str, object], where: str) -> int | None:
     push_id = data.get("push_id")
     if push_id is None:
         return None
-    if type(push_id) is not int or not 0 < push_id < 2**53:
+    if type(push_id) is not int or not 0 < push_id < COUNT_LIMIT:
         raise StateError(f"{where}: state is corrupt (push_id is not a push identity)")
     return push_id
 
@@ -234,6 +270,16 @@ def load(file: StateFile) -> GroupState | None:
 
 
 def save(file: StateFile, group: GroupState) -> None:
+    """Write the state; totals that reached COUNT_LIMIT are refused instead (StateError):
+    pushed, they would no longer be exact, and every later run would refuse the file."""
+    for what, totals in (("totals", group.totals), ("pending runs", group.pending)):
+        problem = None if totals is None else totals.beyond_limit()
+        if problem is not None:
+            raise StateError(
+                f"{file.path}: this run would take the group's {what} to or beyond "
+                f"{_COUNT_LIMIT_SHOWN}, the limit of exact counting ({problem}); it was not "
+                f"counted ({_RESET_HINT})"
+            )
     file.write(group.to_json())
 
 
