@@ -184,14 +184,10 @@ def test_unpacked_bytes_per_archive_are_capped(
     assert load([str(archive)]).files_parsed == 2
 
 
-def test_explicit_file_is_read_only_up_to_the_cap(tmp_path: Path) -> None:
-    """/dev/zero reports size 0 and never ends: the cap holds on what is read, not the size."""
+def test_explicit_device_is_never_read(tmp_path: Path) -> None:
+    """/dev/zero reports size 0 and never ends: a device is not a result, even named."""
     found = list(discover.discover(["/dev/zero"]))
-    assert found == [
-        discover.Unreadable(
-            "/dev/zero", f"too large for a fio result (over {discover.MAX_RESULT_BYTES} bytes)"
-        )
-    ]
+    assert found == [discover.Unreadable("/dev/zero", "not a regular file (a character device)")]
 
 
 def _three_results_tar() -> tuple[bytes, list[int]]:

@@ -8,6 +8,7 @@ through `tests/support/services.py`, which adds what only they need (etcd, a wri
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import shutil
@@ -29,6 +30,44 @@ LOCALHOST = "127.0.0.1"
 
 class ServiceError(FioprobeError):
     """A component did not start or answer in time."""
+
+
+class RedirectRefused(OSError):
+    """A 3xx answer to a request that carries credentials (or a body): never followed.
+
+    urllib would send the Authorization header on to wherever the Location points, another
+    origin included, and turn a POST into a GET of that page whose 200 looks like success.
+    """
+
+
+class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
+    """Takes urllib's redirect handler's place: every redirect it would follow is an error."""
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: object,
+        code: int,
+        msg: str,
+        headers: object,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        raise RedirectRefused(
+            f"{req.full_url} answered {code} {msg} to {newurl[:200]!r}: not followed "
+            "(the request carries credentials)"
+        )
+
+
+def open_without_redirects(
+    request: urllib.request.Request, timeout: float, context: ssl.SSLContext | None = None
+) -> http.client.HTTPResponse:
+    """urlopen that never follows a redirect: a 301/302/303/307/308 raises RedirectRefused,
+    any other 3xx is an HTTPError as urllib makes it."""
+    handlers: list[urllib.request.BaseHandler] = [_RefuseRedirects()]
+    if context is not None:
+        handlers.append(urllib.request.HTTPSHandler(context=context))
+    opener = urllib.request.build_opener(*handlers)
+    return opener.open(request, timeout=timeout)  # type: ignore[no-any-return]
 
 
 def free_port() -> int:
@@ -86,7 +125,8 @@ class Service:
                 request = urllib.request.Request(
                     self.url + self.ready_path, headers=self.ready_headers
                 )
-                with urllib.request.urlopen(
+                # ready_headers may hold credentials: a redirect is not an answer.
+                with open_without_redirects(
                     request, timeout=2, context=self.ready_context
                 ) as response:
                     if response.status == 200:

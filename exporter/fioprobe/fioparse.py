@@ -169,6 +169,22 @@ def _fio_said(text: str) -> str:
 # --- building the model -------------------------------------------------------------------
 
 
+#: A json+ bin key as fio writes it (`"%llu"` of a latency): plain ASCII decimal digits, no
+#: sign, no leading zero, no more than uint64 holds. int() alone would take "-5", "+5",
+#: " 5", "1_000" and other scripts' digits, and a negative latency sorts before every bound.
+_BIN_KEY = re.compile(r"0|[1-9][0-9]{0,19}")
+
+
+def _bin_latency(key: str) -> int:
+    """A bin key's latency, or ValueError for anything but fio's plain decimal form."""
+    if _BIN_KEY.fullmatch(key) is None:
+        raise ValueError(key)
+    value = int(key)
+    if value >= _COUNT_LIMIT:
+        raise ValueError(key)
+    return value
+
+
 class _KeyMemo(dict[str, Any]):
     """JSON key -> converted value, converting each distinct key once (on its first lookup).
 
@@ -197,7 +213,7 @@ class _Document:
 
     def __init__(self, source: str) -> None:
         self.source = source
-        self.bin_keys = _KeyMemo(int)
+        self.bin_keys = _KeyMemo(_bin_latency)
         self.percent_keys = _KeyMemo(float)
 
 
@@ -302,11 +318,14 @@ def _build_run(doc: dict[str, Any], source: str) -> Run:
 def _job_entries(doc: dict[str, Any], source: str) -> list[tuple[int, dict[str, Any]]]:
     """The job objects to read, with their index in the original list.
 
-    In client/server output, "All clients" entries aggregate every server; when present
-    they are the answer, otherwise each client's entry stands for itself.
+    In client/server output (fio writes its list under "client_stats" there, never "jobs"),
+    "All clients" entries aggregate every server; when present they are the answer,
+    otherwise each client's entry stands for itself. In plain output "All clients" is only
+    a job name a user chose, and every job stands for itself.
     """
     entries = doc.get("jobs")
-    if entries is None:
+    client_server = entries is None
+    if client_server:
         entries = doc.get("client_stats")
     if not isinstance(entries, list):
         raise FioOutputError(source, '"jobs" is not a list')
@@ -315,6 +334,8 @@ def _job_entries(doc: dict[str, Any], source: str) -> list[tuple[int, dict[str, 
         if not isinstance(entry, dict):
             raise FioOutputError(source, f"jobs[{index}] is not an object")
         indexed.append((index, entry))
+    if not client_server:
+        return indexed
     aggregate = [(i, e) for i, e in indexed if e.get("jobname") == "All clients"]
     return aggregate or indexed
 
@@ -393,6 +414,15 @@ def _latency(section: _Fields, keys: tuple[str, str]) -> LatencyStats | None:
         if samples is not None:
             samples = block.count("N")
         low, high, mean = (_latency_value(block, k, per_second) for k in ("min", "max", "mean"))
+        bins = _bins(block, per_second)
+        if samples is not None and bins is not None and (binned := bins.total()) != samples:
+            # fio counts every sample in N and in one bin: the two disagree only in a file
+            # edited or broken after fio wrote it, and the histogram pushed from the bins
+            # would not match the sample count pushed beside it.
+            raise FioOutputError(
+                block.source,
+                f"{block.path}.N is {samples} but its bins hold {binned} samples",
+            )
         return LatencyStats(
             min_s=low,
             max_s=high,
@@ -400,7 +430,7 @@ def _latency(section: _Fields, keys: tuple[str, str]) -> LatencyStats | None:
             stddev_s=block.number("stddev", 0.0) / per_second,
             samples=samples,
             percentiles=_percentiles(block, per_second),
-            bins_ns=_bins(block, per_second),
+            bins_ns=bins,
         )
     return None
 
@@ -460,14 +490,27 @@ def _bins(block: _Fields, per_second: float) -> Bins | None:
     try:
         latencies = list(map(block.document.bin_keys.__getitem__, raw))
     except ValueError:
-        path = f"{block.path}.bins"
-        raise FioOutputError(block.source, f"{path} has a key that is not a latency") from None
+        bad = next(key for key in raw if not _is_bin_key(block.document, key))
+        shown = bad if bad.isprintable() and len(bad) <= 40 else repr(bad[:40])
+        raise FioOutputError(
+            block.source,
+            f"{block.path}.bins has a key that is not a latency in nanoseconds "
+            f"(a plain non-negative integer): {shown}",
+        ) from None
     if to_ns != 1:
         latencies = [latency * to_ns for latency in latencies]
     if latencies != sorted(latencies):  # fio writes them ascending; anything else is sorted
         pairs = sorted(zip(latencies, counts, strict=True))
         latencies, counts = [p[0] for p in pairs], [p[1] for p in pairs]
     return Bins(latencies, counts)
+
+
+def _is_bin_key(document: _Document, key: str) -> bool:
+    try:
+        document.bin_keys[key]
+    except ValueError:
+        return False
+    return True
 
 
 def _valid_counts(counts: list[Any]) -> bool:

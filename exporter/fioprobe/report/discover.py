@@ -18,6 +18,7 @@ import collections
 import gzip
 import lzma
 import os
+import stat
 import tarfile
 import zlib
 from collections.abc import Iterator
@@ -39,6 +40,14 @@ MAX_ARCHIVE_DEPTH = 4
 #: ~1000:1, xz far more), and this bounds the time it can take, as MAX_RESULT_BYTES bounds
 #: the memory.
 MAX_ARCHIVE_BYTES = 4 * 1024**3
+#: Members one archive (nested archives included) may hold, whatever their size: headers
+#: cost time and memory too, and a megabyte of xz holds a million empty members. A battery is
+#: a few files per run and a few thousand runs at most; ten times that is still a battery.
+MAX_ARCHIVE_MEMBERS = 100_000
+#: Folders below an input folder are followed this deep. A battery's tree is about ten
+#: levels (cbt's results/<id>/<benchmark>/<option>/.../output.0); a thousand is a planted
+#: tree, and the walk itself is iterative, so the bound is a choice, not a limit of the stack.
+MAX_FOLDER_DEPTH = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,8 +101,8 @@ def count_candidates(paths: list[str | os.PathLike[str]]) -> int | None:
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            for _, _, files in _sorted_walk(path):
-                for name in files:
+            for found in _sorted_walk(path):
+                for name in found.files:
                     if is_archive(name):
                         return None
                     total += is_candidate(name)
@@ -104,38 +113,127 @@ def count_candidates(paths: list[str | os.PathLike[str]]) -> int | None:
     return total
 
 
-def _sorted_walk(root: Path) -> Iterator[tuple[str, list[str], list[str]]]:
-    for folder, dirs, files in os.walk(root, onerror=None):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        yield folder, dirs, sorted(f for f in files if not f.startswith("."))
+@dataclass(frozen=True, slots=True)
+class _Folder:
+    """One folder of a walk: its path, its non-hidden subfolders and other entries (sorted),
+    or why it was not listed."""
+
+    path: str
+    rel: tuple[str, ...]
+    dirs: list[str]
+    files: list[str]
+    problem: str | None = None
+
+
+def _sorted_walk(root: Path) -> Iterator[_Folder]:
+    """Folders under `root`, depth first, each sorted, without recursion and at most
+    MAX_FOLDER_DEPTH levels below it. Symbolic links to folders are not followed (a link
+    back up would make the walk endless); every other entry is a file to the walk, whatever
+    its type: reading it decides."""
+    stack: list[tuple[str, tuple[str, ...]]] = [(str(root), ())]
+    while stack:
+        folder, rel = stack.pop()
+        if len(rel) > MAX_FOLDER_DEPTH:
+            yield _Folder(
+                folder, rel, [], [],
+                f"folders nested more than {MAX_FOLDER_DEPTH} deep below {root}; not read",
+            )  # fmt: skip
+            continue
+        dirs: list[str] = []
+        files: list[str] = []
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.name.startswith("."):
+                        continue
+                    try:
+                        is_dir = entry.is_dir(follow_symlinks=False)
+                    except OSError:
+                        is_dir = False
+                    if is_dir:
+                        dirs.append(entry.name)
+                    elif not (entry.is_symlink() and os.path.isdir(entry.path)):
+                        files.append(entry.name)
+        except OSError as exc:
+            yield _Folder(folder, rel, [], [], f"cannot list the folder: {exc.strerror or exc}")
+            continue
+        dirs.sort()
+        files.sort()
+        yield _Folder(folder, rel, dirs, files)
+        stack.extend((os.path.join(folder, name), (*rel, name)) for name in reversed(dirs))
 
 
 def _walk_dir(root: Path) -> Iterator[Source | Unreadable]:
     base = root.resolve().name or str(root)
-    for folder, _, files in _sorted_walk(root):
-        rel = Path(folder).relative_to(root).parts
-        for name in files:
-            path = Path(folder) / name
+    for found in _sorted_walk(root):
+        if found.problem is not None:
+            yield Unreadable(found.path, found.problem)
+            continue
+        for name in found.files:
+            path = Path(found.path) / name
             if is_archive(name):
-                yield from _walk_archive(path, (base, *rel, _archive_stem(name)))
+                yield from _walk_archive(path, (base, *found.rel, _archive_stem(name)))
             elif is_candidate(name):
-                yield _read_file(path, (base, *rel, name))
+                yield _read_file(path, (base, *found.rel, name))
+
+
+class _NotRegular(OSError):
+    """A path that is not a regular file (a FIFO, socket, device or folder): never opened
+    to be read, since opening or reading it may block for good or act on a device."""
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISDIR, "a folder"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _open_regular(path: Path) -> tuple[BinaryIO, os.stat_result]:
+    """`path` opened for reading if, and only if, it is a regular file (a symbolic link to
+    one included): looked at before it is opened, so a FIFO or device is never opened, and
+    opened non-blocking and checked again with fstat, so a file swapped for a FIFO between
+    the two cannot block the read either."""
+    before = os.stat(path)
+    if not stat.S_ISREG(before.st_mode):
+        raise _NotRegular(f"not a regular file ({_kind(before.st_mode)})")
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        after = os.fstat(fd)
+        if not stat.S_ISREG(after.st_mode) or (after.st_dev, after.st_ino) != (
+            before.st_dev,
+            before.st_ino,
+        ):
+            raise _NotRegular(f"not a regular file ({_kind(after.st_mode)}, changed while opened)")
+        return os.fdopen(fd, "rb"), after
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _read_file(path: Path, parts: tuple[str, ...]) -> Source | Unreadable:
-    """A file's bytes, never more than MAX_RESULT_BYTES of them: its size on disk is not
-    trusted (a file that grows, /dev/zero, a pipe named on the command line)."""
+    """A regular file's bytes, never more than MAX_RESULT_BYTES of them: its size on disk is
+    not trusted (a file that grows while it is read)."""
     try:
-        with open(path, "rb") as handle:
-            stat = os.fstat(handle.fileno())
-            if stat.st_size > MAX_RESULT_BYTES:
-                return Unreadable(str(path), f"too large for a fio result ({stat.st_size} bytes)")
+        handle, info = _open_regular(path)
+        with handle:
+            if info.st_size > MAX_RESULT_BYTES:
+                return Unreadable(str(path), f"too large for a fio result ({info.st_size} bytes)")
             data = handle.read(MAX_RESULT_BYTES + 1)
         if len(data) > MAX_RESULT_BYTES:
             return Unreadable(
                 str(path), f"too large for a fio result (over {MAX_RESULT_BYTES} bytes)"
             )
-        return Source(str(path), parts, data, stat.st_mtime)
+        return Source(str(path), parts, data, info.st_mtime)
+    except _NotRegular as exc:
+        return Unreadable(str(path), str(exc))
     except OSError as exc:
         return Unreadable(str(path), f"cannot read: {exc.strerror or exc}")
 
@@ -152,14 +250,22 @@ def _walk_archive(path: Path, parts: tuple[str, ...]) -> Iterator[Source | Unrea
     """Members of a tar archive, streamed: one pass over the (compressed) file, each result
     read into memory from the stream; nothing is written to disk. Nested archives are
     streamed too, from inside the outer stream, up to MAX_ARCHIVE_DEPTH levels, and the
-    whole walk stops after MAX_ARCHIVE_BYTES of unpacked members."""
+    whole walk stops after MAX_ARCHIVE_BYTES of unpacked members or MAX_ARCHIVE_MEMBERS
+    members."""
     try:
-        with open(path, "rb") as handle:
+        handle, _ = _open_regular(path)
+        with handle:
             yield from _walk_tar_stream(
-                handle, str(path), parts, _Walk(str(path), MAX_ARCHIVE_BYTES), 1
+                handle,
+                str(path),
+                parts,
+                _Walk(str(path), MAX_ARCHIVE_BYTES, MAX_ARCHIVE_MEMBERS),
+                1,
             )
     except _BudgetSpent as spent:
         yield Unreadable(spent.display, spent.reason)
+    except _NotRegular as exc:
+        yield Unreadable(str(path), str(exc))
     except OSError as exc:
         yield Unreadable(str(path), f"cannot read: {exc.strerror or exc}")
 
@@ -175,10 +281,21 @@ class _BudgetSpent(Exception):
 
 @dataclass(slots=True)
 class _Walk:
-    """What one top-level archive may still cost: unpacked bytes left to pass over."""
+    """What one top-level archive may still cost: unpacked bytes left to pass over (headers
+    and padding included), and members left to look at (of any type, empty or not)."""
 
     display: str
     left: int
+    members_left: int
+
+    def count_member(self) -> None:
+        self.members_left -= 1
+        if self.members_left < 0:
+            raise _BudgetSpent(
+                self.display,
+                f"has more than {MAX_ARCHIVE_MEMBERS} members (nested archives counted), "
+                "more than any battery of fio results: the rest is not read",
+            )
 
     def spend(self, size: int) -> None:
         self.left -= size
@@ -209,7 +326,16 @@ def _walk_tar_stream(
         return
     try:
         with archive:
-            for member in archive:
+            passed = 0  # stream offset up to which the walk has paid
+            while (member := archive.next()) is not None:
+                # In stream mode tarfile keeps every header it passed (a million empty
+                # members are a million objects); the walk never looks back at them.
+                archive.members.clear()
+                walk.count_member()
+                # tarfile's offset is now past this member's data: its cost is everything
+                # from the last member's end, headers (pax, long names), data and padding.
+                walk.spend(archive.offset - passed)
+                passed = archive.offset
                 yield from _member(archive, member, display, parts, walk, depth)
             # tarfile ends its walk quietly where a header is cut short or unreadable, so
             # an archive cut off between members would look whole, its later results
@@ -291,9 +417,8 @@ def _member(
     member_parts = tuple(p for p in member.name.split("/") if p not in ("", "."))
     if not member.isfile() or not member_parts:
         return
-    # Every member is passed over in the stream, read or not, descended into or not: it
-    # costs its size (a nested archive's bytes count at each level they pass through).
-    walk.spend(member.size)
+    # The caller has charged it: every member is passed over in the stream, read or not,
+    # descended into or not (a nested archive's bytes count at each level they pass through).
     leaf = member_parts[-1]
     name = f"{display}/{'/'.join(member_parts)}"
     nested = is_archive(leaf)

@@ -39,6 +39,10 @@ DISTINGUISHING_OPTIONS = ("rw", "bs", "iodepth", "numjobs", "ioengine", "direct"
 SWEEP_OPTIONS = ("iodepth", "numjobs")
 #: fio's defaults for the options above, so that "iodepth not given" equals "iodepth=1".
 FIO_DEFAULTS = {"iodepth": "1", "numjobs": "1", "direct": "0"}
+#: Files that are not fio output are listed one by one up to this many, then counted: an
+#: archive of a hundred thousand empty `.json` members must not become a report of a
+#: hundred thousand lines; the first thousand show what went wrong.
+MAX_LISTED_NOT_FIO = 1000
 
 
 class GroupingError(UsageError):
@@ -115,7 +119,7 @@ def load(
     pattern = grouping.compiled()
     raw: list[Entry] = []
     unreadable: list[Unreadable] = []
-    files_read = files_parsed = 0
+    files_read = files_parsed = not_fio = 0
     for item in discover(list(paths)):
         if progress is not None:
             progress(item.name)
@@ -126,10 +130,21 @@ def load(
         try:
             placed = _entries_of(item, pattern, len(raw))
         except FioOutputError as exc:
-            unreadable.append(Unreadable(item.name, exc.problem))
+            not_fio += 1
+            if not_fio <= MAX_LISTED_NOT_FIO:
+                unreadable.append(Unreadable(item.name, exc.problem))
             continue
         files_parsed += 1
         raw.extend(placed)
+    if not_fio > MAX_LISTED_NOT_FIO:
+        more = not_fio - MAX_LISTED_NOT_FIO
+        unreadable.append(
+            Unreadable(
+                f"({more} more)",
+                f"{more} more files that are not fio output, not listed: "
+                f"{not_fio} in all, the first {MAX_LISTED_NOT_FIO} are above",
+            )
+        )
     return Loaded(_assign_rows(raw, grouping), unreadable, files_read, files_parsed)
 
 
