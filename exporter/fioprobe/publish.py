@@ -137,7 +137,7 @@ def _publish_locked(
     # Replicas that may still hold a copy of this group from before the replicas changed.
     moved_from = _previous_replicas(shards, transport, before)
     # Those of them that could not be read in this run: asked once, never again in it.
-    unreadable: dict[str, str] = {}
+    unreadable: set[str] = set()
     now = time.time()
     recent = before.last_push_at is not None and 0 <= now - before.last_push_at <= lease_seconds
     owns = before.claimed and before.totals is not None and recent
@@ -256,7 +256,7 @@ def _read(
     group: GroupState,
     file: StateFile,
     finished_at: float,
-    unreadable: dict[str, str],
+    unreadable: set[str],
 ) -> ReadBack | None:
     """The group as its replica holds it (or, not there yet, where it was before it moved).
 
@@ -277,7 +277,7 @@ def _look(
     transport: Transport,
     moved_from: tuple[Transport, ...],
     key: dict[str, str],
-    unreadable: dict[str, str],
+    unreadable: set[str],
 ) -> ReadBack | None:
     """The group on its own replica, else on a replica that may hold it from before a move.
 
@@ -285,8 +285,9 @@ def _look(
     listed but gone) must not keep every new probe from being pushed for as long as it is.
     Such a replica is taken as not holding the group, as after a Pushgateway restart
     without persistence (at worst a counter reset, which rate() handles; never a run counted
-    twice), logged once, and noted in `unreadable`: not asked again in this run, and the
-    state keeps naming no replica, so a later run deletes its old copy once it answers.
+    twice), logged once, and noted in `unreadable`: not asked again in this run (not even
+    to delete), so the state keeps the replica it named before, and a later run deletes an
+    old copy there once it answers.
     """
     back = pushgateway.read_group(transport, key)
     for previous in moved_from if back is None else ():
@@ -295,7 +296,7 @@ def _look(
         try:
             back = pushgateway.read_group(previous, key)
         except PushError as exc:
-            unreadable[previous.url] = str(exc)
+            unreadable.add(previous.url)
             print(
                 f"fioprobe: read back of {key}: replica {previous.shown_url} is not the "
                 f"group's own and could not be read ({exc}); pushing to its own replica "
