@@ -32,9 +32,11 @@ def short_push_settle(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FIOPROBE_PUSH_SETTLE_SECONDS", "0.05")
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Default state files go here, never into the real home directory."""
+    """Default state files go here, never into the real home directory: the state of a
+    probe on a shared volume (every target not declared dedicated) lives in the per-user
+    state directory, and one test's counters must not continue in the next."""
     path = tmp_path / "state"
     monkeypatch.setenv("FIOPROBE_STATE_DIR", str(path))
     return path

@@ -101,11 +101,19 @@ def cmd_push(args: argparse.Namespace) -> int:
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
+    from .config import VolumeConfig, paths_overlap
     from .probe import ProbeTarget
     from .runner import probe_once
 
     _grouping_key(args)
     transport = _transport(args)
+    directory = os.path.abspath(args.dir)
+    state_dir = os.path.abspath(args.state_dir) if args.state_dir else None
+    if state_dir and paths_overlap(state_dir, directory):
+        raise UsageError(
+            f"--state-dir {state_dir!r:.200} must be beside --dir {directory!r:.200}, neither "
+            "inside it nor holding it: tenants of the probe volume could write the state there"
+        )
     target = ProbeTarget(
         storageclass=args.storageclass,
         node=args.node,
@@ -113,6 +121,8 @@ def cmd_probe(args: argparse.Namespace) -> int:
         profile=args.profile,
         timeout_seconds=args.probe_timeout,
         require_mount_point=args.require_mount_point,
+        volume=VolumeConfig(dedicated=args.dedicated),
+        state_dir=Path(state_dir) if state_dir else None,
         state_path=Path(args.state) if args.state else None,
         lease_seconds=args.writer_lease,
         owner=_owner(args),
@@ -439,10 +449,25 @@ def build_parser() -> argparse.ArgumentParser:
         help="fail (no_directory) unless DIR is a mount point: an unmounted volume is never "
         "probed in its place",
     )
-    probe.add_argument(
+    where = probe.add_mutually_exclusive_group()
+    where.add_argument(
         "--state",
         metavar="FILE",
-        help="cumulative state file (default: DIR/.fioprobe-state/, shared with `fioprobe run`)",
+        help="cumulative state file (default: one per group in the state directory)",
+    )
+    where.add_argument(
+        "--state-dir",
+        metavar="SDIR",
+        help="the probe's own state directory, beside DIR, never inside it (default: "
+        "DIR/.fioprobe-state/ with --dedicated, else $FIOPROBE_STATE_DIR or "
+        "~/.local/state/fioprobe); checked on every open: owned by this user, writable by "
+        "no one else",
+    )
+    probe.add_argument(
+        "--dedicated",
+        action="store_true",
+        help="DIR is the probe's own volume, which no tenant writes: keep the state on it "
+        "(default: shared, the state never lives where tenants write)",
     )
     probe.add_argument(
         "--probe-timeout",
