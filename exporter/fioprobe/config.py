@@ -391,7 +391,7 @@ def _target(raw: object, where: str, file: str, jobs_dir: Path | None) -> Target
     state_dir = r.take("state_dir", str)
     if state_dir is not None:
         state_dir = _absolute_path(r, "state_dir", name, state_dir)
-    if state_dir is not None and _overlap(state_dir, directory):
+    if state_dir is not None and paths_overlap(state_dir, directory):
         raise r.error(
             "state_dir",
             f"{_show(state_dir)} must be a directory beside the probe directory "
@@ -429,7 +429,7 @@ def _absolute_path(r: _Reader, key: str, target: str, path: str) -> str:
     return path
 
 
-def _overlap(one: str, other: str) -> bool:
+def paths_overlap(one: str, other: str) -> bool:
     """Whether one of two absolute paths is the other or inside it (no symlink resolved:
     the probe refuses symlinks on its way anyway)."""
     a, b = os.path.normpath(one), os.path.normpath(other)
