@@ -11,6 +11,11 @@ a Prometheus data directory (whose retention must reach back to the oldest run).
 
 Runs of one series at the same millisecond are one push (the totals hold both; the last-run
 series show the later one), since a series cannot hold two values at one time.
+
+Every run time must be one a fio run can have (`fioprobe.report.run_time`): Prometheus
+counts retention from its newest block, so a single result stamped in 2100 would make it
+delete every real block. One such result refuses the whole backfill before anything is
+written; the span of what will be written is printed before promtool runs.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ import os
 import re
 import shutil
 import subprocess
+import sys
+import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +41,7 @@ from .errors import ExitCode, FioprobeError, UsageError
 from .model import Run
 from .report.discover import Unreadable
 from .report.load import Entry, Grouping, load_with_progress
+from .report.run_time import format_run_time, run_time_problem
 from .state import GroupTotals, merge_run
 
 #: Labels the exporter sets itself; --label may not override them.
@@ -54,6 +62,13 @@ class BackfillError(FioprobeError):
 
 class OutputNotEmpty(UsageError):
     """The output folder already holds blocks: refused before anything is written."""
+
+
+class RunTimeOutOfRange(FioprobeError):
+    """A result's run time is before fio existed or after now: refused before anything is
+    written (exit 3, like every input that cannot be trusted)."""
+
+    exit_code = ExitCode.BAD_INPUT
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +186,38 @@ def openmetrics_text(pushes: Sequence[Push]) -> tuple[bytes, int]:
     return (generate_latest(_All()) if count else b"# EOF\n"), count
 
 
+def check_run_times(entries: Sequence[Entry], now: float | None = None) -> None:
+    """Refuse the backfill when any run time cannot be a real run's: one line naming the
+    first such file, its time and where the time came from, and how many more there are."""
+    now = time.time() if now is None else now
+    bad: dict[str, tuple[Entry, str]] = {}
+    for entry in entries:
+        problem = run_time_problem(entry.timestamp, now)
+        if problem is not None and entry.source not in bad:
+            bad[entry.source] = (entry, problem)
+    if not bad:
+        return
+    entry, problem = next(iter(bad.values()))
+    more = f" ({len(bad) - 1} more files likewise)" if len(bad) > 1 else ""
+    raise RunTimeOutOfRange(
+        f"{entry.source}: run time {format_run_time(entry.timestamp)} (from "
+        f"{entry.timestamp_origin}) {problem}, no fio run's time: backfill refused, "
+        f"nothing written{more}"
+    )
+
+
+def time_span(pushes: Sequence[Push]) -> str:
+    """The span the blocks will cover, for the line printed before promtool runs."""
+    if not pushes:
+        return "nothing to backfill"
+    first = min(p.timestamp for p in pushes)
+    last = max(p.timestamp for p in pushes)
+    return (
+        f"backfilling {len(pushes)} pushes from {format_run_time(first)} to "
+        f"{format_run_time(last)}: the Prometheus retention must reach back to the first"
+    )
+
+
 def create_blocks(openmetrics: Path, outdir: Path, promtool: str = "promtool") -> list[Path]:
     """Run promtool; returns the block folders it made in `outdir`."""
     binary = shutil.which(promtool)
@@ -208,23 +255,25 @@ def backfill(
     *,
     promtool: str = "promtool",
     progress_stream: TextIO | None = None,
+    announce: TextIO | None = None,
 ) -> BackfillResult:
-    """Read `paths`, write OUTDIR/fioprobe-backfill.om and the TSDB blocks into OUTDIR."""
+    """Read `paths`, write OUTDIR/fioprobe-backfill.om and the TSDB blocks into OUTDIR.
+
+    The span of the run times is written to `announce` (stderr by default) before promtool
+    runs: the blocks are only usable where the retention reaches back that far.
+    """
     out = Path(outdir)
-    out.mkdir(parents=True, exist_ok=True)
-    existing = [p.name for p in out.iterdir() if (p / "meta.json").exists()]
-    if existing:
-        # A second backfill into the same folder would hand Prometheus two overlapping
-        # copies of the same history.
-        raise OutputNotEmpty(
-            f"{out} already holds TSDB blocks ({', '.join(sorted(existing)[:3])}...); "
-            "backfill into an empty folder"
-        )
+    _refuse_existing_blocks(out)
     loaded = load_with_progress(paths, grouping, progress_stream, "backfill")
+    check_run_times(loaded.entries)
     pushes = plan(loaded.entries, extra_labels)
     text, samples = openmetrics_text(pushes)
+    out.mkdir(parents=True, exist_ok=True)
+    _refuse_existing_blocks(out)
     om_path = out / OPENMETRICS_NAME
     om_path.write_bytes(text)
+    if samples:
+        print(time_span(pushes), file=announce or sys.stderr, flush=True)
     blocks = create_blocks(om_path, out, promtool) if samples else []
     stamps = [p.timestamp for p in pushes]
     return BackfillResult(
@@ -239,3 +288,18 @@ def backfill(
         first_timestamp=min(stamps, default=None),
         last_timestamp=max(stamps, default=None),
     )
+
+
+def _refuse_existing_blocks(out: Path) -> None:
+    """A second backfill into the same folder would hand Prometheus two overlapping copies
+    of the same history."""
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise UsageError(f"{out} exists and is not a folder; backfill into an empty folder")
+    existing = [p.name for p in out.iterdir() if (p / "meta.json").exists()]
+    if existing:
+        raise OutputNotEmpty(
+            f"{out} already holds TSDB blocks ({', '.join(sorted(existing)[:3])}...); "
+            "backfill into an empty folder"
+        )

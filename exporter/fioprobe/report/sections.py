@@ -18,6 +18,7 @@ from .document import Bullets, Cell, Document, Image, Paragraph, Section, Table
 from .format import fmt_count, fmt_ms, slug
 from .load import Entry
 from .options import ReportOptions
+from .run_time import format_run_time, run_time_problem
 from .tables import comparison_table, grid_table, level
 
 #: At most this many charts of one kind (tables always hold everything).
@@ -274,11 +275,15 @@ def _step_texts(line: an.Timeline) -> list[str]:
 
 def _source_cells(entries: list[Entry]) -> list[Cell]:
     first = entries[0]
-    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(first.timestamp))
+    stamp = format_run_time(first.timestamp)
+    # A time no fio run can have (a zeroed tar header, a clock never set, an edit) is shown
+    # as it is, but marked, so that the order it gives the timelines is not taken for real.
+    problem = run_time_problem(first.timestamp)
+    doubt = f"; implausible: {problem}" if problem else ""
     return [
         Cell(first.group, None),
         Cell(first.node or "–"),
         Cell(", ".join(e.job.name for e in entries)),
         Cell(first.run.fio_version),
-        Cell(f"{stamp} UTC ({first.timestamp_origin})", first.timestamp),
+        Cell(f"{stamp} ({first.timestamp_origin}{doubt})", first.timestamp),
     ]
