@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -186,6 +186,10 @@ def openmetrics_text(pushes: Sequence[Push]) -> tuple[bytes, int]:
     return (generate_latest(_All()) if count else b"# EOF\n"), count
 
 
+def print_to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
 def check_run_times(entries: Sequence[Entry], now: float | None = None) -> None:
     """Refuse the backfill when any run time cannot be a real run's: one line naming the
     first such file, its time and where the time came from, and how many more there are."""
@@ -213,7 +217,8 @@ def time_span(pushes: Sequence[Push]) -> str:
     first = min(p.timestamp for p in pushes)
     last = max(p.timestamp for p in pushes)
     return (
-        f"backfilling {len(pushes)} pushes from {format_run_time(first)} to "
+        f"backfilling {len(pushes)} push{'es' if len(pushes) != 1 else ''} from "
+        f"{format_run_time(first)} to "
         f"{format_run_time(last)}: the Prometheus retention must reach back to the first"
     )
 
@@ -255,12 +260,12 @@ def backfill(
     *,
     promtool: str = "promtool",
     progress_stream: TextIO | None = None,
-    announce: TextIO | None = None,
+    announce: Callable[[str], None] | None = print_to_stderr,
 ) -> BackfillResult:
     """Read `paths`, write OUTDIR/fioprobe-backfill.om and the TSDB blocks into OUTDIR.
 
-    The span of the run times is written to `announce` (stderr by default) before promtool
-    runs: the blocks are only usable where the retention reaches back that far.
+    The span of the run times goes to `announce` (stderr by default; None for none) before
+    promtool runs: the blocks are only usable where the retention reaches back that far.
     """
     out = Path(outdir)
     _refuse_existing_blocks(out)
@@ -272,8 +277,8 @@ def backfill(
     _refuse_existing_blocks(out)
     om_path = out / OPENMETRICS_NAME
     om_path.write_bytes(text)
-    if samples:
-        print(time_span(pushes), file=announce or sys.stderr, flush=True)
+    if samples and announce is not None:
+        announce(time_span(pushes))
     blocks = create_blocks(om_path, out, promtool) if samples else []
     stamps = [p.timestamp for p in pushes]
     return BackfillResult(
