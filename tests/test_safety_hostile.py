@@ -252,10 +252,12 @@ PLANTS = [plant_state_symlink, plant_run_dir_symlink, plant_lock_symlink, plant_
 def test_planted_symlinks_are_never_followed(
     arena: dict[str, Path], pushgateway: services.Service, plant: object
 ) -> None:
+    """On a volume declared the probe's own (its state lives there), a planted link is
+    refused and nothing is created where it points."""
     reason = plant(arena)
     before = listing(arena["decoy"])
     result = fioprobe("probe", "--profile", "etcd-fsync", "--dir", str(arena["probe"]),
-                      "--gateway", pushgateway.url, "--storageclass", "planted",
+                      "--dedicated", "--gateway", pushgateway.url, "--storageclass", "planted",
                       "--probe-timeout", "60")  # fmt: skip
     assert result.returncode in (1, 2), result.stderr
     assert reason in one_line_error(result.stderr)
@@ -263,6 +265,31 @@ def test_planted_symlinks_are_never_followed(
     group = gateway_group(pushgateway, storageclass="planted", profile="etcd-fsync")
     assert group is not None and gauge(group, "fioprobe_success") == 0
     assert [m["labels"]["reason"] for m in group["fioprobe_failure_reason_info"]] == [reason]
+
+
+STATE_PLANTS = [plant_state_symlink, plant_lock_symlink, plant_state_file_symlink]
+
+
+@pytest.mark.parametrize("plant", STATE_PLANTS, ids=[p.__name__ for p in STATE_PLANTS])
+def test_state_planted_on_a_shared_volume_is_never_read(
+    arena: dict[str, Path], pushgateway: services.Service, state_dir: Path, plant: object
+) -> None:
+    """On a shared volume (the default) the state never lives in the probe directory: what
+    a tenant put at `.fioprobe-state` is neither read, nor followed, nor removed."""
+    plant(arena)
+    before = listing(arena["decoy"])
+    planted = listing(arena["probe"])
+    result = fioprobe("probe", "--profile", "etcd-fsync", "--dir", str(arena["probe"]),
+                      "--gateway", pushgateway.url, "--storageclass", "planted", "--quiet")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert listing(arena["decoy"]) == before
+    assert listing(arena["probe"]) == planted
+    assert sorted(p.name for p in state_dir.iterdir()) == [
+        "storageclass-planted_profile-etcd-fsync.json",
+        "storageclass-planted_profile-etcd-fsync.json.lock",
+    ]
+    group = gateway_group(pushgateway, storageclass="planted", profile="etcd-fsync")
+    assert gauge(group, "fioprobe_success") == 1 and gauge(group, "fioprobe_runs_total") == 1
 
 
 def test_missing_probe_directory_is_reported_and_never_created(

@@ -12,7 +12,11 @@ The rules of the safety design, in the order they apply:
    would read as a list of directories).
 3. One run at a time per directory: a non-blocking flock on the directory itself (`busy`).
 4. Free space is checked before anything is written (`no_space`).
-5. The private subdirectory is removed in every case, without following symlinks in it.
+5. The private subdirectory is removed in every case, without following symlinks in it,
+   iteratively and within bounds (depth and entries: fio leaves a few files, never a
+   tree). An entry of that name the probe did not make (another owner, writable by
+   others, not a directory) is never entered nor removed: `unsafe_target`, for this target
+   alone. On a shared volume any tenant can plant one.
 """
 
 from __future__ import annotations
@@ -20,17 +24,29 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import shutil
 import stat
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import FailureReason, ProbeFailure, reason_for_errno
+from .statefile import STATE_SUBDIR, kind_of, untrusted
+
+__all__ = ["RUN_SUBDIR", "STATE_SUBDIR", "ProbeDirectory", "RunDir", "open_probe_directory"]
 
 RUN_SUBDIR = ".fioprobe-run"
-STATE_SUBDIR = ".fioprobe-state"
+#: fio leaves a flat directory of a few files; a deeper or larger tree is not fio's, and
+#: removing it must end (a loop over it is bounded, never a recursion).
+MAX_RUN_DIR_DEPTH = 8
+MAX_RUN_DIR_ENTRIES = 10_000
+#: A FUSE file system renames a file unlinked while still open to `.fuse_hidden*` and
+#: removes it only when the last descriptor is released, which happens asynchronously
+#: after fio exits: removal retries this often, this far apart, before it leaves them.
+FUSE_HIDDEN_RETRIES = 20
+FUSE_HIDDEN_PAUSE_SECONDS = 0.05
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 #: Space kept free beyond what the profile writes, so a probe never fills a disk to the brim.
 FREE_SPACE_MARGIN_BYTES = 8 * 1024 * 1024
 
@@ -79,39 +95,118 @@ class ProbeDirectory:
     @contextmanager
     def private_run_dir(self) -> Iterator[RunDir]:
         """A fresh subdirectory for fio's files, removed afterwards whatever happens."""
-        self._remove_run_dir()  # left over by a run that was SIGKILLed
+        self.remove_run_dir()  # left over by a run that was SIGKILLed
+        where = self.path / RUN_SUBDIR
         try:
             os.mkdir(RUN_SUBDIR, 0o700, dir_fd=self.fd)
-            fd = os.open(
-                RUN_SUBDIR, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
-                dir_fd=self.fd,
-            )  # fmt: skip
+            fd = os.open(RUN_SUBDIR, _DIR_FLAGS, dir_fd=self.fd)
         except OSError as exc:
-            raise os_failure(f"{self.path / RUN_SUBDIR}", exc, FailureReason.FIO_ERROR) from None
+            raise os_failure(f"{where}", exc, FailureReason.FIO_ERROR) from None
         try:
-            yield RunDir(self.path / RUN_SUBDIR, fd)
+            # A tenant who can rename entries of the probe directory could have put a
+            # directory of their own in place of the fresh one between mkdir and open.
+            problem = _not_made_by_fioprobe(os.fstat(fd))
+            if problem:
+                raise ProbeFailure(FailureReason.UNSAFE_TARGET, f"{where}: {problem}")
+            yield RunDir(where, fd)
         finally:
             os.close(fd)
-            self._remove_run_dir()
+            self.remove_run_dir()
 
-    def _remove_run_dir(self) -> None:
+    def remove_run_dir(self) -> None:
+        """Remove the private run directory if it is there and fioprobe's own (a run that
+        was killed leaves it); refuse, touching nothing, one that someone else made."""
+        where = self.path / RUN_SUBDIR
         try:
             info = os.lstat(RUN_SUBDIR, dir_fd=self.fd)
         except FileNotFoundError:
             return
         except OSError as exc:
-            raise os_failure(str(self.path / RUN_SUBDIR), exc, FailureReason.IO_ERROR) from None
-        if not stat.S_ISDIR(info.st_mode):  # a symlink or file planted under our name
-            raise ProbeFailure(
-                FailureReason.UNSAFE_TARGET,
-                f"{self.path / RUN_SUBDIR}: exists and is not a directory fioprobe made; "
-                "remove it by hand",
-            )
+            raise os_failure(str(where), exc, FailureReason.IO_ERROR) from None
+        problem = _not_made_by_fioprobe(info)
+        if problem:  # a symlink, file or tree planted under our name
+            raise ProbeFailure(FailureReason.UNSAFE_TARGET, f"{where}: {problem}")
         try:
-            # rmtree with dir_fd works on descriptors and never follows a symlink inside.
-            shutil.rmtree(RUN_SUBDIR, dir_fd=self.fd)
+            remove_tree(self.fd, RUN_SUBDIR, where)
         except OSError as exc:
-            raise os_failure(str(self.path / RUN_SUBDIR), exc, FailureReason.IO_ERROR) from None
+            raise os_failure(str(where), exc, FailureReason.IO_ERROR) from None
+
+
+def _not_made_by_fioprobe(info: os.stat_result) -> str | None:
+    """Why an entry named like the run directory is not one fioprobe made, or None."""
+    problem = untrusted(info) if stat.S_ISDIR(info.st_mode) else f"is {kind_of(info.st_mode)}"
+    if problem is None:
+        return None
+    return f"exists and is not a directory fioprobe made (it {problem}); remove it by hand"
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def remove_tree(parent_fd: int, name: str, where: Path) -> None:
+    """Remove the directory `name` of `parent_fd` and everything in it.
+
+    A loop with an explicit stack of open descriptors, never a recursion, never following
+    a symlink (every entry is opened `O_NOFOLLOW` relative to its directory), at most
+    MAX_RUN_DIR_DEPTH levels and MAX_RUN_DIR_ENTRIES entries seen: beyond that it stops
+    with `unsafe_target` (what is left is not what fio leaves). `.fuse_hidden*` files of a
+    FUSE file system, which go once FUSE releases them, are waited for a moment and then
+    left, with their directory, for the next run to remove. Other OSErrors pass through.
+    """
+    seen = 0
+    stack: list[tuple[int, str]] = [(os.open(name, _DIR_FLAGS, dir_fd=parent_fd), name)]
+    try:
+        while stack:
+            fd, _ = stack[-1]
+            child = None
+            for entry in os.listdir(fd):
+                seen += 1
+                if seen > MAX_RUN_DIR_ENTRIES:
+                    raise _TooLarge(f"holds more than {MAX_RUN_DIR_ENTRIES} entries")
+                if stat.S_ISDIR(os.lstat(entry, dir_fd=fd).st_mode):
+                    if len(stack) >= MAX_RUN_DIR_DEPTH:
+                        raise _TooLarge(f"is deeper than {MAX_RUN_DIR_DEPTH} levels")
+                    child = entry
+                    break
+                os.unlink(entry, dir_fd=fd)
+            if child is not None:
+                stack.append((os.open(child, _DIR_FLAGS, dir_fd=fd), child))
+                continue
+            _, emptied = stack.pop()
+            os.close(fd)
+            if not _rmdir(stack[-1][0] if stack else parent_fd, emptied):
+                return  # only .fuse_hidden* files left: the next run removes them
+    except _TooLarge as exc:
+        raise ProbeFailure(
+            FailureReason.UNSAFE_TARGET,
+            f"{where}: {exc}, which fio never leaves; stopped removing it: remove it by hand",
+        ) from None
+    finally:
+        for fd, _ in stack:
+            os.close(fd)
+
+
+def _rmdir(parent_fd: int, name: str) -> bool:
+    """rmdir that waits a moment for FUSE to drop its `.fuse_hidden*` files; False when
+    only those are left after the wait (the directory stays), True when removed."""
+    for attempt in range(FUSE_HIDDEN_RETRIES + 1):
+        try:
+            os.rmdir(name, dir_fd=parent_fd)
+            return True
+        except OSError as exc:
+            if exc.errno != errno.ENOTEMPTY:
+                raise
+            fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+            try:
+                left = os.listdir(fd)
+            finally:
+                os.close(fd)
+            if not all(entry.startswith(".fuse_hidden") for entry in left):
+                raise
+            if attempt < FUSE_HIDDEN_RETRIES:
+                time.sleep(FUSE_HIDDEN_PAUSE_SECONDS)
+    return False
 
 
 @dataclass(frozen=True, slots=True)

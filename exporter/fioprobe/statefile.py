@@ -115,7 +115,8 @@ _KINDS = {
 }
 
 
-def _kind(mode: int) -> str:
+def kind_of(mode: int) -> str:
+    """What a file type is, in words, for a message."""
     return _KINDS.get(stat.S_IFMT(mode), "not a regular file")
 
 
@@ -181,7 +182,7 @@ class StateDir:
                 os.mkdir(name, 0o700, dir_fd=parent_fd)
             info = os.lstat(name, dir_fd=parent_fd)
             if not stat.S_ISDIR(info.st_mode):
-                raise StateError(f"{where}: is {_kind(info.st_mode)}, not a state directory")
+                raise StateError(f"{where}: is {kind_of(info.st_mode)}, not a state directory")
             flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
             fd = os.open(name, flags, dir_fd=parent_fd)
         except OSError as exc:
@@ -347,7 +348,7 @@ def _open_own(name: str, flags: int, dir_fd: int, directory: Path) -> int:
     else:
         if not stat.S_ISREG(before.st_mode):
             raise StateError(
-                f"{where}: is {_kind(before.st_mode)}, not a state file fioprobe wrote"
+                f"{where}: is {kind_of(before.st_mode)}, not a state file fioprobe wrote"
             )
     open_flags = flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
@@ -359,7 +360,9 @@ def _open_own(name: str, flags: int, dir_fd: int, directory: Path) -> int:
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise StateError(f"{where}: is {_kind(info.st_mode)}, not a state file fioprobe wrote")
+            raise StateError(
+                f"{where}: is {kind_of(info.st_mode)}, not a state file fioprobe wrote"
+            )
         problem = untrusted(info)
         if problem:
             raise StateError(f"{where}: {problem}; fioprobe did not write it and never trusts it")
