@@ -146,6 +146,34 @@ def test_headers_of_empty_members_count_against_the_byte_budget(
     assert len(found) - 1 <= (1 << 20) // tarfile.BLOCKSIZE  # refused at 1 MiB of headers
 
 
+def test_a_pax_header_is_never_read_whole_beyond_its_allowance(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tarfile reads a member's pax records into memory before the walk sees the member:
+    300 MiB of them fit in a 1.4 MB .tar.gz. The stream stops it at the allowance."""
+    monkeypatch.setattr(discover, "MAX_HEADER_BYTES", 64 << 10)
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        tar.addfile(_member("ok.json", b"{}"), io.BytesIO(b"{}"))
+        padded = _member("padded.json", b"{}")
+        padded.pax_headers = {"comment": "x" * (1 << 20)}
+        tar.addfile(padded, io.BytesIO(b"{}"))
+    archive = tmp_path / "pax.tar.gz"
+    archive.write_bytes(gzip.compress(buffer.getvalue(), 1))
+    found = list(discover.discover([str(archive)]))
+    assert [item.name for item in found] == [f"{archive}/ok.json", str(archive)]
+    assert found[-1].reason == (
+        "a member's headers (pax or long-name records) take more than 0.0625 MiB, more than "
+        "any fio result's: the rest is not read"
+    )
+
+
+def _member(name: str, data: bytes) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.size, info.mtime = len(data), 1_700_000_000
+    return info
+
+
 def test_files_that_are_not_fio_output_are_listed_up_to_a_cap(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

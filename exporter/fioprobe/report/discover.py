@@ -48,6 +48,10 @@ MAX_ARCHIVE_MEMBERS = 100_000
 #: levels (cbt's results/<id>/<benchmark>/<option>/.../output.0); a thousand is a planted
 #: tree, and the walk itself is iterative, so the bound is a choice, not a limit of the stack.
 MAX_FOLDER_DEPTH = 64
+#: Bytes tarfile may read for one member's headers (pax records, GNU long names): it reads
+#: them whole into memory before the walk sees the member. Real ones hold a path, times and
+#: a few extended attributes, kilobytes; a 300 MiB pax record in a 1 MiB .tar.gz is a bomb.
+MAX_HEADER_BYTES = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,7 +323,8 @@ def _walk_tar_stream(
     handle: BinaryIO, display: str, parts: tuple[str, ...], walk: _Walk, depth: int
 ) -> Iterator[Source | Unreadable]:
     try:
-        stream = _TarBytes(_decompressed(handle))
+        stream = _TarBytes(_decompressed(handle), display)
+        stream.limit = MAX_HEADER_BYTES  # opening reads the first member's headers
         archive = tarfile.open(fileobj=stream, mode="r|")  # noqa: SIM115 (closed below)
     except _DAMAGED as exc:
         yield Unreadable(display, f"not a readable tar archive: {exc}")
@@ -327,7 +332,13 @@ def _walk_tar_stream(
     try:
         with archive:
             passed = 0  # stream offset up to which the walk has paid
-            while (member := archive.next()) is not None:
+            while True:
+                # Beyond what the walk has paid for, tarfile reads only the next headers.
+                stream.limit = passed + MAX_HEADER_BYTES
+                member = archive.next()
+                stream.limit = None
+                if member is None:
+                    break
                 # In stream mode tarfile keeps every header it passed (a million empty
                 # members are a million objects); the walk never looks back at them.
                 archive.members.clear()
@@ -377,12 +388,21 @@ class _TarBytes:
     #: past the block it looks at, whatever sizes the decompressor hands out.
     KEEP_BYTES = 4 * tarfile.RECORDSIZE
 
-    def __init__(self, inner: BinaryIO) -> None:
+    def __init__(self, inner: BinaryIO, display: str) -> None:
         self.inner = inner
+        self.display = display
         self.position = 0
         self.recent: collections.deque[tuple[int, bytes]] = collections.deque()
+        #: Stream offset not to read past (while tarfile reads headers), or None.
+        self.limit: int | None = None
 
     def read(self, size: int = -1) -> bytes:
+        if self.limit is not None and self.position > self.limit:
+            raise _BudgetSpent(
+                self.display,
+                f"a member's headers (pax or long-name records) take more than "
+                f"{_mib(MAX_HEADER_BYTES)}, more than any fio result's: the rest is not read",
+            )
         data = self.inner.read(size)
         if data:
             self.recent.append((self.position, data))
