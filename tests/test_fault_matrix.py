@@ -145,8 +145,11 @@ class Matrix:
     def write_config(self) -> None:
         targets = []
         for name in TARGETS:
+            # Dedicated volumes: each keeps its state in its .fioprobe-state, which the
+            # faults here reach (a full, read-only or failing volume takes its state along).
             target = {"name": name, "directory": str(self.directories[name]),
-                      "timeout_seconds": FIO_TIMEOUT_S, "profiles": [PROFILE]}  # fmt: skip
+                      "timeout_seconds": FIO_TIMEOUT_S, "profiles": [PROFILE],
+                      "volume": {"dedicated": True}}  # fmt: skip
             if name == FAULTY:
                 target.update(self.faulty_target)
             targets.append(target)

@@ -7,6 +7,7 @@ is not in the table cannot be exported.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
@@ -62,6 +63,17 @@ class ProbeOutcome:
     #: Whether the probed disk holds etcd, from the deployment's configuration; None when
     #: not known (a converted file): the label is then empty, which Prometheus reads as absent.
     etcd_disk: bool | None = None
+    #: time.monotonic() at the start of a probe run (the clock is the host's, the same in
+    #: every process): fioprobe_duration_seconds then runs up to the push that carries it.
+    started_monotonic: float | None = None
+
+    @property
+    def pushed_duration_seconds(self) -> float:
+        """fioprobe_duration_seconds: for a probe run, from its start to this moment (the
+        push being made), so the publish (state, read-back) is in it; else the run's."""
+        if self.started_monotonic is None:
+            return self.duration_seconds
+        return max(self.duration_seconds, time.monotonic() - self.started_monotonic)
 
     def failed(self, reason: FailureReason) -> ProbeOutcome:
         """This outcome as a failure for `reason` (a failed run exports no last-run data)."""
@@ -183,7 +195,7 @@ class ProbeCollector(Collector):
         success.add_metric(self._values(), 1.0 if outcome.success else 0.0)
         yield success
         duration = self._family("fioprobe_duration_seconds")
-        duration.add_metric(self._values(), outcome.duration_seconds)
+        duration.add_metric(self._values(), outcome.pushed_duration_seconds)
         yield duration
         if self.totals is not None and self.totals.last_success_timestamp is not None:
             last = self._family("fioprobe_last_success_timestamp_seconds")

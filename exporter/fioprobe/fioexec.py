@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 
 from .errors import ERRNO_REASONS, FailureReason, ProbeFailure
 from .fioparse import FioOutputError, parse_text
@@ -60,8 +61,19 @@ def check_fio_version(binary: str, version: str) -> None:
         )
 
 
-def run_fio(fio: str, profile: Profile, run_dir: RunDir, timeout: float) -> Run:
-    """Run the profile in `run_dir`; the parsed run, or a ProbeFailure saying why not."""
+def run_fio(
+    fio: str,
+    profile: Profile,
+    run_dir: RunDir,
+    timeout: float,
+    on_fio: Callable[[int | None], None] | None = None,
+) -> Run:
+    """Run the profile in `run_dir`; the parsed run, or a ProbeFailure saying why not.
+
+    `on_fio` hears fio's process group when it starts and None once fio is gone (so that a
+    supervisor that has to give up on this process can kill fio too, and never a group
+    whose id was reused after fio ended).
+    """
     directory = run_dir.pinned_path
     run_dir.write_file(JOB_FILE, profile.render(directory))
     command = [fio, "--output-format=json+", f"--output={directory}/{OUTPUT_FILE}",
@@ -79,6 +91,8 @@ def run_fio(fio: str, profile: Profile, run_dir: RunDir, timeout: float) -> Run:
         )
     except OSError as exc:
         raise ProbeFailure(FailureReason.FIO_MISSING, f"{fio}: cannot start: {exc}") from None
+    if on_fio is not None:
+        on_fio(process.pid)
     try:
         _, stderr = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -89,6 +103,9 @@ def run_fio(fio: str, profile: Profile, run_dir: RunDir, timeout: float) -> Run:
     except BaseException:  # Interrupted, anything: fio must not outlive us
         kill_group(process)
         raise
+    finally:
+        if on_fio is not None and process.returncode is not None:
+            on_fio(None)
     complaint = stderr.decode("utf-8", errors="replace").strip()
     raw = run_dir.read_file(OUTPUT_FILE)
     try:

@@ -89,7 +89,8 @@ METRICS: tuple[MetricDef, ...] = (
     MetricDef(
         "fioprobe_duration_seconds",
         "gauge",
-        "Wall time of the last probe run (fio elapsed time when converting a file)",
+        "Wall time of the last probe run from its start to its push, the publish before it "
+        "included (fio elapsed time when converting a file)",
     ),
     MetricDef(
         "fioprobe_last_success_timestamp_seconds",

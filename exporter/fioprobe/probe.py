@@ -18,23 +18,38 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import state
+from . import state, volume_worker
 from .collector import ProbeOutcome
 from .config import VolumeConfig
 from .errors import FailureReason, FioprobeError, Interrupted, ProbeFailure
-from .fioexec import fio_binary, run_fio
+from .fioexec import fio_binary
 from .model import Run
-from .probedir import open_probe_directory
 from .profiles import load_profile
 from .publish import WRITER_LEASE_SECONDS, Adjust, StateNotKept, publish, push_failure
 from .pushgateway import PushError, Transport
 from .shards import Shards
 from .state import GroupTotals
-from .statefile import StateDir, StateFile, file_name, state_directory
+from .statefile import StateDir, StateError, StateFile, file_name, state_directory
+from .stuck import Marker, Stuck
+from .volume_part import VolumeRequest, VolumeResult
 from .volumes import GP2_CREDIT_BUCKET, credit_units, model, next_gp2_balance
 
 #: The signals that stop a probe: the CronJob's SIGTERM, Ctrl-C, a closed terminal.
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+# The deadline of one run (docs/FAULTS.md, "How long a run can take"). The volume part runs
+# in a child (`volume_worker`) that is abandoned when its deadline passes; the run then
+# counts as `timeout`, and that is pushed by this process, which never touches the volume.
+#: The volume part's time beyond fio's own timeout: opening and locking the directory,
+#: making the run directory and writing the job file before fio starts; stopping fio after
+#: its timeout (its job processes get up to 15 s to go) and removing its files.
+VOLUME_MARGIN_SECONDS = 25.0
+#: The publish's time when the state lives on the probed volume (it then runs in a child
+#: too): the state's lock, reads and fsyncs, and the Pushgateway requests between them.
+PUBLISH_ON_VOLUME_SECONDS = 60.0
+#: After a stop signal: how long the child has to stop fio and remove its files before it
+#: is abandoned (fio's own stop takes up to 15 s, then 5 s for its main process).
+STOP_GRACE_SECONDS = 21.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +83,23 @@ class ProbeTarget:
         """Whether the state lives in the probe directory (a dedicated volume's default)."""
         return self.state_path is None and self.state_dir is None and self.volume.dedicated
 
+    @property
+    def state_directory(self) -> Path:
+        """The directory of the state, by path alone (nothing on disk is looked at)."""
+        return Path(os.path.abspath(self.state_file().directory.path))
+
+    @property
+    def state_on_volume(self) -> bool:
+        """Whether the state lives under the probe directory, on the probed volume: then
+        it is touched only by a child, like everything else there. Decided by path: a state
+        directory that reaches the volume by another path (a bind mount) is not seen."""
+        return _within(self.state_directory, self.directory)
+
+    def stuck_marker(self) -> Marker:
+        """Where a child left stuck on this volume is written down (see `stuck`)."""
+        own = None if self.state_on_volume else self.state_directory
+        return Marker.for_directory(self.directory, own)
+
     def state_file(self) -> StateFile:
         """Where the state lives follows the volume model (`statefile.state_directory`)."""
         if self.state_path is not None:
@@ -84,6 +116,9 @@ class RunResult:
     outcome: ProbeOutcome
     started_at: float
     message: str = ""
+    #: The volume did not answer within the deadline (its child was abandoned): nothing on
+    #: it is touched again in this run, the state there included.
+    volume_hung: bool = False
 
 
 # --- signals ------------------------------------------------------------------------------
@@ -136,45 +171,135 @@ class _Signals:
 
 
 def run_probe(target: ProbeTarget, jobs_dir: Path | None = None) -> RunResult:
-    """Run one profile on one target. Never raises for probe failures; see `outcome`."""
+    """Run one profile on one target. Never raises for probe failures; see `outcome`.
+
+    Raises Interrupted for a stop signal, after the volume's child stopped fio and removed
+    its files (or was abandoned when it could not within STOP_GRACE_SECONDS).
+    """
     started = time.time()
     monotonic = time.monotonic()
     run: Run | None = None
     reason: FailureReason | None = None
     message = ""
+    hung = False
     try:
         profile = load_profile(target.profile, jobs_dir).with_overrides(target.overrides)
         fio = fio_binary()
-        with (
-            open_probe_directory(
-                target.directory, require_mount_point=target.require_mount_point
-            ) as directory,
-            directory.locked(),
-        ):
-            directory.check_free_space(profile.footprint_bytes, f"the {profile.name} profile")
-            timeout = target.timeout_seconds or profile.budget_seconds * 2 + 60
-            with directory.private_run_dir() as run_dir:
-                run = run_fio(fio, profile, run_dir, timeout)
+        timeout = target.timeout_seconds or profile.budget_seconds * 2 + 60
+        request = VolumeRequest(
+            Path(os.path.abspath(target.directory)), target.require_mount_point, profile, fio,
+            timeout,
+        )  # fmt: skip
+        volume = _on_volume(target, request, monotonic + timeout + VOLUME_MARGIN_SECONDS)
+        run, reason, message, hung = volume.run, volume.reason, volume.message, volume.hung
+        if volume.notes:
+            message = "; ".join(filter(None, [message, *volume.notes]))
     except ProbeFailure as exc:
         reason, message = exc.reason, str(exc)
     except FioprobeError as exc:
         if isinstance(exc, Interrupted):
             raise
         reason, message = exc.reason, str(exc)
-    outcome = _outcome(
-        target, run if reason is None else None, reason, time.monotonic() - monotonic
+    seconds = time.monotonic() - monotonic
+    outcome = _outcome(target, run if reason is None else None, reason, seconds, monotonic)
+    return RunResult(outcome, started, message, volume_hung=hung)
+
+
+@dataclass(slots=True)
+class _Volume(VolumeResult):
+    hung: bool = False
+
+
+def _on_volume(target: ProbeTarget, request: VolumeRequest, deadline: float) -> _Volume:
+    """The volume part in its child, kept to `deadline`; a previous run's child still stuck
+    there means no new child at all (see `stuck`)."""
+    marker = target.stuck_marker()
+    notes: list[str] = []
+    previous = _read_marker(marker, notes)
+    if previous is not None and previous.still_there():
+        return _Volume(
+            None, FailureReason.TIMEOUT,
+            f"{request.directory}: the previous run is still stuck in the kernel on this "
+            f"volume ({previous.describe()}); no new run was started",
+            notes, hung=True,
+        )  # fmt: skip
+    worker = volume_worker.start("volume", request)
+    try:
+        result: VolumeResult = worker.wait(deadline)
+    except volume_worker.Expired:
+        return _abandoned(worker, target, request, marker, notes)
+    except Interrupted:
+        worker.stop(STOP_GRACE_SECONDS)
+        raise
+    worker.close()
+    if result.reason == FailureReason.BUSY and previous is not None:
+        # The directory's lock is held: by the run left behind (in another pod, where its
+        # process cannot be seen), as it has not pushed since.
+        return _Volume(
+            None, FailureReason.TIMEOUT,
+            f"{request.directory}: the previous run is still stuck on this volume "
+            f"({previous.describe()}) and holds the directory; no new run was started",
+            [*notes, *result.notes], hung=True,
+        )  # fmt: skip
+    if previous is not None and result.reason != FailureReason.BUSY:
+        notes.append(f"the previous run's stuck process has ended ({previous.describe()}); "
+                     "what it left was removed")  # fmt: skip
+        _clear_marker(marker, notes)
+    return _Volume(result.run, result.reason, result.message, [*result.notes, *notes])
+
+
+def _abandoned(
+    worker: volume_worker.Worker,
+    target: ProbeTarget,
+    request: VolumeRequest,
+    marker: Marker,
+    notes: list[str],
+) -> _Volume:
+    phase = worker.phase
+    stuck = worker.abandon()
+    limit = request.timeout_seconds + VOLUME_MARGIN_SECONDS
+    message = (
+        f"{request.directory}: the volume did not answer within {limit:g}s (fio's timeout "
+        f"{request.timeout_seconds:g}s + {VOLUME_MARGIN_SECONDS:g}s); the run was {phase}"
     )
-    return RunResult(outcome, started, message)
+    if stuck:
+        message += (f"; its process (pid {worker.pid}) is stuck in the kernel and was left "
+                    "behind")  # fmt: skip
+        try:
+            marker.record(worker.pid, phase)
+        except StateError as exc:
+            notes.append(f"the stuck process could not be written down: {exc}")
+    return _Volume(None, FailureReason.TIMEOUT, message, notes, hung=True)
+
+
+def _read_marker(marker: Marker, notes: list[str]) -> Stuck | None:
+    try:
+        return marker.read()
+    except StateError as exc:
+        notes.append(f"the marker of a stuck run could not be read: {exc}")
+        return None
+
+
+def _clear_marker(marker: Marker, notes: list[str]) -> None:
+    try:
+        marker.clear()
+    except StateError as exc:
+        notes.append(f"the marker of a stuck run could not be removed: {exc}")
 
 
 def _outcome(
-    target: ProbeTarget, run: Run | None, reason: FailureReason | None, seconds: float
+    target: ProbeTarget,
+    run: Run | None,
+    reason: FailureReason | None,
+    seconds: float,
+    started_monotonic: float | None = None,
 ) -> ProbeOutcome:
     volume = target.volume
     return ProbeOutcome(
         run=run,
         success=reason is None,
         duration_seconds=seconds,
+        started_monotonic=started_monotonic,
         failure_reason=reason,
         volume_type=volume.type,
         provisioner=volume.provisioner,
@@ -197,33 +322,34 @@ def run_and_publish(
     state_file = state_file or target.state_file()
     with signals.installed():
         started = time.time()
+        monotonic = time.monotonic()
         try:
             result = run_probe(target, jobs_dir)
         except Interrupted as exc:
-            outcome = _outcome(target, None, FailureReason.INTERRUPTED, time.time() - started)
+            outcome = _outcome(target, None, FailureReason.INTERRUPTED,
+                               time.monotonic() - monotonic, monotonic)  # fmt: skip
             result = RunResult(outcome, started, f"interrupted by {exc}")
         if result.outcome.failure_reason == FailureReason.BUSY:
             # Another run holds this directory and publishes its own result.
             signals.raise_if_received("nothing was pushed: the run holding the directory does")
             return result
         stopped = result.outcome.failure_reason == FailureReason.INTERRUPTED
+        on_volume = _within(state_file.directory.path, target.directory)
         with signals.deferred():
             try:
-                if result.outcome.failure_reason in _REFUSED_DIRECTORY and target.state_inside:
+                if on_volume and (
+                    result.volume_hung or result.outcome.failure_reason in _REFUSED_DIRECTORY
+                ):
                     # The directory was refused (absent, not mounted, not safe): the state
                     # inside it is not ours to write; it would land beneath the mount point.
+                    # Or the volume hangs: the state there would hang this process too.
                     _publish_failure_only(result, target, transport)
+                elif on_volume:
+                    _publish_in_child(result, target, transport, state_file)
                 else:
-                    with _failure_first(result):
-                        result.outcome = publish(
-                            _with_volume(result.outcome, target),
-                            target.grouping_key,
-                            transport,
-                            state_file,
-                            finished_at=time.time(),
-                            adjust=_credit_model(result, target, state_file),
-                            lease_seconds=target.lease_seconds,
-                        )
+                    result.outcome, result.message = publish_result(
+                        result, target, transport, state_file
+                    )
             except FioprobeError as exc:
                 # A signal that came during the publish still ends the command.
                 signals.raise_if_received(f"then publishing failed: {exc}")
@@ -232,6 +358,65 @@ def run_and_publish(
             signals.raise_if_received("fio stopped, its files removed, the failure pushed")
         signals.raise_if_received("the run had finished; its outcome was pushed first")
     return result
+
+
+def publish_result(
+    result: RunResult, target: ProbeTarget, transport: Transport | Shards, state_file: StateFile
+) -> tuple[ProbeOutcome, str]:
+    """Merge, save and push the outcome (`publish`); what was pushed and the run's message.
+
+    Runs in this process when the state is off the probed volume, in a child (through
+    `volume_part.publish_on_volume`) when it is on it.
+    """
+    with _failure_first(result):
+        result.outcome = publish(
+            _with_volume(result.outcome, target),
+            target.grouping_key,
+            transport,
+            state_file,
+            finished_at=time.time(),
+            adjust=_credit_model(result, target, state_file),
+            lease_seconds=target.lease_seconds,
+        )
+    return result.outcome, result.message
+
+
+def _publish_in_child(
+    result: RunResult, target: ProbeTarget, transport: Transport | Shards, state_file: StateFile
+) -> None:
+    """`publish_result` in a child kept to PUBLISH_ON_VOLUME_SECONDS. Past it, the child is
+    abandoned and the run becomes a `timeout` pushed from here, without the state."""
+    worker = volume_worker.start("publish", result, target, transport, state_file)
+    try:
+        result.outcome, result.message = worker.wait(time.monotonic() + PUBLISH_ON_VOLUME_SECONDS)
+    except volume_worker.Expired:
+        phase = worker.phase
+        stuck = worker.abandon()
+        hung = (
+            f"{target.state_directory}: the state on the probed volume did not answer within "
+            f"{PUBLISH_ON_VOLUME_SECONDS:g}s (the publish was {phase}); the run is not counted"
+        )
+        if result.outcome.success:
+            result.outcome = result.outcome.failed(FailureReason.TIMEOUT)
+            result.message = hung
+        else:  # the run's own failure stays its reason; the hang goes beside it
+            result.message = f"{result.message}; then: {hung}"
+        if stuck:
+            result.message += f"; its process (pid {worker.pid}) was left behind"
+            try:
+                target.stuck_marker().record(worker.pid, phase)
+            except StateError as exc:
+                result.message += f" (not written down: {exc})"
+        result.volume_hung = True
+        _publish_failure_only(result, target, transport)
+        return
+    worker.close()
+
+
+def _within(path: Path, directory: Path) -> bool:
+    """Whether `path` is `directory` or below it, by path alone (nothing is looked at)."""
+    path, directory = Path(os.path.abspath(path)), Path(os.path.abspath(directory))
+    return path == directory or directory in path.parents
 
 
 #: Failures after which the probe directory, and so a state kept inside it, is not touched.

@@ -63,11 +63,14 @@ def probe_once(
     if outcome.failure_reason == FailureReason.BUSY:
         say(f"{key}: FAILED (busy): {result.message}; that run pushes its own result")
         return ExitCode.PROBE_FAILED
+    seconds = outcome.pushed_duration_seconds  # the run and its publish
     if outcome.success:
-        if not quiet:
-            say(f"{key}: ok in {outcome.duration_seconds:.1f}s")
+        if result.message:  # what went wrong beside a good run (a clean-up) is always said
+            say(f"{key}: ok in {seconds:.1f}s; {result.message}")
+        elif not quiet:
+            say(f"{key}: ok in {seconds:.1f}s")
         return ExitCode.OK
-    say(f"{key}: FAILED ({outcome.failure_reason}) in {outcome.duration_seconds:.1f}s: "
+    say(f"{key}: FAILED ({outcome.failure_reason}) in {seconds:.1f}s: "
         f"{result.message}; the failure was pushed")  # fmt: skip
     return exit_for(outcome.failure_reason)
 

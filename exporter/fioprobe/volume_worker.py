@@ -1,0 +1,304 @@
+"""Work on a probed volume, done in a child process that the prober can abandon.
+
+A disk that stops answering leaves the process that asked in uninterruptible sleep: no
+signal ends it, not even SIGKILL, until the kernel call returns (a hung Ceph volume kept one
+for 400 s). Only a whole process can be left behind in that state; a thread cannot (its
+process never exits while one of its threads is stuck in the kernel). So the process that
+pushes never touches a probed volume itself: each piece of work there is one call in a fresh
+child (`python -I`, its own session), which says how far it got and returns its result over
+a pipe. The parent waits for it with a deadline. When the deadline passes, it kills the
+child's process group and fio's, and stops waiting: a child that cannot be reaped is left to
+the kernel (reaped later without blocking) and the caller reports `timeout`.
+
+The child dies with its parent (PR_SET_PDEATHSIG): a prober killed from outside leaves no
+child that would go on and push later.
+
+Only the calls listed in `CALLS` can be made; arguments and results cross as pickles between
+two processes of this same fioprobe (the child never reads anything else from the parent).
+Errors cross as a small envelope and are raised again in the parent as the same kind of
+`FioprobeError`, so the caller handles them as if the call had been made in-process.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import ctypes
+import importlib
+import json
+import os
+import pickle
+import select
+import signal
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from .errors import FailureReason, FioprobeError, Interrupted, ProbeFailure
+
+#: The calls a child can make: name -> "module:function" inside the fioprobe package.
+CALLS = {
+    "volume": "fioprobe.volume_part:run_on_volume",
+    "publish": "fioprobe.volume_part:publish_on_volume",
+}
+#: Longest a killed child is waited for before it is left behind (a child that is not stuck
+#: in the kernel goes at once; one that is stuck would hold the parent for good).
+REAP_SECONDS = 0.5
+#: Environment of the child: nothing of the parent's (credentials come in the pickle).
+CHILD_ENVIRONMENT = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                     "LC_ALL": "C.UTF-8"}  # fmt: skip
+_PROGRESS = b"P "
+_REPLY = b"R "
+_PR_SET_PDEATHSIG = 1
+
+#: What a call in the child uses to say how far it got: `report(phase, fio_pgid=...)`.
+Report = Callable[..., None]
+
+
+class Expired(Exception):
+    """The deadline passed before the child answered."""
+
+
+@dataclass(slots=True)
+class Worker:
+    """One call running in a child process (see the module docstring)."""
+
+    call: str
+    process: subprocess.Popen[bytes]
+    #: What the child last said it was doing (for messages about where it got stuck).
+    phase: str = "starting"
+    #: fio's process group, once the child started fio (killed with the child).
+    fio_pgid: int | None = None
+    _buffer: bytes = b""
+    _reply: tuple[str, Any] | None = None
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def wait(self, deadline: float) -> Any:
+        """The call's result, or its error raised again; `Expired` once `deadline` (a
+        time.monotonic() value) passes. A signal handler's exception goes through."""
+        stdout = self.process.stdout
+        assert stdout is not None
+        fd = stdout.fileno()
+        while self._reply is None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise Expired()
+            ready, _, _ = select.select([fd], [], [], min(remaining, 1.0))
+            if not ready:
+                continue
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return self._ended_without_reply(deadline)
+            self._take(chunk)
+        kind, value = self._reply
+        if kind == "ok":
+            return value
+        raise _rebuilt(value)
+
+    def _take(self, chunk: bytes) -> None:
+        self._buffer += chunk
+        while b"\n" in self._buffer and self._reply is None:
+            line, self._buffer = self._buffer.split(b"\n", 1)
+            if line.startswith(_PROGRESS):
+                with contextlib.suppress(ValueError, TypeError):
+                    progress = json.loads(line[len(_PROGRESS) :])
+                    self.phase = str(progress.get("phase", self.phase))[:200]
+                    if "fio_pgid" in progress:  # None once fio ended: its id may be reused
+                        pgid = progress["fio_pgid"]
+                        self.fio_pgid = pgid if isinstance(pgid, int) and pgid > 1 else None
+            elif line.startswith(_REPLY):
+                self._reply = pickle.loads(base64.b64decode(line[len(_REPLY) :]))
+
+    def _ended_without_reply(self, deadline: float) -> Any:
+        try:
+            code = self.process.wait(
+                timeout=max(0.0, min(REAP_SECONDS, deadline - time.monotonic()))
+            )
+        except subprocess.TimeoutExpired:
+            code = None
+        raise ProbeFailure(
+            FailureReason.FIO_ERROR,
+            f"the {self.call} worker (pid {self.pid}) ended without a result "
+            f"(exit status {code}) while {self.phase}",
+        )
+
+    def stop(self, grace: float) -> Any:
+        """Ask the child to stop (SIGTERM: it stops fio and cleans up) and wait up to
+        `grace` seconds for its answer; None if it gave none (it is then killed)."""
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGTERM)
+        try:
+            return self.wait(time.monotonic() + grace)
+        except Expired:
+            self.abandon()
+            return None
+        except FioprobeError as exc:
+            return exc
+
+    def abandon(self) -> bool:
+        """Kill the child's process group and fio's; True if the child could not be reaped
+        (stuck in the kernel: it is left behind, never waited for again)."""
+        for group in (self.pid, self.fio_pgid):
+            if group is not None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(group, signal.SIGKILL)
+        try:
+            self.process.wait(timeout=REAP_SECONDS)
+            stuck = False
+        except subprocess.TimeoutExpired:
+            stuck = True  # subprocess reaps it later, without blocking, once it can
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+        return stuck
+
+    def close(self) -> None:
+        """After a reply: let the child exit, reap it (it has nothing left to do)."""
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+        try:
+            self.process.wait(timeout=REAP_SECONDS * 4)
+        except subprocess.TimeoutExpired:
+            self.abandon()
+
+
+def start(call: str, *args: object) -> Worker:
+    """Start `CALLS[call](*args, report=...)` in a child; wait for it with `Worker.wait`."""
+    if call not in CALLS:
+        raise ValueError(f"unknown worker call {call!r}")
+    package_root = str(Path(__file__).resolve().parents[1])
+    request = pickle.dumps((call, args), protocol=pickle.HIGHEST_PROTOCOL)
+    try:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-I",  # no environment, no user site: the child runs fioprobe's code only
+                "-c",
+                "import sys; sys.path.insert(0, sys.argv[1]); "
+                "from fioprobe.volume_worker import child_main; sys.exit(child_main())",
+                package_root,
+                str(os.getpid()),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=None,  # its complaints go where the parent's go
+            env=CHILD_ENVIRONMENT,
+            close_fds=True,
+            cwd="/",
+            # Its own process group and session: killed as a whole, and a Ctrl-C reaches
+            # only the parent, which stops the child itself (with its clean-up).
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise ProbeFailure(
+            FailureReason.FIO_ERROR, f"cannot start the {call} worker: {exc.strerror or exc}"
+        ) from None
+    stdin = process.stdin
+    assert stdin is not None
+    try:
+        # The child reads this first; a request is small (a profile, a run's totals).
+        stdin.write(request)
+        stdin.close()
+    except OSError:
+        pass  # the child is gone already: wait() reports it
+    return Worker(call, process)
+
+
+# --- the child ------------------------------------------------------------------------------
+
+
+def child_main() -> int:
+    """Entry point of the child: one call from stdin, its reply on stdout."""
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # anything printed goes to stderr: stdout carries only the protocol
+    _die_with_parent(int(sys.argv[2]))
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, _interrupt)
+    call, args = pickle.load(sys.stdin.buffer)
+    module_name, function_name = CALLS[call].split(":")
+    function = getattr(importlib.import_module(module_name), function_name)
+
+    def report(phase: str, **info: object) -> None:
+        _send(out, _PROGRESS + json.dumps({"phase": phase, **info}).encode())
+
+    try:
+        reply: tuple[str, Any] = ("ok", function(*args, report=report))
+    except FioprobeError as exc:
+        reply = ("error", _envelope(exc))
+    except Exception as exc:  # a bug: its traceback for the log, a failure for the run
+        traceback.print_exc()
+        failure = ProbeFailure(FailureReason.FIO_ERROR, f"the {call} worker failed: {exc!r}")
+        reply = ("error", _envelope(failure))
+    # A signal from now on changes nothing: the answer is on its way.
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    _send(out, _REPLY + base64.b64encode(pickle.dumps(reply, pickle.HIGHEST_PROTOCOL)))
+    return 0
+
+
+def _send(out: IO[bytes], line: bytes) -> None:
+    with contextlib.suppress(BrokenPipeError):  # the parent stopped listening (it gave up)
+        out.write(line + b"\n")
+        out.flush()
+
+
+def _interrupt(signum: int, _frame: object) -> None:
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)  # one interruption, then the clean-up runs
+    raise Interrupted(signum, signal.Signals(signum).name)
+
+
+def _die_with_parent(parent: int) -> None:
+    """SIGKILL when the parent dies, and exit now if it died already."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+# --- errors across the pipe -----------------------------------------------------------------
+
+
+def _envelope(exc: FioprobeError) -> dict[str, Any]:
+    return {
+        "type": type(exc).__name__,
+        "message": str(exc),
+        "reason": getattr(exc, "reason", None),
+        "exit_code": int(exc.exit_code),
+        "pushed": getattr(exc, "pushed", None),
+        "outcome": getattr(exc, "outcome", None),
+        "signum": getattr(exc, "signum", None),
+        "what_happened": getattr(exc, "what_happened", None),
+    }
+
+
+def _rebuilt(envelope: dict[str, Any]) -> FioprobeError:
+    """The child's error as the parent raises it: the same class for the ones callers
+    handle apart, a FioprobeError with the same message, reason and exit status else."""
+    from .publish import StateNotKept, WriterConflict
+    from .pushgateway import PushError
+    from .statefile import StateError
+
+    kind, message, reason = envelope["type"], envelope["message"], envelope["reason"]
+    if kind == "PushError":
+        return PushError(message)
+    if kind == "StateNotKept":
+        return StateNotKept(message, reason, pushed=bool(envelope["pushed"]))
+    if kind == "WriterConflict":
+        return WriterConflict(message, envelope["outcome"])
+    if kind == "Interrupted":
+        return Interrupted(envelope["signum"], message, envelope["what_happened"] or "")
+    if kind == "ProbeFailure":
+        return ProbeFailure(reason, message)
+    error = StateError(message, reason) if kind == "StateError" else FioprobeError(message)
+    error.reason = reason or error.reason
+    error.exit_code = envelope["exit_code"]
+    return error

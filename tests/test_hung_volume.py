@@ -1,0 +1,208 @@
+"""A probed volume that stops answering: one deadline per run, kept whatever the disk does.
+
+The disk is the slow FUSE filesystem (fioprobe.slowdisk) with every write and fsync held
+for minutes: a process that writes there sleeps in the kernel until the answer comes, as on
+a hung network volume. What must hold: the process that pushes never waits for the volume;
+the run pushes `timeout` (never the error of a clean-up that came after) and returns within
+its deadline plus the push; the next run does not pile up behind a process still stuck, says
+so and pushes `timeout` again; once the disk answers, what was left behind is removed.
+
+Every FUSE mount is made through `slow_dir_factory`, which unmounts (lazily if it must) and
+stops the filesystem's process by PID at teardown, also when a test fails; stopping it
+aborts the requests still held, which ends any process stuck on them.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from conftest import fioprobe, gateway_group, gauge
+from fioprobe.errors import FailureReason
+from fioprobe.probedir import RunDir, open_probe_directory
+from fioprobe.stuck import Marker
+from support import services
+from support.fixtures import slow_dir_factory
+from support.slowfs import SlowFs
+
+__all__ = ["slow_dir_factory"]
+
+#: Every write and fsync of the hung disk is held this long.
+HANG_MS = 120_000
+#: What the acceptance allows a `--probe-timeout 10` run on the hung disk, push included.
+RETURNS_WITHIN_SECONDS = 60
+
+
+def probe(
+    disk: Path, gateway: services.Service, env: dict[str, str], *extra: str
+) -> tuple[subprocess.CompletedProcess[bytes], float]:
+    started = time.monotonic()
+    result = fioprobe("probe", "--profile", "etcd-fsync", "--dir", str(disk), "--storageclass",
+                      "hung", "--gateway", gateway.url, *extra, env=env, timeout=150)  # fmt: skip
+    return result, time.monotonic() - started
+
+
+def reason_of(group: dict[str, list[dict]]) -> str:
+    (info,) = group["fioprobe_failure_reason_info"]
+    return info["labels"]["reason"]
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    """The probe's own state directory (off the probed volume) for every command."""
+    return {**os.environ, "FIOPROBE_STATE_DIR": str(tmp_path / "state")}
+
+
+def stuck_pid(disk: Path, state: Path) -> int | None:
+    """The process the marker of `disk` names, if there is one."""
+    stuck = Marker.for_directory(disk, state).read()
+    return None if stuck is None else stuck.pid
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            line = handle.read()
+    except OSError:
+        return False
+    return line[line.rfind(b")") + 2 : line.rfind(b")") + 3] not in (b"Z", b"X")
+
+
+@pytest.mark.slow
+def test_probe_on_a_hung_volume_pushes_timeout_and_the_next_run_does_not_pile_up(
+    tmp_path: Path,
+    pushgateway: services.Service,
+    slow_dir_factory: Callable[..., SlowFs],
+    env: dict[str, str],
+) -> None:
+    disk = slow_dir_factory(HANG_MS, HANG_MS)
+    first, seconds = probe(disk.mountpoint, pushgateway, env, "--probe-timeout", "10")
+    stderr = first.stderr.decode()
+    assert seconds < RETURNS_WITHIN_SECONDS, (seconds, stderr)
+    assert first.returncode == 1, stderr
+    assert "Traceback" not in stderr
+    assert "FAILED (timeout)" in stderr and "stuck in the kernel" in stderr, stderr
+    group = gateway_group(pushgateway, storageclass="hung", profile="etcd-fsync")
+    assert group is not None
+    assert gauge(group, "fioprobe_success") == 0
+    assert reason_of(group) == FailureReason.TIMEOUT
+    # The publish is in the pushed duration: it is at least the volume's deadline.
+    assert gauge(group, "fioprobe_duration_seconds") >= 10
+    pid = stuck_pid(disk.mountpoint, tmp_path / "state")
+    assert pid is not None and alive(pid), "the abandoned child is written down"
+
+    second, seconds = probe(disk.mountpoint, pushgateway, env, "--probe-timeout", "10")
+    stderr = second.stderr.decode()
+    assert seconds < RETURNS_WITHIN_SECONDS, (seconds, stderr)
+    assert second.returncode == 1, stderr
+    assert "FAILED (timeout)" in stderr and "previous run is still stuck" in stderr, stderr
+    group = gateway_group(pushgateway, storageclass="hung", profile="etcd-fsync")
+    assert reason_of(group) == FailureReason.TIMEOUT
+    assert gauge(group, "fioprobe_failures_total") == 2
+
+    # The disk answers again: the held write returns, the pending SIGKILL ends the child.
+    disk.set_delays(0, 0)
+    deadline = time.monotonic() + HANG_MS / 1000 + 60
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not alive(pid)
+    third, _ = probe(disk.mountpoint, pushgateway, env)
+    stderr = third.stderr.decode()
+    assert third.returncode == 0, stderr
+    assert "stuck process has ended" in stderr, stderr
+    assert sorted(os.listdir(disk.mountpoint)) == []  # what the stuck child left is gone
+    assert list((tmp_path / "state").glob("stuck-*.json")) == []
+    group = gateway_group(pushgateway, storageclass="hung", profile="etcd-fsync")
+    assert gauge(group, "fioprobe_success") == 1
+
+
+@pytest.mark.slow
+def test_a_slow_fsync_after_the_timeout_is_a_timeout_not_the_cleanup_error(
+    pushgateway: services.Service, slow_dir_factory: Callable[..., SlowFs], env: dict[str, str]
+) -> None:
+    """fio times out in a 20 s fsync; stopping it and removing its files then fail or
+    hang too: the run's reason stays `timeout`, within the deadline (3 s + the margin)."""
+    disk = slow_dir_factory(20_000)
+    result, seconds = probe(disk.mountpoint, pushgateway, env, "--probe-timeout", "3")
+    stderr = result.stderr.decode()
+    assert result.returncode == 1, stderr
+    assert "FAILED (timeout)" in stderr, stderr
+    assert seconds < 3 + 25 + 20, (seconds, stderr)
+    group = gateway_group(pushgateway, storageclass="hung", profile="etcd-fsync")
+    assert reason_of(group) == FailureReason.TIMEOUT
+
+
+@pytest.mark.slow
+def test_run_with_the_middle_target_hung_pushes_the_others_on_time(
+    tmp_path: Path,
+    pushgateway: services.Service,
+    slow_dir_factory: Callable[..., SlowFs],
+    env: dict[str, str],
+) -> None:
+    first, last = tmp_path / "first", tmp_path / "last"
+    first.mkdir()
+    last.mkdir()
+    hung = slow_dir_factory(HANG_MS, HANG_MS).mountpoint
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        f"pushgateway: {{url: {pushgateway.url}}}\n"
+        "targets:\n"
+        f"  - {{name: first, directory: {first}, profiles: [etcd-fsync], timeout_seconds: 10}}\n"
+        f"  - {{name: hung, directory: {hung}, profiles: [etcd-fsync], timeout_seconds: 10}}\n"
+        f"  - {{name: last, directory: {last}, profiles: [etcd-fsync], timeout_seconds: 10}}\n"
+    )
+    started = time.monotonic()
+    result = fioprobe("run", "--config", str(config), env=env, timeout=150)
+    seconds = time.monotonic() - started
+    stderr = result.stderr.decode()
+    assert result.returncode == 1, stderr
+    assert "Traceback" not in stderr
+    # Two healthy runs and one deadline (10 s + 25 s) with its push: well within 90 s.
+    assert seconds < 90, (seconds, stderr)
+    for name in ("first", "last"):
+        group = gateway_group(pushgateway, storageclass=name, profile="etcd-fsync")
+        assert group is not None and gauge(group, "fioprobe_success") == 1, (name, stderr)
+    group = gateway_group(pushgateway, storageclass="hung", profile="etcd-fsync")
+    assert group is not None and reason_of(group) == FailureReason.TIMEOUT
+
+
+# --- FUSE's hidden files -------------------------------------------------------------------
+
+
+@pytest.fixture
+def fuse_disk(slow_dir_factory: Callable[..., SlowFs]) -> Iterator[Path]:
+    yield slow_dir_factory(0).mountpoint
+
+
+def _hide_a_file(run_dir: RunDir) -> int:
+    """A file of the run directory unlinked while open: FUSE keeps it as `.fuse_hidden*`
+    until its last descriptor is released, so the directory is not empty meanwhile."""
+    fd = os.open("data", os.O_RDWR | os.O_CREAT, 0o600, dir_fd=run_dir.fd)
+    os.write(fd, b"x" * 4096)
+    os.unlink("data", dir_fd=run_dir.fd)
+    assert [n.startswith(".fuse_hidden") for n in os.listdir(run_dir.pinned_path)] == [True]
+    return fd
+
+
+def test_run_directory_removal_waits_for_fuse_hidden_files(fuse_disk: Path) -> None:
+    """The hidden file is released a moment after the run (as FUSE releases fio's files
+    after fio exits): the removal waits for it, the run keeps its outcome, nothing is left."""
+    with open_probe_directory(fuse_disk) as directory, directory.private_run_dir() as run_dir:
+        fd = _hide_a_file(run_dir)
+        threading.Timer(0.2, os.close, (fd,)).start()
+    assert os.listdir(fuse_disk) == []
+
+
+def test_fuse_hidden_files_that_stay_are_left_for_the_next_run(fuse_disk: Path) -> None:
+    with open_probe_directory(fuse_disk) as directory:
+        with directory.private_run_dir() as run_dir:
+            fd = _hide_a_file(run_dir)
+        os.close(fd)  # released only after the run ended: no failure, the directory stays
+        with directory.private_run_dir():
+            pass  # the next run removes it first
+    assert os.listdir(fuse_disk) == []
