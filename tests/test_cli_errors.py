@@ -554,7 +554,10 @@ def _numeric_cases() -> list[tuple[str, list[str], str]]:
                 f"fioprobe: error: {command}: argument {option}: {said} "
                 f"(see fioprobe {command} --help)"
             )
-            cases.append((f"{command}{option}-{name}", [*BEFORE[command], option, value], line))
+            # A last unknown option: were the value accepted, argparse would still stop at it,
+            # and nothing (a demo, a probe) would start.
+            args = [*BEFORE[command], option, value, "--not-an-option"]
+            cases.append((f"{command}{option}-{name}", args, line))
     return cases
 
 
