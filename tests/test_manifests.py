@@ -186,8 +186,9 @@ def test_every_pod_spec_is_restricted() -> None:
             assert "privileged" not in sc or sc["privileged"] is False, name
             resources = container["resources"]
             assert resources["requests"] and resources["limits"]["memory"], name
-        # The only hostPath allowed: the etcd probes' dedicated directory, for the etcd
-        # CronJobs and the continuous stream's DaemonSet on the same nodes.
+        # The only hostPaths allowed: the etcd probes' dedicated directory, for the etcd
+        # CronJobs and the continuous stream's DaemonSet on the same nodes, and the node's
+        # state directory for the CronJobs (their state never lives where fio writes).
         for volume in spec["volumes"]:
             if "hostPath" in volume:
                 assert obj["metadata"]["namespace"] == "fioprobe-etcd", name
@@ -195,7 +196,10 @@ def test_every_pod_spec_is_restricted() -> None:
                     "DaemonSet",
                     "fioprobe-continuous",
                 ), name
-                assert volume["hostPath"] == {"path": "/var/lib/etcd-fioprobe", "type": "Directory"}
+                allowed = {"probe": "/var/lib/etcd-fioprobe", "state": "/var/lib/fioprobe/state"}
+                if obj["kind"] != "CronJob":
+                    allowed.pop("state")
+                assert volume["hostPath"] == {"path": allowed[volume["name"]], "type": "Directory"}
     for sa in of_kind("ServiceAccount").values():
         assert sa["automountServiceAccountToken"] is False
 
@@ -398,6 +402,8 @@ def _local_command(cronjob: dict[str, Any], root: Path, pushgateway_url: str):
             config["pushgateway"]["url"] = pushgateway_url
             for target in config["targets"]:
                 target["directory"] = localize(target["directory"])
+                if "state_dir" in target:
+                    target["state_dir"] = localize(target["state_dir"])
             (paths[mount["mountPath"]] / item["path"]).write_text(yaml.safe_dump(config))
 
     node = spec.get("nodeSelector", {}).get("kubernetes.io/hostname", "worker-test-0")
@@ -472,5 +478,11 @@ def _run_cronjob_locally(file: str, pod: Path, pushgateway: services.Service) ->
         assert float(success) == 1.0, profile
         info = group["fioprobe_info"]["metrics"][0]["labels"]
         assert info["ran_on_node"] == node
-    # State lives on the probe volume (it persists with the PVC / host directory).
-    assert list((paths["/probe"] / ".fioprobe-state").glob("*.json"))
+    # State lives on the probe's own PVC (dedicated), or on the node's state directory for
+    # the hostPath of a node-local probe, which tenants may write (docs/SAFETY.md).
+    if "state_dir" in target:
+        assert not (paths["/probe"] / ".fioprobe-state").exists()
+        assert list(Path(target["state_dir"]).glob("*.json"))
+    else:
+        assert target["volume"]["dedicated"] is True
+        assert list((paths["/probe"] / ".fioprobe-state").glob("*.json"))

@@ -33,8 +33,8 @@ PREFIX = "fioprobe manifests config: "
 TOP_LEVEL = (
     "configMountPath, continuous, dns, etcd, everyMinutes, failedJobsHistoryLimit, image, "
     "monitoring, namespace, perNode, probeMountPath, probeResources, probeUser, "
-    "profileTimeoutSeconds, pushgateway, startingDeadlineSeconds, storageClasses, "
-    "successfulJobsHistoryLimit, version"
+    "profileTimeoutSeconds, pushgateway, startingDeadlineSeconds, stateHostPath, "
+    "storageClasses, successfulJobsHistoryLimit, version"
 )
 VOLUME_KEYS = "dedicated, iops, provisioner, size, throughput, type"
 #: Renders without the mixin's rules and dashboards: they do not depend on these keys and

@@ -28,11 +28,10 @@ function(config, probes)
         directory: '%s/%s' % [nodeDir, d.name],
         node_local: true,
         etcd_disk: d.etcdDisk,
-        state_dir: '%s/state/%s' % [nodeDir, d.name],
         volume: d.volume,
         timeout_seconds: c.profileTimeoutSeconds,
         profiles: d.profiles,
-      }
+      } + probes.nodeState(d.name)
       for d in p.localDisks
     ] + [
       {
@@ -43,12 +42,11 @@ function(config, probes)
         // An unbound or unmounted ephemeral volume must not turn into a probe of the
         // container's own filesystem.
         require_mount_point: true,
-        // On the node, not on the ephemeral volume: it outlives the pod.
-        state_dir: '%s/state/%s' % [nodeDir, sc.name],
         volume: sc.volume,
         timeout_seconds: c.profileTimeoutSeconds,
         profiles: sc.profiles,
-      }
+        // On the node, not on the ephemeral volume: it outlives the pod.
+      } + probes.nodeState(sc.name)
       for sc in p.storageClasses
     ],
   };
@@ -64,6 +62,7 @@ function(config, probes)
     resources: p.resources,
     volumeMounts: [m for m in super.volumeMounts if m.name != 'probe'] + [
       { name: 'node', mountPath: nodeDir },
+      probes.stateMount,
     ] + [
       { name: volumeName(sc), mountPath: '%s/%s' % [probeRoot, sc.name] }
       for sc in p.storageClasses
@@ -73,6 +72,7 @@ function(config, probes)
     // Type Directory: prepared once per node with the probe user as owner, never created
     // by the kubelet (it would be root's).
     { name: 'node', hostPath: { path: p.hostPath, type: 'Directory' } },
+    probes.stateVolume,
   ] + [
     {
       name: volumeName(sc),
@@ -89,7 +89,12 @@ function(config, probes)
     }
     for sc in p.storageClasses
   ];
+  // The node's state directory must be no probed directory, nor hold one, nor be inside
+  // one: fio and the probed directory's tenants would write the state.
+  local within(a, b) = a == b || std.startsWith(a, b + '/');
+  local overlapping = [d.name for d in p.localDisks if within(c.stateHostPath, '%s/%s' % [p.hostPath, d.name]) || within('%s/%s' % [p.hostPath, d.name], c.stateHostPath)];
   if !p.enabled then {} else {
+    assert overlapping == [] : 'fioprobe manifests config: stateHostPath %s overlaps the directories of perNode.localDisks %s; give it a directory of its own' % [c.stateHostPath, std.join(', ', overlapping)],
     // Every target has profiles (lib/defaults.libsonnet checks that); an enabled DaemonSet
     // with no target at all would run pods that probe nothing.
     assert std.length(p.localDisks) + std.length(p.storageClasses) > 0 : 'fioprobe manifests config: perNode.enabled needs perNode.localDisks or perNode.storageClasses',

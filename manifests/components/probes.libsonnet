@@ -29,7 +29,10 @@ function(config) {
   // owner: one per configuration, so that `fioprobe gc` with one never deletes another's.
   // etcdDisk: the disk holds etcd's data, a fact of the deployment that every push publishes
   // (fioprobe_info{etcd_disk}) and the mixin's etcd alerts select by.
-  local fioprobeConfig(name, nodeLocal, volume, profiles, etcdDisk) = {
+  // state: where the target's state lives (docs/SAFETY.md, "Where state lives"): a
+  // StorageClass probe's own PVC is dedicated (its state on it, persisting with it); a
+  // node-local probe's hostPath is shared, its state in the node's state directory.
+  local fioprobeConfig(name, nodeLocal, volume, profiles, etcdDisk, state) = {
     owner: name,
     pushgateway: fioprobePushgateway,
     targets: [{
@@ -40,8 +43,18 @@ function(config) {
       volume: volume,
       timeout_seconds: c.profileTimeoutSeconds,
       profiles: profiles,
-    }],
+    } + state],
   },
+
+  // The node's state directory (stateHostPath), for node-local probes: type Directory, as
+  // every hostPath here, prepared once with the probe user as owner (the kubelet would make
+  // it root's). Each target keeps its state in <stateMountPath>/<target name>.
+  local stateMountPath = '/var/lib/fioprobe-state',
+  local stateVolume = { name: 'state', hostPath: { path: c.stateHostPath, type: 'Directory' } },
+  local stateMount = { name: 'state', mountPath: stateMountPath },
+  local nodeState(name) = { state_dir: '%s/%s' % [stateMountPath, name] },
+  // The probe's own PVC: only the probe writes it, unless the config says otherwise.
+  local dedicated(volume) = volume + { dedicated: std.get(volume, 'dedicated', true) != false },
 
   // --- pod template -------------------------------------------------------------------
   // Worst case of one run: every profile to its timeout, every push to all its attempts.
@@ -183,6 +196,9 @@ function(config) {
   pushgatewayConfig:: fioprobePushgateway,
   container:: container,
   volumes:: volumes,
+  stateVolume:: stateVolume,
+  stateMount:: stateMount,
+  nodeState:: nodeState,
   activeDeadline:: activeDeadline,
   serviceAccount:: serviceAccount,
   networkPolicy:: networkPolicy,
@@ -196,7 +212,7 @@ function(config) {
     serviceAccount: serviceAccount(c.namespace),
     networkPolicy: networkPolicy(c.namespace),
     configMap: configMap(c.namespace, {
-      [sc.name + '.yaml']: fioprobeConfig(sc.name, false, sc.volume, sc.profiles, sc.etcdDisk)
+      [sc.name + '.yaml']: fioprobeConfig(sc.name, false, dedicated(sc.volume), sc.profiles, sc.etcdDisk, {})
       for sc in scs
     }),
   } + {
@@ -230,7 +246,9 @@ function(config) {
   local nodes = e.nodes,
   local etcdName(node) = common.dnsName('fioprobe-etcd-' + node),
 
+  local etcdStateOverlap = std.startsWith(c.stateHostPath + '/', e.hostPath + '/') || std.startsWith(e.hostPath + '/', c.stateHostPath + '/'),
   etcd: if std.length(nodes) == 0 then {} else {
+    assert !etcdStateOverlap : 'fioprobe manifests config: stateHostPath %s overlaps etcd.hostPath %s, the probed directory; give it a directory of its own' % [c.stateHostPath, e.hostPath],
     // hostPath volumes are outside every Pod Security level but "privileged", so these
     // probes live in their own namespace; the restricted settings are still set on the pod
     // (warn/audit stay "restricted": the only reported violation is the hostPath).
@@ -248,7 +266,7 @@ function(config) {
     serviceAccount: serviceAccount(e.namespace),
     networkPolicy: networkPolicy(e.namespace),
     configMap: configMap(e.namespace, {
-      [e.name + '.yaml']: fioprobeConfig(e.name, true, e.volume, e.profiles, true),
+      [e.name + '.yaml']: fioprobeConfig(e.name, true, e.volume, e.profiles, true, nodeState(e.name)),
     }),
   } + {
     ['cronJob-' + nodes[i]]: cronJob(
@@ -264,6 +282,8 @@ function(config) {
       {
         nodeSelector: { 'kubernetes.io/hostname': nodes[i] },
         tolerations: e.tolerations,
+        containers: [container { volumeMounts+: [stateMount] }],
+        volumes+: [stateVolume],
       },
     )
     for i in std.range(0, std.length(nodes) - 1)

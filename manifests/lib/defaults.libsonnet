@@ -136,6 +136,12 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
   probeMountPath: '/probe',
   '#configMountPath':: "Mount point of the probe's configuration in the pod.",
   configMountPath: '/etc/fioprobe',
+  // Node-local probes (etcd, per-node) probe hostPath directories that other pods may write:
+  // their state (cumulative counters) must not live there, where a tenant could forge it
+  // (docs/SAFETY.md, "Where state lives"). It lives in this directory on the node instead,
+  // which only the probe writes, so a new pod on the same node continues its counters.
+  '#stateHostPath':: 'Directory on each node where node-local probes keep their state, prepared once (owned by probeUser, mode 0700; fioprobe refuses it otherwise).',
+  stateHostPath: '/var/lib/fioprobe/state',
 
   '#etcd':: 'Probes of the disks that hold etcd: one CronJob per control-plane node.',
   etcd: {
@@ -273,9 +279,10 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
     '#tolerations':: 'Tolerations of the DaemonSet.',
     tolerations: p.list(toleration),
     // A directory per node, prepared once (owned by the probe user), as the etcd one. It
-    // holds the local-disk probe directories and every target's state, so a replaced pod
-    // continues its counters without reading the Pushgateway back.
-    '#hostPath':: "Directory on each node, prepared once: local-disk probe directories and every target's state.",
+    // holds the local-disk probe directories; every target's state is in stateHostPath, on
+    // the node too, so a replaced pod continues its counters without reading the
+    // Pushgateway back.
+    '#hostPath':: 'Directory on each node, prepared once: the local-disk probe directories (the state lives in stateHostPath).',
     hostPath: '/var/lib/fioprobe',
     '#localDisks':: 'Node-local disks: fio writes in <hostPath>/<name>.',
     localDisks: p.list({
