@@ -10,7 +10,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import corpus_files, fioprobe
+from conftest import REPO, corpus_files, fioprobe
+from fioprobe import shards
 from fioprobe.pushgateway import Transport, push
 from prometheus_client import CollectorRegistry, Gauge
 from support import services
@@ -283,3 +284,121 @@ def test_configurations_of_different_gateways_are_refused(tmp_path: Path) -> Non
     result = fioprobe("gc", "--config", str(one), "--config", str(two))
     assert result.returncode == 2
     assert b"name different Pushgateways" in result.stderr
+
+
+# --- replicas: gc with another replica list than the probes' --------------------------------
+
+
+def _runs_on(gateway: services.Service, key: dict[str, str]) -> float | None:
+    """fioprobe_runs_total of the group on this replica, None when it does not hold it."""
+    with urllib.request.urlopen(gateway.url + "/api/v1/metrics", timeout=5) as response:
+        for group in json.load(response)["data"]:
+            if group["labels"] == {"job": "fioprobe", **key}:
+                return float(group["fioprobe_runs_total"]["metrics"][0]["value"])
+    return None
+
+
+@pytest.fixture
+def two_gateways(tmp_path: Path):
+    started = [services.pushgateway(tmp_path / name).start() for name in ("pgw-a", "pgw-b")]
+    try:
+        yield started
+    finally:
+        for gateway in started:
+            gateway.stop()
+
+
+def test_gc_with_another_replica_list_keeps_the_live_copy(two_gateways, tmp_path: Path) -> None:
+    """A rollback of the replicas: the probes went from [A, B] back to [A]; gc still has
+    [A, B], where the group's own replica is B. B holds the stale copy (2 runs), A the live one
+    (4 runs): gc deletes B's copy and keeps A's, so the counter Prometheus sees stays at 4."""
+    a, b = two_gateways
+    name = next(n for n in (f"sc-{i}" for i in range(256)) if shards.pick(
+        [a.url, b.url], {"storageclass": n, "profile": "etcd-fsync"}) == 1)  # fmt: skip
+    key = {"storageclass": name, "profile": "etcd-fsync"}
+    directory = tmp_path / "probe"
+    directory.mkdir()
+
+    def config(file: str, replicas: list[str]) -> Path:
+        document = {
+            "owner": OWNER,
+            "pushgateway": {"shards": replicas, "attempts": 1},
+            "targets": [{"name": name, "directory": str(directory), "profiles": [TINY]}],
+        }
+        path = tmp_path / file
+        path.write_text(json.dumps(document))
+        return path
+
+    wide, narrow = config("wide.yaml", [a.url, b.url]), config("narrow.yaml", [a.url])
+    for path in (wide, wide, narrow, narrow):
+        ran = fioprobe("run", "--config", str(path), "--quiet")
+        assert ran.returncode == 0, ran.stderr.decode()
+    assert (_runs_on(a, key), _runs_on(b, key)) == (4, 2)  # live on A, stale on B
+
+    dry = fioprobe("gc", "--config", str(wide), "--dry-run")
+    assert dry.returncode == 0, dry.stderr.decode()
+    assert dry.stdout.decode().splitlines() == [
+        f"would delete {key} on {b.url} (old copy of a group that moved)"
+    ]
+    result = fioprobe("gc", "--config", str(wide))
+    assert result.returncode == 0, result.stderr.decode()
+    assert result.stdout.decode().splitlines() == [
+        f"deleted {key} on {b.url} (old copy of a group that moved)"
+    ]
+    assert (_runs_on(a, key), _runs_on(b, key)) == (4, None)
+
+
+def _push_copy(gateway: services.Service, key: dict[str, str], runs: int) -> None:
+    registry = CollectorRegistry()
+    Gauge("fioprobe_runs_total", "test", registry=registry).set(runs)
+    Gauge("fioprobe_owner_info", "test", ["owner"], registry=registry).labels(OWNER).set(1)
+    push(Transport(gateway.url, attempts=1), key, registry)
+
+
+def test_copies_that_cannot_be_ordered_are_all_kept(two_gateways, tmp_path: Path) -> None:
+    """Newer but behind (two writers diverged): neither copy holds all of the other's runs,
+    so gc deletes neither, whichever replica its own list calls the group's, and says so."""
+    a, b = two_gateways
+    key = {"storageclass": "gp3", "profile": "etcd-fsync"}  # configured by write_config
+    _push_copy(b, key, runs=7)
+    time.sleep(1.1)  # a later push time, by the gateways' (one machine's) clock
+    _push_copy(a, key, runs=5)
+    for replicas in ([a.url, b.url], [b.url, a.url]):
+        path = write_config(tmp_path / "config.yaml", a)
+        document = json.loads(path.read_text())
+        document["pushgateway"] = {"shards": replicas, "attempts": 1}
+        path.write_text(json.dumps(document))
+        result = fioprobe("gc", "--config", str(path))
+        assert result.returncode == 0, result.stderr.decode()
+        assert result.stdout == b""
+        assert f"kept every copy of {key} on {a.url}, {b.url}" in result.stderr.decode() or (
+            f"kept every copy of {key} on {b.url}, {a.url}" in result.stderr.decode()
+        )
+        assert (_runs_on(a, key), _runs_on(b, key)) == (5, 7)
+    # Once the newer copy is also ahead, the older one goes.
+    _push_copy(a, key, runs=8)
+    result = fioprobe("gc", "--config", str(path))
+    assert result.stdout.decode().splitlines() == [
+        f"deleted {key} on {b.url} (old copy of a group that moved)"
+    ]
+    assert (_runs_on(a, key), _runs_on(b, key)) == (8, None)
+
+
+def test_gc_takes_a_jobs_dir_as_run_does(pushgateway: services.Service, tmp_path: Path) -> None:
+    """A configuration naming a profile of its own jobs directory: gc reads it as `run`."""
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    text = (REPO / "jobs" / "etcd-fsync.fio").read_text().replace("[etcd-fsync]", "[site-fsync]")
+    (jobs / "site-fsync.fio").write_text(text)
+    push_group(pushgateway, {"storageclass": "gp3", "profile": "site-fsync"})
+    push_group(pushgateway, {"storageclass": "gp3", "profile": "gone"})
+    path = tmp_path / "config.yaml"
+    path.write_text(json.dumps({
+        "owner": OWNER, "pushgateway": {"url": pushgateway.url, "attempts": 1},
+        "targets": [{"name": "gp3", "directory": "/probe", "profiles": ["site-fsync"]}],
+    }))  # fmt: skip
+    result = fioprobe("gc", "--config", str(path), "--jobs-dir", str(jobs))
+    assert result.returncode == 0, result.stderr.decode()
+    assert result.stdout.decode().splitlines() == [
+        "deleted {'storageclass': 'gp3', 'profile': 'gone'}"
+    ]

@@ -180,6 +180,9 @@ def cmd_gc(args: argparse.Namespace) -> int:
         print(f"{verb} {key}")
     for key, replica in result.misplaced:
         print(f"{verb} {key} on {redact(replica)} (old copy of a group that moved)")
+    for key, replicas in result.unordered:
+        shown = ", ".join(redact(replica) for replica in replicas)
+        _say(args, f"kept every copy of {key} on {shown}: none is older and behind another")
     for labels in result.foreign:
         _say(args, f"left alone (not a fioprobe grouping key): {labels}")
     owners = sorted({owner for _, owner in result.others})

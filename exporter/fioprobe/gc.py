@@ -26,10 +26,16 @@ labels. Which groups go (docs/GC.md has the whole story):
 - a `job="fioprobe"` group whose labels are not a fioprobe grouping key is never touched.
 
 With several Pushgateway replicas (`fioprobe.shards`) gc reads every replica and deletes a
-group where it is. A group found on a replica that is not its own while its own replica
-holds it too is the old copy of a group that moved (its probe pushed to the new replica and
-could not delete the old copy): that copy is deleted, so that no group stays on two
-replicas. A group found only on another replica is kept: it moves at its probe's next run.
+group where it is. A group held by two replicas has a copy its probe no longer pushes: the
+old copy of a group that moved (its probe pushed to the new replica and could not delete the
+old copy). Which one is old is read from the copies, never from gc's own replica list: the
+probes may use another list than gc (a rollout or a rollback of the replicas), and gc's
+"own" replica may then hold the stale copy while the live one is elsewhere. A copy is old,
+and deleted, only when another copy is newer (pushed later, or continued from it: its
+`fioprobe_push_basis_id` is this copy's push id) and not behind it (every cumulative count
+at least as high): deleting it loses no run. Copies that cannot be ordered so (pushed by two
+writers that diverged, or unreadable counts) are all kept and listed. A group found only on
+a replica that is not its own is kept: it moves at its probe's next run.
 """
 
 from __future__ import annotations
@@ -41,7 +47,16 @@ from dataclasses import dataclass, field
 
 from .config import Config
 from .errors import UsageError
-from .pushgateway import JOB, PUSH_TIME, Transport, delete_group, list_groups
+from .pushgateway import (
+    COUNT_LIMIT,
+    COUNTERS,
+    JOB,
+    PUSH_IDS,
+    PUSH_TIME,
+    Transport,
+    delete_group,
+    list_groups,
+)
 from .shards import Shards, identity
 
 OWNER_INFO = "fioprobe_owner_info"
@@ -61,9 +76,12 @@ class GcResult:
     others: list[tuple[dict[str, str], str]] = field(default_factory=list)
     #: Groups without an owner, left alone (deleted only with `unowned`).
     unowned: list[dict[str, str]] = field(default_factory=list)
-    #: Groups on a replica that is not theirs while their own replica holds them too: old
-    #: copies of moved groups, deleted (or listed, in a dry run) with their replica's URL.
+    #: Old copies of moved groups: another replica holds the group newer and not behind.
+    #: Deleted (or listed, in a dry run) with their replica's URL.
     misplaced: list[tuple[dict[str, str], str]] = field(default_factory=list)
+    #: Groups held by several replicas whose copies cannot be ordered (two writers diverged,
+    #: or counts that cannot be read): every copy kept, with the replicas' URLs.
+    unordered: list[tuple[dict[str, str], list[str]]] = field(default_factory=list)
     dry_run: bool = False
 
 
@@ -132,10 +150,11 @@ def collect(
             if isinstance(labels, dict) and labels.get("job") == JOB:
                 groups.append(({str(k): str(v) for k, v in labels.items()}, group, replica))
     owner_of = {frozenset(labels.items()): _owner(group) for labels, group, _ in groups}
-    held_by: dict[frozenset[tuple[str, str]], set[str]] = {}
-    for labels, _, replica in groups:
-        held_by.setdefault(frozenset(labels.items()), set()).add(replica.url)
+    copies: dict[frozenset[tuple[str, str]], list[tuple[Transport, Copy]]] = {}
+    for labels, group, replica in groups:
+        copies.setdefault(frozenset(labels.items()), []).append((replica, Copy.of(group)))
     result = GcResult(dry_run=dry_run)
+    listed_unordered: set[frozenset[tuple[str, str]]] = set()
     deletions: list[tuple[Transport, dict[str, str]]] = []
     for labels, group, replica in groups:
         names = set(labels)
@@ -154,11 +173,16 @@ def collect(
         if owner is not None and owner not in owners:
             result.others.append((key, owner))
             continue
-        own = shards.for_key(key)
-        if own is not replica and own.url in held_by[frozenset(labels.items())]:
+        held = copies[frozenset(labels.items())]
+        if _superseded(held, replica):
             result.misplaced.append((key, replica.url))
             deletions.append((replica, key))
             continue
+        if len(held) > 1 and frozenset(labels.items()) not in listed_unordered:
+            listed_unordered.add(frozenset(labels.items()))
+            live = [where.url for where, _ in held if not _superseded(held, where)]
+            if len(live) > 1:
+                result.unordered.append((key, live))
         wanted = is_wanted(labels, probes, nodes)
         if conflict and wanted:
             pushed = _push_time(group)
@@ -170,6 +194,63 @@ def collect(
         for replica, key in deletions:
             delete_group(replica, key)
     return result
+
+
+def _superseded(held: list[tuple[Transport, Copy]], replica: Transport) -> bool:
+    """Whether the copy on `replica` is old: another replica's copy supersedes it."""
+    this = next(copy for where, copy in held if where is replica)
+    return any(this.superseded_by(other) for where, other in held if where is not replica)
+
+
+@dataclass(frozen=True, slots=True)
+class Copy:
+    """What orders two copies of one group on two replicas: when each was pushed (the
+    gateway's clock), which push it is, which push it continued from, and its counts."""
+
+    push_time: float | None
+    push_id: int | None
+    basis_id: int | None
+    #: The cumulative counters in `COUNTERS` order; None when one cannot be read as a count.
+    counts: tuple[int, ...] | None
+
+    @classmethod
+    def of(cls, group: dict[str, object]) -> Copy:
+        # 0 is no push (a first push names basis 0): never a link between two copies.
+        push_id, basis_id = (_whole(group, name) or None for name in PUSH_IDS)
+        counts = tuple(_whole(group, name, absent=0) for name in COUNTERS)
+        known = None if any(count is None for count in counts) else counts
+        return cls(_push_time(group), push_id, basis_id, known)  # type: ignore[arg-type]
+
+    def superseded_by(self, other: Copy) -> bool:
+        """Whether `other` holds everything this copy does and came after it: `other` was
+        pushed later (by the gateways' clocks) or continued from this very push, and none of
+        this copy's counts is higher. Deleting this copy then loses no run."""
+        if self.counts is None or other.counts is None:
+            return False
+        if any(mine > theirs for mine, theirs in zip(self.counts, other.counts, strict=True)):
+            return False
+        continued = self.push_id is not None and other.basis_id == self.push_id
+        later = (
+            self.push_time is not None
+            and other.push_time is not None
+            and self.push_time < other.push_time
+        )
+        return continued or later
+
+
+def _whole(group: dict[str, object], name: str, absent: int | None = None) -> int | None:
+    """The value of the single series `name` as a count below 2**53; `absent` when the group
+    has no such family, None when it cannot be read as one."""
+    if name not in group:
+        return absent
+    series = _series(group, name)
+    try:
+        value = float(str(series.get("value"))) if series is not None else math.nan
+    except ValueError:
+        return None
+    if not (math.isfinite(value) and value.is_integer() and 0 <= value < COUNT_LIMIT):
+        return None
+    return int(value)
 
 
 def _series(group: dict[str, object], name: str) -> dict[str, object] | None:
