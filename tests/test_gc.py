@@ -402,3 +402,36 @@ def test_gc_takes_a_jobs_dir_as_run_does(pushgateway: services.Service, tmp_path
     assert result.stdout.decode().splitlines() == [
         "deleted {'storageclass': 'gp3', 'profile': 'gone'}"
     ]
+
+
+def _copy(push_time: float, runs: int, push_id: int, basis: int = 0) -> dict[str, object]:
+    """One group as /api/v1/metrics lists it, reduced to what orders two copies."""
+    value = {"fioprobe_runs_total": runs, "fioprobe_push_id": push_id,
+             "fioprobe_push_basis_id": basis, "push_time_seconds": push_time}  # fmt: skip
+    return {name: {"metrics": [{"value": str(v)}]} for name, v in value.items()}
+
+
+def test_which_copy_is_old_follows_the_push_link_before_the_clocks() -> None:
+    """Replicas' clocks may disagree: a copy that continued from another's push is the newer
+    one whatever its push time says; a contradiction (a cycle) deletes nothing."""
+    from fioprobe.gc import Copy, _old_and_live
+
+    a, b, c = (Transport(f"http://127.0.0.1:{port}") for port in (1, 2, 3))
+    first = Copy.of(_copy(push_time=200.0, runs=2, push_id=11))
+    continued = Copy.of(_copy(push_time=100.0, runs=3, push_id=12, basis=11))  # clock behind
+    assert continued.superseded_by(first) is False and first.superseded_by(continued) is True
+    assert _old_and_live([(a, first), (b, continued)]) == ([a], [b])
+    # Each continued from the other (a contradiction): nothing is live, nothing is deleted.
+    tied = Copy.of(_copy(push_time=100.0, runs=2, push_id=13, basis=11))
+    looped = Copy.of(_copy(push_time=300.0, runs=2, push_id=11, basis=13))
+    assert _old_and_live([(a, tied), (b, looped)]) == ([], [])
+    # Three copies whose clocks and links form a cycle: none is live, none is deleted.
+    x = Copy.of(_copy(push_time=100.0, runs=1, push_id=21, basis=23))
+    y = Copy.of(_copy(push_time=200.0, runs=1, push_id=22))
+    z = Copy.of(_copy(push_time=300.0, runs=1, push_id=23))
+    assert x.superseded_by(y) and y.superseded_by(z) and z.superseded_by(x)
+    assert _old_and_live([(a, x), (b, y), (c, z)]) == ([], [])
+    # A count that cannot be read orders nothing.
+    broken = _copy(push_time=50.0, runs=1, push_id=31)
+    broken["fioprobe_runs_total"] = {"metrics": [{"value": "NaN"}]}
+    assert _old_and_live([(a, Copy.of(broken)), (b, continued)]) == ([], [a, b])

@@ -174,15 +174,15 @@ def collect(
             result.others.append((key, owner))
             continue
         held = copies[frozenset(labels.items())]
-        if _superseded(held, replica):
+        old, live = _old_and_live(held)
+        if any(replica is where for where in old):
             result.misplaced.append((key, replica.url))
             deletions.append((replica, key))
             continue
-        if len(held) > 1 and frozenset(labels.items()) not in listed_unordered:
+        if len(held) > 1 and len(live) != 1 and frozenset(labels.items()) not in listed_unordered:
             listed_unordered.add(frozenset(labels.items()))
-            live = [where.url for where, _ in held if not _superseded(held, where)]
-            if len(live) > 1:
-                result.unordered.append((key, live))
+            kept = [where.url for where, _ in held if all(where is not w for w in old)]
+            result.unordered.append((key, kept))
         wanted = is_wanted(labels, probes, nodes)
         if conflict and wanted:
             pushed = _push_time(group)
@@ -196,10 +196,24 @@ def collect(
     return result
 
 
-def _superseded(held: list[tuple[Transport, Copy]], replica: Transport) -> bool:
-    """Whether the copy on `replica` is old: another replica's copy supersedes it."""
-    this = next(copy for where, copy in held if where is replica)
-    return any(this.superseded_by(other) for where, other in held if where is not replica)
+def _old_and_live(
+    held: list[tuple[Transport, Copy]],
+) -> tuple[list[Transport], list[Transport]]:
+    """The replicas of a group's old copies, and of its live ones (superseded by no copy).
+
+    Only a copy that a live copy supersedes is old: were the copies' clocks and push links
+    ever to contradict each other in a cycle, no copy would be live and none is deleted.
+    """
+    superseded = [
+        (where, copy)
+        for where, copy in held
+        if any(copy.superseded_by(other) for there, other in held if there is not where)
+    ]
+    live = [(where, copy) for where, copy in held if all(where is not w for w, _ in superseded)]
+    old = [
+        where for where, copy in superseded if any(copy.superseded_by(other) for _, other in live)
+    ]
+    return old, [where for where, _ in live]
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,13 +243,15 @@ class Copy:
             return False
         if any(mine > theirs for mine, theirs in zip(self.counts, other.counts, strict=True)):
             return False
-        continued = self.push_id is not None and other.basis_id == self.push_id
-        later = (
+        if self.push_id is not None and other.basis_id == self.push_id:
+            return True  # `other` read this push and continued from it, whatever the clocks
+        if other.push_id is not None and self.basis_id == other.push_id:
+            return False  # the other way round
+        return (
             self.push_time is not None
             and other.push_time is not None
             and self.push_time < other.push_time
         )
-        return continued or later
 
 
 def _whole(group: dict[str, object], name: str, absent: int | None = None) -> int | None:
