@@ -276,3 +276,46 @@ def test_direct_io_profiles_end_at_runtime_cap_when_throttled(
     assert job["job_runtime"] >= profile.runtime_seconds * 1000 * 0.9  # ran to its cap
     iops = job["read"]["iops"] + job["write"]["iops"]
     assert iops < limit * 1.3, (iops, limit)
+
+
+def test_every_job_runs_as_a_thread_of_the_one_fio_process(tmp_path: Path) -> None:
+    """What a timeout kills is fio's process group: the rendered job keeps fio's jobs as its
+    threads, so fio starts no process of its own (a forked job would call setsid())."""
+    text = (
+        "# fioprobe-budget-bytes: 67108864\n# fioprobe-budget-seconds: 10\n"
+        "[p]\nrw=write\nbs=4k\nsize=1m\nnumjobs=4\nruntime=3\ntime_based\nrate=64k\n"
+    )
+    profile = parse_profile("p", tmp_path / "p.fio", text)
+    directory = tmp_path / "run"
+    directory.mkdir()
+    job = tmp_path / "probe.fio"
+    job.write_text(profile.render(str(directory)))
+    fio = subprocess.Popen(
+        ["fio", "--output=/dev/null", str(job)], start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        threads = 0
+        while time.monotonic() < deadline and fio.poll() is None and threads < 5:
+            threads = len(list(Path(f"/proc/{fio.pid}/task").iterdir()))
+            time.sleep(0.1)
+        children = [
+            p for p in Path("/proc").iterdir()
+            if p.name.isdigit() and _parent(p) == fio.pid
+        ]  # fmt: skip
+        assert threads >= 5, threads  # fio's main thread and the 4 jobs
+        assert children == []
+    finally:
+        fio.kill()
+        fio.wait(timeout=30)
+
+
+def _parent(process: Path) -> int | None:
+    try:
+        status = (process / "status").read_text()
+    except OSError:
+        return None
+    return next(
+        (int(line.split()[1]) for line in status.splitlines() if line.startswith("PPid:")), None
+    )
