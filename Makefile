@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup setup-core demo test e2e lint generate bench
+.PHONY: setup setup-core demo test e2e lint generate bench soak
 setup:
 	@bash scripts/setup.sh
 
@@ -39,3 +39,8 @@ generate: setup
 
 bench: setup
 	@bash scripts/run-bench.sh
+
+## Tests too long for `make test` (pytest marker `soak`, minutes each; root for the FUSE disk):
+## 60 etcd-fsync probes in a row on the slow FUSE disk with both CPUs busy.
+soak: setup
+	@FIOPROBE_SOAK=1 $(PY) -m pytest -m soak tests/test_soak_fuse.py -q

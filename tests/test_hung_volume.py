@@ -28,7 +28,7 @@ from fioprobe.probedir import RunDir, open_probe_directory
 from fioprobe.stuck import Marker
 from support import services
 from support.fixtures import slow_dir_factory
-from support.slowfs import SlowFs
+from support.slowfs import SlowFs, force_unmount
 
 __all__ = ["slow_dir_factory"]
 
@@ -50,6 +50,21 @@ def probe(
 def reason_of(group: dict[str, list[dict]]) -> str:
     (info,) = group["fioprobe_failure_reason_info"]
     return info["labels"]["reason"]
+
+
+@pytest.fixture
+def hung_disk(slow_dir_factory: Callable[..., SlowFs]) -> Iterator[SlowFs]:
+    """The FUSE disk holding every write and fsync HANG_MS. At teardown its process is
+    killed first (by PID): that aborts the held requests, so whatever is stuck on them ends
+    at once; then the factory's teardown unmounts (lazily if it must)."""
+    disk = slow_dir_factory(HANG_MS, HANG_MS)
+    try:
+        yield disk
+    finally:
+        if disk.proc.poll() is None:
+            disk.proc.kill()
+            disk.proc.wait(timeout=30)
+        force_unmount(disk.mountpoint)
 
 
 @pytest.fixture
@@ -77,10 +92,10 @@ def alive(pid: int) -> bool:
 def test_probe_on_a_hung_volume_pushes_timeout_and_the_next_run_does_not_pile_up(
     tmp_path: Path,
     pushgateway: services.Service,
-    slow_dir_factory: Callable[..., SlowFs],
+    hung_disk: SlowFs,
     env: dict[str, str],
 ) -> None:
-    disk = slow_dir_factory(HANG_MS, HANG_MS)
+    disk = hung_disk
     first, seconds = probe(disk.mountpoint, pushgateway, env, "--probe-timeout", "10")
     stderr = first.stderr.decode()
     assert seconds < RETURNS_WITHIN_SECONDS, (seconds, stderr)
@@ -141,13 +156,13 @@ def test_a_slow_fsync_after_the_timeout_is_a_timeout_not_the_cleanup_error(
 def test_run_with_the_middle_target_hung_pushes_the_others_on_time(
     tmp_path: Path,
     pushgateway: services.Service,
-    slow_dir_factory: Callable[..., SlowFs],
+    hung_disk: SlowFs,
     env: dict[str, str],
 ) -> None:
     first, last = tmp_path / "first", tmp_path / "last"
     first.mkdir()
     last.mkdir()
-    hung = slow_dir_factory(HANG_MS, HANG_MS).mountpoint
+    hung = hung_disk.mountpoint
     config = tmp_path / "config.yaml"
     config.write_text(
         f"pushgateway: {{url: {pushgateway.url}}}\n"

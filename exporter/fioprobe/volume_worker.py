@@ -84,20 +84,22 @@ class Worker:
     def wait(self, deadline: float) -> Any:
         """The call's result, or its error raised again; `Expired` once `deadline` (a
         time.monotonic() value) passes. A signal handler's exception goes through."""
-        stdout = self.process.stdout
-        assert stdout is not None
-        fd = stdout.fileno()
+        stdout, stderr = self.process.stdout, self.process.stderr
+        assert stdout is not None and stderr is not None
+        streams = {stdout.fileno(): self._take, stderr.fileno(): _forward}
         while self._reply is None:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise Expired()
-            ready, _, _ = select.select([fd], [], [], min(remaining, 1.0))
-            if not ready:
-                continue
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                return self._ended_without_reply(deadline)
-            self._take(chunk)
+            ready, _, _ = select.select(list(streams), [], [], min(remaining, 1.0))
+            for fd in ready:
+                chunk = os.read(fd, 1 << 16)
+                if chunk:
+                    streams[fd](chunk)
+                elif fd == stdout.fileno():
+                    return self._ended_without_reply(deadline)
+                else:
+                    del streams[fd]  # the child closed its stderr: only stdout is left
         kind, value = self._reply
         if kind == "ok":
             return value
@@ -118,6 +120,7 @@ class Worker:
                 self._reply = pickle.loads(base64.b64decode(line[len(_REPLY) :]))
 
     def _ended_without_reply(self, deadline: float) -> Any:
+        self._drain_stderr(deadline)
         try:
             code = self.process.wait(
                 timeout=max(0.0, min(REAP_SECONDS, deadline - time.monotonic()))
@@ -136,12 +139,14 @@ class Worker:
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGTERM)
         try:
-            return self.wait(time.monotonic() + grace)
+            value = self.wait(time.monotonic() + grace)
         except Expired:
             self.abandon()
             return None
         except FioprobeError as exc:
-            return exc
+            value = exc
+        self.close()
+        return value
 
     def abandon(self) -> bool:
         """Kill the child's process group and fio's; True if the child could not be reaped
@@ -155,18 +160,38 @@ class Worker:
             stuck = False
         except subprocess.TimeoutExpired:
             stuck = True  # subprocess reaps it later, without blocking, once it can
-        if self.process.stdout is not None:
-            self.process.stdout.close()
+        self._close_pipes()
         return stuck
 
     def close(self) -> None:
         """After a reply: let the child exit, reap it (it has nothing left to do)."""
-        if self.process.stdout is not None:
-            self.process.stdout.close()
+        self._drain_stderr(time.monotonic() + REAP_SECONDS * 4)
+        self._close_pipes()
         try:
             self.process.wait(timeout=REAP_SECONDS * 4)
         except subprocess.TimeoutExpired:
             self.abandon()
+
+    def _drain_stderr(self, deadline: float) -> None:
+        """Forward what the child still says on stderr, until it closes it or `deadline`."""
+        stderr = self.process.stderr
+        if stderr is None or stderr.closed:
+            return
+        while (remaining := deadline - time.monotonic()) > 0:
+            ready, _, _ = select.select([stderr.fileno()], [], [], remaining)
+            if not ready:
+                return
+            chunk = os.read(stderr.fileno(), 1 << 16)
+            if not chunk:
+                return
+            _forward(chunk)
+
+    def _close_pipes(self) -> None:
+        # The parent's ends only: a child left behind holds nothing of the parent's (not its
+        # stderr either, which a shell or a log collector would otherwise wait on).
+        for pipe in (self.process.stdout, self.process.stderr):
+            if pipe is not None:
+                pipe.close()
 
 
 def start(call: str, *args: object) -> Worker:
@@ -188,7 +213,9 @@ def start(call: str, *args: object) -> Worker:
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=None,  # its complaints go where the parent's go
+            # Its complaints go through the parent (`_forward`): a pipe of the parent's own,
+            # so a child left behind keeps no descriptor of the parent's stderr open.
+            stderr=subprocess.PIPE,
             env=CHILD_ENVIRONMENT,
             close_fds=True,
             cwd="/",
@@ -209,6 +236,14 @@ def start(call: str, *args: object) -> Worker:
     except OSError:
         pass  # the child is gone already: wait() reports it
     return Worker(call, process)
+
+
+def _forward(chunk: bytes) -> None:
+    """What the child wrote on its stderr, onto this process's."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.flush()
+        sys.stderr.buffer.write(chunk)
+        sys.stderr.buffer.flush()
 
 
 # --- the child ------------------------------------------------------------------------------

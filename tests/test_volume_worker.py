@@ -1,0 +1,117 @@
+"""The volume worker: the child that does a probe's work on its volume.
+
+Its errors come back as the same kinds of error the caller handles; a prober killed from
+outside takes its child along (no child left to push later); the child never holds the
+prober's stderr, so a child left behind does not keep a shell or a log reader waiting.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import wait_for
+from fioprobe import volume_worker
+from fioprobe.collector import ProbeOutcome
+from fioprobe.errors import FailureReason, FioprobeError, Interrupted, ProbeFailure
+from fioprobe.publish import StateNotKept, WriterConflict
+from fioprobe.pushgateway import PushError
+from fioprobe.statefile import StateError
+from support import services
+
+OUTCOME = ProbeOutcome(run=None, success=False, duration_seconds=1.0, failure_reason="timeout")
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        PushError("the gateway said 503"),
+        StateNotKept("state gone", FailureReason.READ_ONLY, pushed=True),
+        WriterConflict("owned by w-2", OUTCOME),
+        StateError("corrupt", FailureReason.STATE_ERROR),
+        ProbeFailure(FailureReason.NO_SPACE, "full"),
+        Interrupted(signal.SIGTERM, "SIGTERM", "fio stopped"),
+    ],
+    ids=lambda e: type(e).__name__,
+)
+def test_errors_cross_the_pipe_as_the_same_kind(error: FioprobeError) -> None:
+    again = volume_worker._rebuilt(volume_worker._envelope(error))
+    assert type(again) is type(error)
+    assert str(again) == str(error)
+    assert again.reason == error.reason
+    assert again.exit_code == error.exit_code
+    for attribute in ("pushed", "outcome", "signum", "what_happened"):
+        assert getattr(again, attribute, None) == getattr(error, attribute, None)
+
+
+def test_an_unknown_call_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown worker call"):
+        volume_worker.start("rm -rf", "/")
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_bytes().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] not in (b"Z", b"X"):
+            found.append(int(entry.name))
+    return found
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def test_a_prober_killed_from_outside_takes_its_child_along(
+    tmp_path: Path, pushgateway: services.Service
+) -> None:
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    (jobs / "long.fio").write_text(
+        "# fioprobe-budget-bytes: 1048576\n# fioprobe-budget-seconds: 30\n"
+        "[long]\nioengine=sync\nrw=write\nbs=4k\nsize=1m\ntime_based=1\nruntime=20\n"
+        "rate_iops=10\n"
+    )
+    target = tmp_path / "probe"
+    target.mkdir()
+    env = {**os.environ, "FIOPROBE_STATE_DIR": str(tmp_path / "state")}
+    prober = subprocess.Popen(
+        [sys.executable, "-m", "fioprobe", "probe", "--profile", "long", "--jobs-dir", str(jobs),
+         "--dir", str(target), "--gateway", pushgateway.url, "--storageclass", "killed"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+    )  # fmt: skip
+    worker: list[int] = []
+    fio: list[int] = []
+    try:
+        wait_for(lambda: worker.extend(p for p in _children(prober.pid)
+                                       if "volume_worker" in _cmdline(p)) or worker,
+                 timeout=30, what="the volume worker to start")  # fmt: skip
+        wait_for(lambda: fio.extend(_children(worker[0])) or fio, timeout=30,
+                 what="fio to start")  # fmt: skip
+        prober.kill()
+        prober.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while "volume_worker" in _cmdline(worker[0]) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "volume_worker" not in _cmdline(worker[0]), "the child outlived its prober"
+    finally:
+        if prober.poll() is None:
+            prober.kill()
+            prober.wait(timeout=30)
+        for pid in fio:  # fio, orphaned like a SIGKILLed prober's always was, ends here
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
