@@ -228,3 +228,86 @@ def test_fio_version_check(version: str, ok: bool) -> None:
     else:
         with pytest.raises(ProbeFailure, match=r"needs fio 3\.1 or newer"):
             check_fio_version("fio", version)
+
+
+def test_nul_byte_in_a_configured_path_is_one_line_and_runs_nothing(
+    tmp_path: Path, pushgateway
+) -> None:
+    """No path holds a NUL byte: refused at load, naming the key and the target, instead of
+    a ValueError that ended the whole run after the earlier targets."""
+    good = tmp_path / "good"
+    good.mkdir()
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        f"pushgateway: {{url: '{pushgateway.url}'}}\ntargets:\n"
+        f"  - {{name: good, directory: '{good}', profiles: [etcd-fsync]}}\n"
+        f'  - {{name: bad, directory: "{good}\\0x", profiles: [etcd-fsync]}}\n'
+    )
+    result = fioprobe("run", "--config", str(config))
+    assert result.returncode == 2
+    (line,) = result.stderr.decode().splitlines()
+    assert f"{config}: targets[1].directory: '" in line, line
+    assert line.endswith("x00x' holds a NUL byte, which no path can (target bad)"), line
+    assert list(good.iterdir()) == []
+    assert gateway_group(pushgateway, storageclass="good", profile="etcd-fsync") is None
+
+
+def test_state_dir_on_the_probe_volume_is_refused(tmp_path: Path, pushgateway) -> None:
+    target = tmp_path / "probe"
+    target.mkdir()
+    result = probe(pushgateway, target, "etcd-fsync", "--state-dir", str(target / "state"))
+    assert result.returncode == 2
+    (line,) = result.stderr.decode().splitlines()
+    assert "must be beside --dir" in line and "tenants of the probe volume" in line, line
+    assert list(target.iterdir()) == []
+    assert gateway_group(pushgateway, storageclass="test", profile="etcd-fsync") is None
+
+
+def _deep_tree(root: Path, depth: int) -> None:
+    """`depth` nested directories under `root`, made without ever naming a long path."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            os.mkdir("d", dir_fd=fd)
+            child = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+    finally:
+        os.close(fd)
+
+
+def test_a_deep_run_directory_of_the_probes_own_stops_removal_within_bounds(
+    tmp_path: Path, pushgateway
+) -> None:
+    """Even a `.fioprobe-run` of the probe's own user (a tenant sharing the uid, a restore)
+    is removed by a bounded loop: 1,200 levels end in unsafe_target, no RecursionError, and
+    the probe touches nothing beyond its bound."""
+    target = tmp_path / "probe"
+    target.mkdir()
+    run_dir = target / ".fioprobe-run"
+    run_dir.mkdir(mode=0o700)
+    _deep_tree(run_dir, 1200)
+    started = time.monotonic()
+    result = probe(pushgateway, target)
+    assert time.monotonic() - started < 60
+    assert result.returncode == 2, result.stderr.decode()
+    (line,) = result.stderr.decode().splitlines()
+    assert "FAILED (unsafe_target)" in line and "deeper than 8 levels" in line, line
+    assert failure_reason(pushgateway) == "unsafe_target"
+    subprocess.run(["rm", "-rf", str(run_dir)], check=True, timeout=60)
+
+
+def test_leftover_run_directory_of_the_probes_own_is_removed(tmp_path: Path, pushgateway) -> None:
+    """What a SIGKILLed run left (a few files, a level or two) goes before the next run."""
+    target = tmp_path / "probe"
+    target.mkdir()
+    run_dir = target / ".fioprobe-run"
+    (run_dir / "sub").mkdir(parents=True, mode=0o700)
+    run_dir.chmod(0o700)
+    for name in ("job.0.0", "sub/x", "job.fio"):
+        (run_dir / name).write_bytes(b"x" * 4096)
+    (run_dir / "link").symlink_to(tmp_path)
+    result = probe(pushgateway, target)
+    assert result.returncode == 0, result.stderr.decode()
+    assert probe_files(target) == []
+    assert tmp_path.exists()
