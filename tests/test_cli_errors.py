@@ -261,7 +261,7 @@ CASES = [
     Case(
         "config-attempts-zero",
         run_case("{file}"),
-        "must be positive",
+        "pushgateway.attempts: must be a whole number from 1 to 10, got 0",
         {"c.yaml": config(pushgateway={"url": GATEWAY, "attempts": 0})},
     ),
     Case(

@@ -77,9 +77,24 @@ BAD = [
      "line 3: duplicate key 'url'"),
     ("pushgateway: [\n", "not valid YAML"),
     ("- just\n- a list\n", "top level must be a mapping"),
-    (GOOD.replace("attempts", "x").replace("url: http://127.0.0.1:9091",
-                                           "url: http://127.0.0.1:9091\n  attempts: 0"),
-     "pushgateway: timeout_seconds, attempts and writer_lease_seconds must be positive"),
+    # Numeric keys take the ranges of the matching command-line options (fioprobe.bounds).
+    *((GOOD.replace("url: http://127.0.0.1:9091", f"url: http://127.0.0.1:9091\n  {setting}"),
+       f"pushgateway.{message}")
+      for setting, message in (
+          ("attempts: 0", "attempts: must be a whole number from 1 to 10, got 0"),
+          ("attempts: 11", "attempts: must be a whole number from 1 to 10, got 11"),
+          ("attempts: 1.5", "attempts: must be a number, got 1.5"),
+          ("timeout_seconds: 0.05", "timeout_seconds: must be from 0.1 to 600 seconds, got 0.05"),
+          ("timeout_seconds: 601", "timeout_seconds: must be from 0.1 to 600 seconds, got 601"),
+          ("timeout_seconds: -1", "timeout_seconds: must be from 0.1 to 600 seconds, got -1"),
+          ("writer_lease_seconds: 0.5",
+           "writer_lease_seconds: must be from 1 to 604800 seconds, got 0.5"),
+          ("writer_lease_seconds: 1.0e+300",
+           "writer_lease_seconds: must be from 1 to 604800 seconds, got 1e+300"),
+      )),
+    *((GOOD.replace("directory: /probe", f"directory: /probe\n    timeout_seconds: {value}"),
+       f"targets[0].timeout_seconds: must be from 1 to 86400 seconds, got {value}")
+      for value in ("0.5", "0", "-5", "86401")),
     # A NUL byte in a path fails the first open with ValueError, for the whole run.
     (GOOD.replace("directory: /probe", 'directory: "/pro\\0be"'),
      "targets[0].directory: '/pro\\x00be' holds a NUL byte, which no path can "
@@ -126,3 +141,26 @@ def test_owner_defaults_to_default_and_is_read(tmp_path: Path) -> None:
     assert load_config(path).owner == "default"
     path.write_text("owner: gp2.team_a-1\n" + GOOD)
     assert load_config(path).owner == "gp2.team_a-1"
+
+
+#: Values at the ends of each range are taken, as the command line takes them.
+EDGES = [
+    ("  timeout_seconds: 0.1\n  attempts: 10\n  writer_lease_seconds: 604800\n", 1,
+     (0.1, 10, 604800)),
+    ("  timeout_seconds: 600\n  attempts: 1\n  writer_lease_seconds: 1\n", 86400,
+     (600, 1, 1)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("gateway", "probe_timeout", "expected"), EDGES)
+def test_numbers_at_the_ends_of_their_ranges_are_taken(
+    tmp_path: Path, gateway: str, probe_timeout: int, expected: tuple[float, int, float]
+) -> None:
+    text = GOOD.replace("url: http://127.0.0.1:9091\n", "url: http://127.0.0.1:9091\n" + gateway)
+    text = text.replace(
+        "directory: /probe", f"directory: /probe\n    timeout_seconds: {probe_timeout}"
+    )
+    config = load_config(write(tmp_path, text))
+    gw = config.pushgateway
+    assert (gw.timeout_seconds, gw.attempts, gw.writer_lease_seconds) == expected
+    assert config.targets[0].timeout_seconds == probe_timeout

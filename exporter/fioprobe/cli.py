@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import NoReturn
 
-from . import __version__, push_defaults
+from . import __version__, bounds, push_defaults
 from .argtypes import number, seconds, whole
 from .errors import ExitCode, FioprobeError, Interrupted, UsageError
 from .thresholds import ETCD_FSYNC_P99_SECONDS, LATENCY_YELLOW_SECONDS
@@ -290,16 +290,12 @@ def _transport(args: argparse.Namespace) -> object:
 #: `run --every`, the demo's `--interval`: below a second `run --every` runs fio back to back
 #: (with an unreachable gateway, for as long as it runs); above a day nothing is meant.
 _interval_seconds = seconds(1, 86400)
-#: `--writer-lease`: at least a second; at most a week, longer than any probe schedule (a
-#: lease outlives the interval between a writer's pushes) and short enough to be taken over.
-_lease_seconds = seconds(1, 7 * 86400)
-#: `--timeout`, one whole Pushgateway request: below 0.1 s no request completes, above ten
-#: minutes a gateway is down, not slow (a run waits attempts x timeout at most).
-_request_seconds = seconds(0.1, 600)
-#: `--attempts`: with the backoff doubling from 0.5 s, ten tries already wait 4 minutes.
-_attempts = whole(1, 10)
-#: `--probe-timeout`: the wall-clock limit around one profile run, a second to a day.
-_probe_seconds = seconds(1, 86400)
+#: `--writer-lease`, `--timeout`, `--attempts`, `--probe-timeout`: the ranges the
+#: configuration file takes too (fioprobe.bounds says why each).
+_lease_seconds = seconds(*bounds.LEASE_SECONDS)
+_request_seconds = seconds(*bounds.REQUEST_SECONDS)
+_attempts = whole(*bounds.ATTEMPTS)
+_probe_seconds = seconds(*bounds.PROBE_SECONDS)
 #: `run --cycles`, the demo's `--iterations` (0: until stopped) and `--preview-every`.
 _cycles = whole(1, 1_000_000)
 _iterations = whole(0, 1_000_000)

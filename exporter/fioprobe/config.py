@@ -47,7 +47,7 @@ from typing import Any
 
 import yaml
 
-from . import push_defaults
+from . import bounds, push_defaults
 from .errors import UsageError
 from .profiles import OVERRIDABLE, ProfileError, load_profile
 from .volumes import VOLUME_TYPES, model
@@ -271,6 +271,24 @@ def _number(reader: _Reader, name: str) -> float | None:
     return number
 
 
+def _seconds(reader: _Reader, name: str, limits: tuple[float, float]) -> float | None:
+    """A number of seconds within the range the matching command-line option takes."""
+    value = _number(reader, name)
+    low, high = limits
+    if value is not None and not low <= value <= high:
+        raise reader.error(name, f"must be from {low:g} to {high:g} seconds, got {value:g}")
+    return value
+
+
+def _whole(reader: _Reader, name: str, limits: tuple[int, int], default: int) -> int:
+    """A whole number within the range the matching command-line option takes."""
+    value: int = reader.take(name, int, default)
+    low, high = limits
+    if not low <= value <= high:
+        raise reader.error(name, f"must be a whole number from {low} to {high}, got {value}")
+    return value
+
+
 def _default(value: float | None, default: float) -> float:
     return default if value is None else value
 
@@ -354,18 +372,16 @@ def _pushgateway(raw: object, file: str) -> PushgatewayConfig:
         ca_file=_file_path(r, "ca_file"),
         cert_file=_file_path(r, "cert_file"),
         key_file=_file_path(r, "key_file"),
-        timeout_seconds=_default(_number(r, "timeout_seconds"), push_defaults.TIMEOUT_SECONDS),
-        attempts=r.take("attempts", int, push_defaults.ATTEMPTS),
+        timeout_seconds=_default(
+            _seconds(r, "timeout_seconds", bounds.REQUEST_SECONDS), push_defaults.TIMEOUT_SECONDS
+        ),
+        attempts=_whole(r, "attempts", bounds.ATTEMPTS, push_defaults.ATTEMPTS),
         writer_lease_seconds=_default(
-            _number(r, "writer_lease_seconds"), push_defaults.WRITER_LEASE_SECONDS
+            _seconds(r, "writer_lease_seconds", bounds.LEASE_SECONDS),
+            push_defaults.WRITER_LEASE_SECONDS,
         ),
     )
     r.done()
-    if config.timeout_seconds <= 0 or config.attempts < 1 or config.writer_lease_seconds <= 0:
-        raise ConfigError(
-            f"{file}: pushgateway: timeout_seconds, attempts and writer_lease_seconds must be "
-            "positive"
-        )
     return config
 
 
@@ -387,7 +403,7 @@ def _target(raw: object, where: str, file: str, jobs_dir: Path | None) -> Target
     node_local = r.take("node_local", bool, False)
     etcd_disk = r.take("etcd_disk", bool, False)
     require_mount_point = r.take("require_mount_point", bool, False)
-    timeout = _number(r, "timeout_seconds")
+    timeout = _seconds(r, "timeout_seconds", bounds.PROBE_SECONDS)
     state_dir = r.take("state_dir", str)
     if state_dir is not None:
         state_dir = _absolute_path(r, "state_dir", name, state_dir)
