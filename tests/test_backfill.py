@@ -273,3 +273,26 @@ def test_backfill_usage_errors(tmp_path: Path) -> None:
     assert 'cluster="lab"' in (tmp_path / "y" / "fioprobe-backfill.om").read_text()
     again = fioprobe("backfill", str(CORPUS), "-o", str(tmp_path / "y"))
     assert again.returncode == 2 and b"already holds TSDB blocks" in again.stderr
+
+
+SPAN_RUN = CORPUS / "fio3.36-randrw-psync-128k-no-global-options.json"
+SPAN_LINE = (
+    "fioprobe: backfilling 1 push from 2025-12-03 00:38:18 UTC to 2025-12-03 00:38:18 UTC: "
+    "the Prometheus retention must reach back to the first"
+)
+
+
+@pytest.mark.parametrize("quiet", [False, True], ids=["default", "quiet"])
+def test_quiet_hides_the_span_line_and_nothing_else_changes(tmp_path: Path, quiet: bool) -> None:
+    """The span line is one of backfill's progress lines: --quiet hides it like the others,
+    and the blocks are the same either way."""
+    out = tmp_path / "blocks"
+    result = fioprobe("backfill", str(SPAN_RUN), "-o", str(out), *(["--quiet"] if quiet else []))
+    assert result.returncode == 0, result.stderr.decode()
+    lines = result.stderr.decode().splitlines()
+    if quiet:
+        assert lines == []
+    else:
+        assert lines[0] == SPAN_LINE
+        assert lines[1].startswith("fioprobe: 1 pushes of 1 series keys from 1 files, 1 blocks")
+    assert len([p for p in out.iterdir() if (p / "meta.json").exists()]) == 1

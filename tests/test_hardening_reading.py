@@ -311,7 +311,7 @@ def test_backfill_prints_the_span_before_promtool_runs(tmp_path: Path) -> None:
     lines = result.stderr.decode().splitlines()
     assert result.returncode == 1
     assert lines[0] == (
-        "backfilling 1 push from 2025-12-03 00:38:18 UTC to 2025-12-03 00:38:18 UTC: "
+        "fioprobe: backfilling 1 push from 2025-12-03 00:38:18 UTC to 2025-12-03 00:38:18 UTC: "
         "the Prometheus retention must reach back to the first"
     )
     assert "not installed" in lines[1]

@@ -230,7 +230,14 @@ def cmd_backfill(args: argparse.Namespace) -> int:
     grouping = _grouping(args)
     grouping.validate()
     labels = parse_labels(args.label or [])
-    result = backfill(args.paths, args.output, grouping, labels, promtool=args.promtool)
+    result = backfill(
+        args.paths,
+        args.output,
+        grouping,
+        labels,
+        promtool=args.promtool,
+        announce=None if args.quiet else (lambda message: _say(args, message)),
+    )
     for item in result.unreadable:
         _say(args, f"skipped {item.name}: {item.reason}")
     _say(
