@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -276,14 +277,23 @@ def _deep_tree(root: Path, depth: int) -> None:
         os.close(fd)
 
 
+@pytest.fixture
+def deep_probe_dir(tmp_path: Path) -> Iterator[Path]:
+    """A probe directory for deep trees, removed by rm whatever the test does: pytest's own
+    cleanup of old temporary directories recurses, and would fail on 1,200 levels."""
+    target = tmp_path / "probe"
+    target.mkdir()
+    yield target
+    subprocess.run(["rm", "-rf", str(target)], check=False, timeout=120)
+
+
 def test_a_deep_run_directory_of_the_probes_own_stops_removal_within_bounds(
-    tmp_path: Path, pushgateway
+    deep_probe_dir: Path, pushgateway
 ) -> None:
     """Even a `.fioprobe-run` of the probe's own user (a tenant sharing the uid, a restore)
     is removed by a bounded loop: 1,200 levels end in unsafe_target, no RecursionError, and
     the probe touches nothing beyond its bound."""
-    target = tmp_path / "probe"
-    target.mkdir()
+    target = deep_probe_dir
     run_dir = target / ".fioprobe-run"
     run_dir.mkdir(mode=0o700)
     _deep_tree(run_dir, 1200)
@@ -294,7 +304,6 @@ def test_a_deep_run_directory_of_the_probes_own_stops_removal_within_bounds(
     (line,) = result.stderr.decode().splitlines()
     assert "FAILED (unsafe_target)" in line and "deeper than 8 levels" in line, line
     assert failure_reason(pushgateway) == "unsafe_target"
-    subprocess.run(["rm", "-rf", str(run_dir)], check=True, timeout=60)
 
 
 def test_leftover_run_directory_of_the_probes_own_is_removed(tmp_path: Path, pushgateway) -> None:

@@ -1,0 +1,78 @@
+"""Removing the private run directory: bounded, never recursive, and patient with FUSE.
+
+On a FUSE file system a file unlinked while still open becomes `.fuse_hidden*` until the
+last descriptor is released, which happens asynchronously after fio exits: the removal
+must not turn that into an `io_error` ("Directory not empty") for a run that succeeded. A
+tree larger than fio ever leaves ends the removal with `unsafe_target`, never a
+RecursionError. The real FUSE disk of the tests (fioprobe.slowdisk), no delays.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from fioprobe.errors import FailureReason, ProbeFailure
+from fioprobe.probedir import RUN_SUBDIR, open_probe_directory
+from support import fixtures as fx
+from support.slowfs import SlowFs
+
+slow_dir_factory = fx.slow_dir_factory
+
+
+def _open_file_in_run_dir(run_dir_fd: int) -> int:
+    """A file of fio's, still open (fio's job gone, FUSE not yet told)."""
+    fd = os.open("job.0.0", os.O_RDWR | os.O_CREAT, 0o600, dir_fd=run_dir_fd)
+    os.write(fd, b"x" * 4096)
+    return fd
+
+
+def test_a_file_still_open_on_fuse_is_waited_for(
+    slow_dir_factory: Callable[..., SlowFs],
+) -> None:
+    slow = slow_dir_factory(0)
+    with open_probe_directory(slow.mountpoint) as directory:
+        with directory.private_run_dir() as run_dir:
+            held = _open_file_in_run_dir(run_dir.fd)
+            # Released a moment after the removal starts, as FUSE does after fio exits.
+            threading.Timer(0.3, os.close, (held,)).start()
+        assert not (slow.mountpoint / RUN_SUBDIR).exists()
+    assert list(slow.mountpoint.iterdir()) == []
+
+
+def test_a_file_held_open_longer_is_left_for_the_next_run(
+    slow_dir_factory: Callable[..., SlowFs],
+) -> None:
+    slow = slow_dir_factory(0)
+    with open_probe_directory(slow.mountpoint) as directory:
+        with directory.private_run_dir() as run_dir:  # no io_error on the way out
+            held = _open_file_in_run_dir(run_dir.fd)
+        left = sorted(p.name for p in (slow.mountpoint / RUN_SUBDIR).iterdir())
+        assert len(left) == 1 and left[0].startswith(".fuse_hidden"), left
+        os.close(held)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any((slow.mountpoint / RUN_SUBDIR).iterdir()):
+            time.sleep(0.05)
+        # The next run starts by removing it.
+        with directory.private_run_dir():
+            pass
+    assert list(slow.mountpoint.iterdir()) == []
+
+
+def test_more_entries_than_fio_leaves_stop_the_removal(tmp_path: Path) -> None:
+    run_dir = tmp_path / RUN_SUBDIR
+    run_dir.mkdir(mode=0o700)
+    fd = os.open(run_dir, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for index in range(10_001):
+            os.close(os.open(f"f{index}", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd))
+    finally:
+        os.close(fd)
+    with open_probe_directory(tmp_path) as directory, pytest.raises(ProbeFailure) as caught:
+        directory.remove_run_dir()
+    assert caught.value.reason == FailureReason.UNSAFE_TARGET
+    assert "holds more than 10000 entries" in str(caught.value)
