@@ -153,12 +153,16 @@ def test_a_slow_fsync_after_the_timeout_is_a_timeout_not_the_cleanup_error(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("dedicated", [False, True], ids=["shared", "dedicated"])
 def test_run_with_the_middle_target_hung_pushes_the_others_on_time(
     tmp_path: Path,
     pushgateway: services.Service,
     hung_disk: SlowFs,
     env: dict[str, str],
+    dedicated: bool,
 ) -> None:
+    """A dedicated volume keeps its state on itself: that state is not touched while the
+    volume hangs (the failure is pushed beside the group's counters)."""
     first, last = tmp_path / "first", tmp_path / "last"
     first.mkdir()
     last.mkdir()
@@ -168,7 +172,8 @@ def test_run_with_the_middle_target_hung_pushes_the_others_on_time(
         f"pushgateway: {{url: {pushgateway.url}}}\n"
         "targets:\n"
         f"  - {{name: first, directory: {first}, profiles: [etcd-fsync], timeout_seconds: 10}}\n"
-        f"  - {{name: hung, directory: {hung}, profiles: [etcd-fsync], timeout_seconds: 10}}\n"
+        f"  - {{name: hung, directory: {hung}, profiles: [etcd-fsync], timeout_seconds: 10,"
+        f" volume: {{dedicated: {str(dedicated).lower()}}}}}\n"
         f"  - {{name: last, directory: {last}, profiles: [etcd-fsync], timeout_seconds: 10}}\n"
     )
     started = time.monotonic()
@@ -184,6 +189,9 @@ def test_run_with_the_middle_target_hung_pushes_the_others_on_time(
         assert group is not None and gauge(group, "fioprobe_success") == 1, (name, stderr)
     group = gateway_group(pushgateway, storageclass="hung", profile="etcd-fsync")
     assert group is not None and reason_of(group) == FailureReason.TIMEOUT
+    if dedicated:
+        assert "fioprobe_runs_total" not in group  # the counters stay as they were (none)
+        assert not (hung / ".fioprobe-state").exists()
 
 
 # --- FUSE's hidden files -------------------------------------------------------------------

@@ -115,3 +115,20 @@ def test_a_prober_killed_from_outside_takes_its_child_along(
         for pid in fio:  # fio, orphaned like a SIGKILLed prober's always was, ends here
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
+
+
+def test_the_pushed_duration_runs_to_the_push() -> None:
+    """fioprobe_duration_seconds of a probe run covers its publish: it is taken when the
+    push is made, from the run's start (the same clock in the prober and its children)."""
+    from fioprobe.collector import registry_for
+
+    started = time.monotonic() - 5.0  # the run began 5 s ago; its volume part took 1 s
+    outcome = ProbeOutcome(run=None, success=True, duration_seconds=1.0,
+                           started_monotonic=started)  # fmt: skip
+    registry = registry_for(outcome, None)
+    (family,) = [f for f in registry.collect() if f.name == "fioprobe_duration_seconds"]
+    assert family.samples[0].value >= 5.0
+    converted = ProbeOutcome(run=None, success=True, duration_seconds=1.0)
+    (family,) = [f for f in registry_for(converted, None).collect()
+                 if f.name == "fioprobe_duration_seconds"]  # fmt: skip
+    assert family.samples[0].value == 1.0

@@ -6,10 +6,16 @@ reason from `errors.FailureReason`, and that outcome is published. Exceptions le
 module only for what the caller must report on top: nothing could be pushed (PushError),
 the state could not be used (StateNotKept), another writer owns the group (WriterConflict),
 or a signal arrived (Interrupted, after the `interrupted` failure was published).
+
+This process never touches the probed volume: the volume part (and the publish, when the
+state lives on that volume) runs in a child it can abandon (`volume_worker`), kept to one
+deadline, so that a disk that hangs ends the run as `timeout` instead of hanging it
+(docs/FAULTS.md, "How long a run can take").
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -230,6 +236,9 @@ def _on_volume(target: ProbeTarget, request: VolumeRequest, deadline: float) -> 
         return _abandoned(worker, target, request, marker, notes)
     except Interrupted:
         worker.stop(STOP_GRACE_SECONDS)
+        if worker.process.poll() is None:  # it could not stop: stuck, left behind
+            with contextlib.suppress(StateError):
+                marker.record(worker.pid, worker.phase)
         raise
     worker.close()
     if result.reason == FailureReason.BUSY and previous is not None:
@@ -242,8 +251,9 @@ def _on_volume(target: ProbeTarget, request: VolumeRequest, deadline: float) -> 
             [*notes, *result.notes], hung=True,
         )  # fmt: skip
     if previous is not None and result.reason != FailureReason.BUSY:
-        notes.append(f"the previous run's stuck process has ended ({previous.describe()}); "
-                     "what it left was removed")  # fmt: skip
+        removed = "; what it left was removed" if result.reason is None else ""
+        notes.append(f"the previous run's stuck process has ended ({previous.describe()})"
+                     f"{removed}")  # fmt: skip
         _clear_marker(marker, notes)
     return _Volume(result.run, result.reason, result.message, [*result.notes, *notes])
 
