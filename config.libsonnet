@@ -9,17 +9,21 @@
 // below (`windows` at the end). A Pushgateway series changes only when a run pushes and stays
 // flat in between, so a duration means nothing by itself: what counts is how many runs it
 // holds. Latency thresholds are in seconds (the metric contract's base unit).
-local probes = import 'manifests/lib/monitoring-config.libsonnet';
-local deployed = probes.mixinConfig(probes.merged(import 'manifests/config.libsonnet'));
+//
+// Facts flow one way: the deployment (manifests/, kube-prometheus, a Helm chart) knows its
+// schedule and which probes and streams it runs, and passes them in here; the mixin never
+// reads the deployment's files. The deployment lists below (expectedProbes,
+// expectedPerNodeProbes, expectedStreams, the node inventory) only fill one small rule group
+// of their own, `fioprobe.expected`; every other rule is the same for every deployment.
 
 {
   _config+:: {
     // --- The schedule and the probes that should exist -----------------------------------
 
-    // Seconds between two runs of a probe: the CronJobs' schedule. Its one place is
-    // manifests/config.libsonnet (everyMinutes); this default is read from there, and the
-    // manifests' PrometheusRule passes the value of the configuration it renders.
-    probeIntervalSeconds: deployed.probeIntervalSeconds,
+    // Seconds between two runs of a probe: the CronJobs' schedule. 5 minutes, the manifests'
+    // default everyMinutes (a test keeps the two equal); the manifests' PrometheusRule passes
+    // the value of the configuration it renders.
+    probeIntervalSeconds: 300,
 
     // How late a run may push, as a fraction of the interval, before the rules treat it as
     // missed: CronJob start delays, image pulls, a 20-60 s run and the 30 s scrape all fit in
@@ -27,11 +31,12 @@ local deployed = probes.mixinConfig(probes.merged(import 'manifests/config.libso
     pushMarginFraction: 0.5,
 
     // Every probe that should push, as {storageclass, profile, node (node-local only)}: one
-    // static recording rule each (probe:fioprobe_expected:info), so Prometheus knows a probe
-    // that never pushed or whose group is gone (FioProbeMissing). Read from the manifests'
-    // configuration; set it to [] when the probes are deployed some other way, then every
-    // stale probe is reported and absent ones cannot be.
-    expectedProbes: deployed.expectedProbes,
+    // static recording rule each (probe:fioprobe_expected:info, in the `fioprobe.expected`
+    // group), so Prometheus knows a probe that never pushed or whose group is gone
+    // (FioProbeMissing). Empty in the mixin alone: FioProbeMissing then has nothing to
+    // compare with and never fires, and every stale group is Stale. The manifests pass their
+    // probes (manifests/lib/monitoring-config.libsonnet's mixinConfig).
+    expectedProbes: [],
 
     // The per-node probes (the manifests' DaemonSet: perNode.localDisks and
     // perNode.storageClasses) as {storageclass, profile}, without a node: which nodes run them
@@ -40,7 +45,8 @@ local deployed = probes.mixinConfig(probes.merged(import 'manifests/config.libso
     // per-node probes, i.e. that pushes any of them (or that the node inventory below lists):
     // such a node is Missing the ones it does not push, their groups can be Stale, and one of
     // them that no node pushes at all is Missing once, without a node.
-    expectedPerNodeProbes: deployed.expectedPerNodeProbes,
+    // Empty in the mixin alone, like expectedProbes.
+    expectedPerNodeProbes: [],
 
     // --- Identity and selection -------------------------------------------------------------
 
@@ -172,6 +178,13 @@ local deployed = probes.mixinConfig(probes.merged(import 'manifests/config.libso
     // not running or cannot reach the Pushgateway. Stale if its series are still there,
     // Missing if an expected probe has none. Data older than this is never alerted on.
     staleAfterRuns: 3,
+    // A probe's group that disappeared from the Pushgateway (a restart without persistence, a
+    // new pod, `fioprobe gc`) is remembered by its last push time this long: a probe that
+    // pushes again within it changed nothing, one that had stopped stays Stale (and turns
+    // Missing only after this, in the same evaluation). At least twice the stale threshold.
+    // A group deleted with `fioprobe gc` stays Stale as long, unless it is no longer expected
+    // or its node has left the node inventory (docs/MIXIN.md, "Restarts and gaps").
+    lostGroupMemory: '1d',
 
     // Where kube-state-metrics runs (kube-prometheus always has it): take the nodes that
     // should run the per-node probes from it. A node it lists that pushed none of them is then
@@ -180,10 +193,15 @@ local deployed = probes.mixinConfig(probes.merged(import 'manifests/config.libso
     // --node`). Off by default: a node list that does not match where the DaemonSet runs would
     // raise Missing for every node it leaves out (see perNodeInventorySelector).
     perNodeInventory: false,
-    // The per-node DaemonSet's tolerations (perNode.tolerations, Kubernetes objects), read from
-    // the manifests: the default node inventory below keeps the nodes with taints they
+    // The node inventory is remembered this long through a gap of kube-state-metrics (its pod
+    // restarted or rescheduled, a failed scrape): the nodes it listed stay the nodes, instead
+    // of falling back to the pushing ones and back again. A node removed from the cluster
+    // stays listed as long.
+    kubeStateMetricsGapTolerance: '10m',
+    // The per-node DaemonSet's tolerations (perNode.tolerations, Kubernetes objects), passed
+    // by the manifests: the default node inventory below keeps the nodes with taints they
     // tolerate.
-    perNodeTolerations: deployed.perNodeTolerations,
+    perNodeTolerations: [],
     // The nodes that should run the per-node probes (with perNodeInventory): a PromQL
     // expression with one series per node, its name in `node`. Default: every node
     // kube-state-metrics lists, minus those with a NoSchedule or NoExecute taint that
@@ -218,8 +236,9 @@ local deployed = probes.mixinConfig(probes.merged(import 'manifests/config.libso
     // static series each (stream:fioprobe_continuous_expected:info), so that a stream that
     // never came up, or whose pod is gone, raises FioProbeContinuousMissing. Read from the
     // manifests (continuous.enabled, continuous.etcd: one per etcd.nodes,
-    // continuous.storageClasses: one per storageClasses entry); [] when deployed otherwise.
-    expectedStreams: deployed.expectedStreams,
+    // continuous.storageClasses: one per storageClasses entry); empty in the mixin alone, where
+    // FioProbeContinuousMissing then never fires.
+    expectedStreams: [],
 
     // The objective: this fraction of a stream's completed fdatasyncs at or below its latency
     // threshold. The rest, 1 % by default, is the error budget the burn rates below spend.

@@ -1,6 +1,7 @@
 // All fioprobe alert groups and the recording rules they share. Every alert gets its
 // runbook_url here, from its own name (lib/util.libsonnet's runbookURL): one place, and an
-// alert cannot link to another alert's runbook.
+// alert cannot link to another alert's runbook. (An alert group may open with the recording
+// rules only its alert uses.)
 local u = import '../lib/util.libsonnet';
 
 (import 'recording.libsonnet')
@@ -14,7 +15,9 @@ local u = import '../lib/util.libsonnet';
     groups: [
       group {
         rules: [
-          rule { annotations+: { runbook_url: u.runbookURL($._config, rule.alert) } }
+          if std.objectHas(rule, 'alert')
+          then rule { annotations+: { runbook_url: u.runbookURL($._config, rule.alert) } }
+          else rule
           for rule in super.rules
         ],
       }

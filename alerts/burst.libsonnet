@@ -20,48 +20,53 @@ local u = import '../lib/util.libsonnet';
     local burst = volume('fioprobe_volume_burst_iops'),
     local onVolume = 'on (%s)' % u.volumeBy(c),
     local burstMatchers = u.matchers(c, ['profile="%s"' % c.burstProfile]),
+    local live = |||
+      (
+        max by (%(probeBy)s) (fioprobe_write_iops{%(burstMatchers)s})
+        <= %(onVolume)s group_left ()
+        (
+          %(baseline)s
+          + %(gapFraction)s * (%(burst)s - %(onVolume)s %(baseline)s)
+        )
+      )
+      and %(onVolume)s
+      (
+        %(burst)s
+        > %(onVolume)s
+        %(minRatio)s * %(baseline)s
+      )
+      and on (%(probeBy)s)
+      (
+        min by (%(probeBy)s) (fioprobe_success{%(burstMatchers)s}) == 1
+      )
+      unless %(onVolume)s
+      fioprobe_info{%(nonBursting)s}
+      and on (%(probeBy)s)
+      (%(fresh)s)
+    ||| % {
+      fresh: u.fresh(c),
+      probeBy: u.probeBy(c),
+      burstMatchers: burstMatchers,
+      onVolume: onVolume,
+      baseline: baseline,
+      burst: burst,
+      gapFraction: u.num(c.burstDepletedGapFraction),
+      minRatio: u.num(c.burstMinBurstToBaselineRatio),
+      nonBursting: u.matchers(c, [
+        'volume_type=~"%s"' % std.join('|', c.burstNonBurstingVolumeTypes),
+      ]),
+    },
     groups+: [
       {
         name: 'fioprobe-burst',
         rules: [
+          // The condition as a per-probe record, carried through a push gap (a Pushgateway
+          // restart hides the group until the probe's next push): the alert's `for` goes on.
+          // The measured IOPS while depleted, -1 while the probe pushes and is not.
+          u.carried(c, u.burstDepletedRecord, live, otherwise=-1, presentMatchers=['profile="%s"' % c.burstProfile]),
           {
             alert: 'FioProbeBurstCreditsDepleted',
-            expr: |||
-              (
-                max by (%(probeBy)s) (fioprobe_write_iops{%(burstMatchers)s})
-                <= %(onVolume)s group_left ()
-                (
-                  %(baseline)s
-                  + %(gapFraction)s * (%(burst)s - %(onVolume)s %(baseline)s)
-                )
-              )
-              and %(onVolume)s
-              (
-                %(burst)s
-                > %(onVolume)s
-                %(minRatio)s * %(baseline)s
-              )
-              and on (%(probeBy)s)
-              (
-                min by (%(probeBy)s) (fioprobe_success{%(burstMatchers)s}) == 1
-              )
-              unless %(onVolume)s
-              fioprobe_info{%(nonBursting)s}
-              and on (%(probeBy)s)
-              (%(fresh)s)
-            ||| % {
-              fresh: u.fresh(c),
-              probeBy: u.probeBy(c),
-              burstMatchers: burstMatchers,
-              onVolume: onVolume,
-              baseline: baseline,
-              burst: burst,
-              gapFraction: u.num(c.burstDepletedGapFraction),
-              minRatio: u.num(c.burstMinBurstToBaselineRatio),
-              nonBursting: u.matchers(c, [
-                'volume_type=~"%s"' % std.join('|', c.burstNonBurstingVolumeTypes),
-              ]),
-            },
+            expr: u.burstDepletedRecord + ' >= 0\n',
             'for': c.windows.burstFor,
             labels: { severity: 'warning' },
             annotations: {

@@ -354,37 +354,37 @@ local u = import '../lib/util.libsonnet';
               },
             },
           },
-        ] + (if std.length(c.expectedStreams) == 0 then [] else [
-               {
-                 alert: 'FioProbeContinuousMissing',
-                 // Expected streams carry no cluster label (like the expected probes): each
-                 // cluster's Prometheus evaluates its own.
-                 expr: |||
-                   %(expected)s
-                   unless on (storageclass, node)
-                   last_over_time(fioprobe_continuous_info{%(matchers)s}[%(after)s])
-                 ||| % {
-                   expected: u.expectedStreamRecord,
-                   matchers: u.matchers(c),
-                   after: c.continuousMissingAfter,
-                 },
-                 'for': gap,
-                 labels: { severity: 'warning' },
-                 annotations: {
-                   summary: 'A deployed continuous fsync stream has no data in Prometheus.',
-                   description: (
-                     '%(stream)s is deployed but Prometheus has scraped none of its series for '
-                     + '%(after)s and %(gap)s more: its pod does not run (not scheduled, crashing, '
-                     + 'its volume not mounted) or is not scraped (PodMonitor, NetworkPolicy). '
-                     + 'Hangs and stalls of that disk go unseen meanwhile.'
-                   ) % {
-                     stream: std.asciiUpper(stream[0]) + stream[1:],
-                     after: c.continuousMissingAfter,
-                     gap: gap,
-                   },
-                 },
-               },
-             ]),
+        ] + [
+          {
+            alert: 'FioProbeContinuousMissing',
+            // Expected streams carry no cluster label (like the expected probes): each
+            // cluster's Prometheus evaluates its own.
+            expr: |||
+              %(expected)s
+              unless on (storageclass, node)
+              last_over_time(fioprobe_continuous_info{%(matchers)s}[%(after)s])
+            ||| % {
+              expected: u.expectedStreamRecord,
+              matchers: u.matchers(c),
+              after: c.continuousMissingAfter,
+            },
+            'for': gap,
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'A deployed continuous fsync stream has no data in Prometheus.',
+              description: (
+                '%(stream)s is deployed but Prometheus has scraped none of its series for '
+                + '%(after)s and %(gap)s more: its pod does not run (not scheduled, crashing, '
+                + 'its volume not mounted) or is not scraped (PodMonitor, NetworkPolicy). '
+                + 'Hangs and stalls of that disk go unseen meanwhile.'
+              ) % {
+                stream: std.asciiUpper(stream[0]) + stream[1:],
+                after: c.continuousMissingAfter,
+                gap: gap,
+              },
+            },
+          },
+        ],
       },
       {
         // The objective over hours (a group of its own: its unit tests need a day of data,

@@ -11,9 +11,11 @@
 //            Pushgateway lost it while the probe was not running.
 // Failing requires a fresh push, Stale a push older than the same threshold, Missing no push
 // at all, so they never overlap, and a probe that stops after a failed run ends as Stale
-// instead of Failing forever. When expected probes are configured, only they can be Stale:
-// a probe removed from the configuration whose group was left behind stays silent (delete it
-// with `fioprobe gc`).
+// instead of Failing forever. Where the deployment lists its probes (the `fioprobe.expected`
+// group), only they can be Stale: a probe removed from the configuration whose group was left
+// behind stays silent (delete it with `fioprobe gc`); where it lists none (the mixin alone),
+// every stale group is Stale and nothing can be Missing. The rules are the same either way:
+// they join on the listed series, never on a list rendered into them.
 //
 // Per-node probes (config.libsonnet's expectedPerNodeProbes) run on nodes known only at run
 // time, so they are expected per (storageclass, profile) on every node that runs per-node
@@ -32,29 +34,51 @@ local u = import '../lib/util.libsonnet';
     local c = $._config,
     local w = c.windows,
     local by = u.probeBy(c),
-    local static = std.length(c.expectedProbes) > 0,
-    local perNode = std.length(c.expectedPerNodeProbes) > 0,
-    local expected = static || perNode,
     local identity = 'storageclass, profile, node',
     local perNodeIdentity = '%s, storageclass, profile, node' % c.clusterLabel,
+    local staleAfter = u.num(w.staleAfterSeconds),
+    // A group the Pushgateway lost (restart without persistence, `fioprobe gc`) is remembered
+    // by its push time (probe:push_time_seconds:max) for lostGroupMemory: Stale while it is,
+    // and Missing from the moment it is forgotten, its `for` (the stale threshold) already
+    // served by then. Before that, a probe is not Missing.
+    local forgetting = u.num(w.lostGroupMemorySeconds - w.staleAfterSeconds),
+    local remembered = '(%s > time() - %s)' % [u.pushTimeRecord, forgetting],
+    local rememberedPerNode = '(%s{node!=""} > time() - %s)' % [u.pushTimeRecord, forgetting],
+    // Listed probes whose groups stopped pushing; per-node groups only on the nodes that
+    // should run the probes (with the node inventory, a removed node's groups are not a probe
+    // to repair; without it, every node that pushed is such a node); and, where the
+    // deployment lists no probe at all, every group that stopped.
     local stale = |||
-      time() - %(pushTime)s > %(staleAfter)s
-    ||| % { pushTime: u.pushTimeRecord, staleAfter: u.num(w.staleAfterSeconds) },
-    // A per-node group that no longer pushes. With the node inventory, only on the nodes that
-    // should run the probes: the groups a removed node left behind are not a probe to repair.
-    local perNodeStale = |||
-      time() - %(pushTime)s{node!=""} > %(staleAfter)s
-      and on (storageclass, profile)
-      %(expected)s
+      (
+        time() - %(pushTime)s > %(staleAfter)s
+        and on (%(identity)s)
+        %(expected)s
+      )
+      or
+      (
+        time() - %(pushTime)s{node!=""} > %(staleAfter)s
+        and on (storageclass, profile)
+        %(expectedPerNode)s
+        and on (%(nodeBy)s)
+        %(nodes)s
+      )
+      or
+      (
+        time() - %(pushTime)s > %(staleAfter)s
+        unless on ()
+        (%(expected)s or %(expectedPerNode)s)
+      )
     ||| % {
       pushTime: u.pushTimeRecord,
-      staleAfter: u.num(w.staleAfterSeconds),
-      expected: u.expectedPerNodeRecord,
-    } + (if c.perNodeInventory then 'and on (%s)\n%s\n' % [u.nodeBy(c), u.perNodeNodesRecord] else ''),
-    local paren(text) = '(\n  %s\n)\n' % std.strReplace(std.rstripChars(text, '\n'), '\n', '\n  '),
-    // Per-node probes: on a node that runs per-node probes, every expected per-node probe (a
-    // cross product: one term per probe, each joining the nodes with that probe's one static
-    // series) less the groups that exist, only where some node of the cluster pushes the
+      staleAfter: staleAfter,
+      identity: identity,
+      expected: u.expectedRecord,
+      expectedPerNode: u.expectedPerNodeRecord,
+      nodeBy: u.nodeBy(c),
+      nodes: u.perNodeNodesRecord,
+    },
+    // Per-node probes: on a node that runs per-node probes, every expected per-node probe (the
+    // `fioprobe.expected` group's cross product of nodes and probes) less the groups that exist, only where some node of the cluster pushes the
     // probe; or, where no node pushes it, the probe once, without a node, instead of once per
     // node. Every alert of this rule carries scope="per-node": without a node, its labels would
     // otherwise equal the first FioProbeMissing's for a StorageClass probed both by a CronJob
@@ -63,31 +87,32 @@ local u = import '../lib/util.libsonnet';
       alert: 'FioProbeMissing',
       expr: |||
         (
-          (
-            %(onNodes)s
-          )
+          %(onNodes)s
           unless on (%(identity)s)
           push_time_seconds{%(matchers)s}
+          unless on (%(identity)s)
+          %(remembered)s
           and on (%(cluster)s, storageclass, profile)
-          push_time_seconds{%(perNodeMatchers)s}
+          %(pushTime)s{node!=""}
         )
         or
         (
           %(expected)s
           unless on (storageclass, profile)
           push_time_seconds{%(perNodeMatchers)s}
+          unless on (storageclass, profile)
+          %(rememberedPerNode)s
         )
       ||| % {
-        onNodes: std.join('\n    or\n    ', [
-          '%s * on () group_left (storageclass, profile) %s{storageclass="%s", profile="%s"}'
-          % [u.perNodeNodesRecord, u.expectedPerNodeRecord, p.storageclass, p.profile]
-          for p in c.expectedPerNodeProbes
-        ]),
+        onNodes: u.expectedOnNodeRecord,
         identity: perNodeIdentity,
         cluster: c.clusterLabel,
         expected: u.expectedPerNodeRecord,
         matchers: u.matchers(c),
         perNodeMatchers: u.matchers(c, ['node!=""']),
+        pushTime: u.pushTimeRecord,
+        remembered: remembered,
+        rememberedPerNode: rememberedPerNode,
       },
       'for': w.staleAfter,
       labels: { severity: 'warning', scope: 'per-node' },
@@ -96,7 +121,8 @@ local u = import '../lib/util.libsonnet';
         description: (
           'fioprobe %(probe)s, a per-node probe, has had no series in Prometheus for %(runs)d '
           + 'probe intervals (%(for)s)'
-          + '{{ if $labels.node }}, while the node runs per-node probes (it pushes others%(inventory)s) '
+          + '{{ if $labels.node }}, while the node runs per-node probes (it pushes others, or the '
+          + 'node inventory lists it) '
           + 'and other nodes push this one: the per-node pod of that node does not run (not '
           + 'scheduled, crashing, its volumes not mounted) or runs a configuration without this '
           + 'target (a rollout in progress).'
@@ -107,7 +133,6 @@ local u = import '../lib/util.libsonnet';
           probe: u.probeText(c),
           runs: c.staleAfterRuns,
           'for': w.staleAfter,
-          inventory: if c.perNodeInventory then ', or the node inventory lists it' else '',
         },
       },
     },
@@ -123,10 +148,10 @@ local u = import '../lib/util.libsonnet';
           {
             alert: 'FioProbeFailing',
             expr: |||
-              min by (%(by)s) (fioprobe_success{%(matchers)s}) == 0
+              %(success)s == 0
               and on (%(by)s)
               (%(fresh)s)
-            ||| % { by: by, matchers: u.matchers(c), fresh: u.fresh(c) },
+            ||| % { by: by, success: u.successRecord, fresh: u.fresh(c) },
             'for': w.failingFor,
             labels: { severity: 'warning' },
             annotations: {
@@ -138,12 +163,7 @@ local u = import '../lib/util.libsonnet';
           },
           {
             alert: 'FioProbeStale',
-            expr:
-              local terms = (if static then [stale + 'and on (%s)\n%s\n' % [identity, u.expectedRecord]] else [])
-                            + (if perNode then [perNodeStale] else []);
-              if !expected then stale
-              else if std.length(terms) == 1 then terms[0]
-              else std.join('or\n', [paren(t) for t in terms]),
+            expr: stale,
             labels: { severity: 'warning' },
             annotations: {
               summary: 'A fioprobe probe stopped pushing results, so its disk is not being measured.',
@@ -154,27 +174,34 @@ local u = import '../lib/util.libsonnet';
               ) % { probe: u.probeText(c), runs: c.staleAfterRuns },
             },
           },
-        ] + (if !static then [] else [
-               {
-                 alert: 'FioProbeMissing',
-                 expr: |||
-                   %(expected)s
-                   unless on (%(identity)s)
-                   push_time_seconds{%(matchers)s}
-                 ||| % { expected: u.expectedRecord, identity: identity, matchers: u.matchers(c) },
-                 'for': w.staleAfter,
-                 labels: { severity: 'warning' },
-                 annotations: {
-                   summary: 'A deployed fioprobe probe has no data in Prometheus at all.',
-                   description: (
-                     'fioprobe %(probe)s is deployed but Prometheus has had none of its series '
-                     + 'for %(runs)d probe intervals (%(for)s): it never pushed, or its Pushgateway '
-                     + 'group is gone (deleted, or a Pushgateway restart without persistence) '
-                     + 'while the probe is not running.'
-                   ) % { probe: u.probeText(c), runs: c.staleAfterRuns, 'for': w.staleAfter },
-                 },
-               },
-             ]) + (if perNode then [perNodeMissing] else []),
+        ] + [
+          {
+            alert: 'FioProbeMissing',
+            expr: |||
+              %(expected)s
+              unless on (%(identity)s)
+              push_time_seconds{%(matchers)s}
+              unless on (%(identity)s)
+              %(remembered)s
+            ||| % {
+              expected: u.expectedRecord,
+              identity: identity,
+              matchers: u.matchers(c),
+              remembered: remembered,
+            },
+            'for': w.staleAfter,
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'A deployed fioprobe probe has no data in Prometheus at all.',
+              description: (
+                'fioprobe %(probe)s is deployed but Prometheus has had none of its series '
+                + 'for %(runs)d probe intervals (%(for)s): it never pushed, or its Pushgateway '
+                + 'group is gone (deleted, or a Pushgateway restart without persistence) '
+                + 'while the probe is not running.'
+              ) % { probe: u.probeText(c), runs: c.staleAfterRuns, 'for': w.staleAfter },
+            },
+          },
+        ] + [perNodeMissing],
       },
     ],
   },

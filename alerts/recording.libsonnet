@@ -20,8 +20,11 @@
 //   probe:fioprobe_expected:info                       one static series per expected probe
 //   probe:fioprobe_expected_per_node:info              one static series per per-node probe
 //       (storageclass, profile), expected on every node of ...
+//   node:fioprobe_per_node_inventory:info              the nodes the node inventory lists
 //   node:fioprobe_per_node:info                        ... one series per node that runs (or,
 //       by the node inventory, should run) the per-node probes
+//   node:fioprobe_expected_per_node:info               one series per such node and per-node
+//       probe (storageclass, profile): what each node should push
 //   stream:fioprobe_continuous_expected:info           one static series per expected
 //       continuous stream (storageclass, node); the stream's own rules are in
 //       alerts/continuous.libsonnet
@@ -100,34 +103,83 @@ local u = import '../lib/util.libsonnet';
     // nodes it lists instead, so that a node that never pushed is known and a removed one is
     // not; where it lists nothing (kube-state-metrics down or absent in that cluster), the
     // pushing nodes again, so that no per-node alert goes blind with it.
+    // Pushing: by the remembered push time, so a node whose groups the Pushgateway lost is
+    // still one (and its probes Stale if it had stopped). The inventory is remembered through
+    // a gap of kube-state-metrics (kubeStateMetricsGapTolerance).
     local perNodePushing = |||
       group by (%(nodeBy)s) (
-        push_time_seconds{%(matchers)s}
+        %(pushTime)s{node!=""}
         and on (storageclass, profile)
         %(expected)s
       )
-    ||| % { nodeBy: u.nodeBy(c), matchers: u.matchers(c, ['node!=""']), expected: u.expectedPerNodeRecord },
+    ||| % { nodeBy: u.nodeBy(c), pushTime: u.pushTimeRecord, expected: u.expectedPerNodeRecord },
+    local inventory = {
+      record: u.perNodeInventoryRecord,
+      expr: |||
+        group by (%(nodeBy)s) (
+          %(inventory)s
+        )
+      ||| % { nodeBy: u.nodeBy(c), inventory: c.perNodeInventorySelector },
+    },
     local perNodeNodes = {
       record: u.perNodeNodesRecord,
       expr: if !c.perNodeInventory then perNodePushing else |||
         group by (%(nodeBy)s) (
-          %(inventory)s
+          last_over_time(%(inventory)s[%(gap)s])
         )
         or
         (
           %(pushing)s
           unless on (%(cluster)s)
           group by (%(cluster)s) (
-            %(inventory)s
+            last_over_time(%(inventory)s[%(gap)s])
           )
         )
       ||| % {
         nodeBy: u.nodeBy(c),
         cluster: c.clusterLabel,
-        inventory: c.perNodeInventorySelector,
+        inventory: u.perNodeInventoryRecord,
+        gap: c.kubeStateMetricsGapTolerance,
         pushing: std.strReplace(std.rstripChars(perNodePushing, '\n'), '\n', '\n  '),
       },
     },
+
+    // The deployment's facts (the expected probes and streams, the node inventory), the one
+    // group that differs between deployments: it exists only when a deployment passes them.
+    local expected = [
+      {
+        record: u.expectedRecord,
+        expr: 'vector(1)',
+        labels: { storageclass: p.storageclass, profile: p.profile }
+                + (if std.objectHas(p, 'node') then { node: p.node } else {}),
+      }
+      for p in c.expectedProbes
+    ] + [
+      {
+        record: u.expectedPerNodeRecord,
+        expr: 'vector(1)',
+        labels: { storageclass: p.storageclass, profile: p.profile },
+      }
+      for p in c.expectedPerNodeProbes
+    ] + (if std.length(c.expectedPerNodeProbes) == 0 then [] else (
+           (if c.perNodeInventory then [inventory] else []) + [perNodeNodes]
+         )) + [
+      // Every node of perNodeNodes times every per-node probe: PromQL joins cannot build a
+      // cross product, one rule per probe can.
+      {
+        record: u.expectedOnNodeRecord,
+        expr: u.perNodeNodesRecord + '\n',
+        labels: { storageclass: p.storageclass, profile: p.profile },
+      }
+      for p in c.expectedPerNodeProbes
+    ] + [
+      {
+        record: u.expectedStreamRecord,
+        expr: 'vector(1)',
+        labels: { storageclass: s.storageclass } + (if std.objectHas(s, 'node') then { node: s.node } else {}),
+      }
+      for s in c.expectedStreams
+    ],
 
     groups+: [
       {
@@ -150,10 +202,31 @@ local u = import '../lib/util.libsonnet';
           for op in u.ops
           for quantile in quantiles
         ] + [
+          // When the probe last pushed, remembered for lostGroupMemory after its group left
+          // the Pushgateway (a restart without persistence, a new pod): a probe whose group
+          // is gone only until its next push is neither Stale nor Missing meanwhile, and one
+          // that had stopped stays Stale instead of turning Missing.
           {
             record: u.pushTimeRecord,
-            expr: 'max by (%s) (push_time_seconds{%s})\n' % [by, u.matchers(c)],
+            expr: |||
+              max by (%(by)s) (push_time_seconds{%(matchers)s})
+              or
+              (
+                last_over_time(%(record)s[%(chain)s])
+                > time() - %(memory)s
+              )
+            ||| % {
+              by: by,
+              matchers: u.matchers(c),
+              record: u.pushTimeRecord,
+              chain: c.windows.memoryChain,
+              memory: u.num(c.windows.lostGroupMemorySeconds),
+            },
           },
+          // Whether the last run succeeded, the last known value carried through a push gap
+          // while the probe is fresh: FioProbeFailing neither resolves nor restarts its `for`
+          // when the Pushgateway loses the group until the next push.
+          u.carried(c, u.successRecord, 'min by (%s) (fioprobe_success{%s})\n' % [by, u.matchers(c)]),
           {
             record: lastP99,
             expr: 'max by (%s) (fioprobe_last_sync_latency_seconds{%s})\n'
@@ -197,36 +270,16 @@ local u = import '../lib/util.libsonnet';
           ),
         ],
       },
-      {
-        // Static: which probes the configuration deploys. FioProbeMissing and FioProbeStale
-        // compare with them; they carry no cluster label (each cluster's Prometheus
-        // evaluates its own rules; its external label is added on the way out). Then the
-        // nodes the per-node probes are expected on, after the static series they join.
-        name: 'fioprobe.expected',
-        rules: [
-          {
-            record: u.expectedRecord,
-            expr: 'vector(1)',
-            labels: { storageclass: p.storageclass, profile: p.profile }
-                    + (if std.objectHas(p, 'node') then { node: p.node } else {}),
-          }
-          for p in c.expectedProbes
-        ] + [
-          {
-            record: u.expectedPerNodeRecord,
-            expr: 'vector(1)',
-            labels: { storageclass: p.storageclass, profile: p.profile },
-          }
-          for p in c.expectedPerNodeProbes
-        ] + (if std.length(c.expectedPerNodeProbes) == 0 then [] else [perNodeNodes]) + [
-          {
-            record: u.expectedStreamRecord,
-            expr: 'vector(1)',
-            labels: { storageclass: s.storageclass } + (if std.objectHas(s, 'node') then { node: s.node } else {}),
-          }
-          for s in c.expectedStreams
-        ],
-      },
-    ],
+    ] + (if std.length(expected) == 0 then [] else [
+           {
+             // Static: which probes and streams the deployment runs. FioProbeMissing, Stale
+             // and ContinuousMissing compare with them; they carry no cluster label (each
+             // cluster's Prometheus evaluates its own rules; its external label is added on
+             // the way out). Then the nodes the per-node probes are expected on, after the
+             // static series they join.
+             name: 'fioprobe.expected',
+             rules: expected,
+           },
+         ]),
   },
 }

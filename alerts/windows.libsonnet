@@ -62,6 +62,11 @@ function(c)
     atLeastTwo('burstDepletedRuns'),
     atLeastTwo('staleAfterRuns'),
     check(c.etcdRoleMemoryRuns >= 1, 'etcdRoleMemoryRuns must be at least 1'),
+    check(u.seconds(c.lostGroupMemory) >= 2 * (runs(c.staleAfterRuns) + margin),
+          'lostGroupMemory (%s) must be at least twice the stale threshold (%s): a lost group is '
+          % [c.lostGroupMemory, u.duration(runs(c.staleAfterRuns) + margin)]
+          + 'Stale for that long before it may turn Missing'),
+    check(u.seconds(c.kubeStateMetricsGapTolerance) > 0, 'kubeStateMetricsGapTolerance must be positive'),
     check(c.failingRuns >= 1, 'failingRuns must be at least 1'),
     check(c.etcdFsyncOfRuns >= c.etcdFsyncSlowRuns,
           'etcdFsyncOfRuns (%s) must be >= etcdFsyncSlowRuns (%s)' % [c.etcdFsyncOfRuns, c.etcdFsyncSlowRuns]),
@@ -109,6 +114,10 @@ function(c)
     staleAfterSeconds: runs(c.staleAfterRuns) + margin,
     staleAfter: u.duration(self.staleAfterSeconds),
     etcdRoleMemory: u.duration(runs(c.etcdRoleMemoryRuns) + margin),
+    // How far back a remembered record looks for its own last value: one stale threshold, so
+    // a Prometheus restart shorter than that picks every memory up again.
+    memoryChain: self.staleAfter,
+    lostGroupMemorySeconds: u.seconds(c.lostGroupMemory),
     regressionFor: u.duration(runs(c.regressionForRuns)),
     regressionMinBaselineRuns: std.ceil(c.regressionMinBaselineFraction * baselineSeconds / interval),
     // The continuous stream's error budget: the fraction of fsyncs allowed above the objective.

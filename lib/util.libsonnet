@@ -151,6 +151,8 @@
   expectedPerNodeRecord:: 'probe:fioprobe_expected_per_node:info',
   // One series per node (and cluster) that runs, or should run, the per-node probes.
   perNodeNodesRecord:: 'node:fioprobe_per_node:info',
+  // One series per such node and per-node probe {storageclass, profile}: what it should push.
+  expectedOnNodeRecord:: 'node:fioprobe_expected_per_node:info',
 
   // The labels that identify one node across clusters.
   nodeBy(c):: std.join(', ', [c.clusterLabel, 'node']),
@@ -158,12 +160,51 @@
   // The recorded time of the probe's last push (any outcome), from the Pushgateway's own
   // push_time_seconds of the probe's group(s).
   pushTimeRecord:: 'probe:push_time_seconds:max',
+  // The probe's last fioprobe_success (min over its series), carried through a push gap.
+  successRecord:: 'probe:fioprobe_success:min',
+  // The burst-ceiling probe's write IOPS while they sit at the baseline (carried likewise).
+  burstDepletedRecord:: 'probe:fioprobe_write_iops:depleted',
+  // The nodes the node inventory lists (kube-state-metrics), remembered through its gaps.
+  perNodeInventoryRecord:: 'node:fioprobe_per_node_inventory:info',
 
   // "The probe pushed recently": its last push (success or failure) is younger than the
   // stale threshold. Every alert on pushed gauges requires it, so frozen values of a probe
   // that stopped never keep an alert firing; that probe is FioProbeStale instead.
   fresh(c)::
     'time() - %s < %s' % [$.pushTimeRecord, $.num(c.windows.staleAfterSeconds)],
+
+  // A per-probe recording rule of `live` (an expression of the probe's pushed series, by
+  // probe) that keeps its last value while the probe's group is absent from the Pushgateway
+  // (a restart without persistence or a new pod, until the probe's next push) and the probe
+  // is fresh: rules on it see no gap, and an alert's `for` goes on. Once the group is back,
+  // `live` alone decides. `live` must have a value for every probe whose group is there
+  // (the last value is what is carried, so an absence would carry an older one); where it is
+  // a filter, `otherwise` is the value recorded for the probes of `presentMatchers` it drops.
+  carried(c, record, live, otherwise=null, presentMatchers=[]):: {
+    record: record,
+    expr: |||
+      %(live)s
+      or
+      (
+        last_over_time(%(record)s[%(chain)s])
+        unless on (%(by)s)
+        push_time_seconds{%(matchers)s}
+        and on (%(by)s)
+        (%(fresh)s)
+      )
+    ||| % {
+      live: std.rstripChars(live, '\n') + (
+        if otherwise == null then ''
+        else '\nor on (%s)\n%s * group by (%s) (push_time_seconds{%s})'
+             % [$.probeBy(c), $.num(otherwise), $.probeBy(c), $.matchers(c, presentMatchers)]
+      ),
+      record: record,
+      chain: c.windows.memoryChain,
+      by: $.probeBy(c),
+      matchers: $.matchers(c),
+      fresh: $.fresh(c),
+    },
+  },
 
   // "At least `slow` of the last `of` runs were slow", from a recorded series that holds
   // the probe's run number (fioprobe_runs_total) while its current run is slow and fresh,

@@ -22,11 +22,13 @@ import scenarios
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+#: The mixin's rules: the same for every deployment.
 RULES = ROOT / "alerts" / "out" / "rules.yaml"
-#: The rules of a deployment with per-node probes and the node inventory
-#: (alerts/rules-per-node.jsonnet): the per-node rules exist only there.
-RULES_PER_NODE = ROOT / "alerts" / "out" / "rules-per-node.yaml"
-RULE_FILES = [RULES, RULES_PER_NODE]
+#: The `fioprobe.expected` group (manifests/rules.jsonnet) of the shipped manifests, and of a
+#: deployment with per-node probes and the node inventory: the deployment's facts as data.
+EXPECTED = ROOT / "alerts" / "out" / "expected.yaml"
+EXPECTED_PER_NODE = ROOT / "alerts" / "out" / "expected-per-node.yaml"
+RULE_FILES = [RULES, EXPECTED, EXPECTED_PER_NODE]
 UNIT_TESTS = sorted((ROOT / "alerts" / "tests").glob("*.yaml"))
 RUNBOOKS = ROOT / "docs" / "runbooks.md"
 
@@ -59,7 +61,6 @@ RECORD_NAMES = {
     "probe:fioprobe_runs_total:etcd_fsync_warning_slow",
     "probe:fioprobe_runs_total:etcd_fsync_critical_slow",
     "probe:fioprobe_runs_total:storageclass_fsync_slow",
-    "probe:fioprobe_expected:info",
     # The continuous stream (alerts/continuous.libsonnet): its objective per stream, the
     # slow fraction over every window of continuousBurnRates, the stall window's counts, and
     # the streams the configuration deploys.
@@ -70,12 +71,14 @@ RECORD_NAMES = {
     ),
     "stream:fioprobe_continuous_sync_slow:increase1m",
     "stream:fioprobe_continuous_stall_seconds:increase1m",
-    "stream:fioprobe_continuous_expected:info",
 }
-#: ... and with per-node probes.
-PER_NODE_RECORD_NAMES = RECORD_NAMES | {
+#: The deployment's group: the probes and streams it runs ...
+EXPECTED_RECORD_NAMES = {"probe:fioprobe_expected:info", "stream:fioprobe_continuous_expected:info"}
+#: ... and with per-node probes, those expected on every node that runs them.
+PER_NODE_EXPECTED_RECORD_NAMES = EXPECTED_RECORD_NAMES | {
     "probe:fioprobe_expected_per_node:info",
     "node:fioprobe_per_node:info",
+    "node:fioprobe_expected_per_node:info",
 }
 
 #: A value for every _config key, each different from its default and from one another, so
@@ -155,17 +158,17 @@ def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return proc
 
 
-def render(config: dict[str, Any] | None = None, source: str = "alerts/rules.jsonnet") -> str:
-    """Render the rules with _config overrides as a rule file in JSON (Prometheus and
-    promtool read rule files with a YAML parser, which takes JSON as it is)."""
+def render(config: dict[str, Any] | None = None, *tla: str) -> str:
+    """Render the mixin's rules (alerts/rules.jsonnet) with _config overrides as a rule file in
+    JSON (Prometheus and promtool read rule files with a YAML parser, which takes JSON as it
+    is); with `tla` (e.g. "example=per-node"), manifests/rules.jsonnet's instead: the mixin and
+    a deployment's `fioprobe.expected` group."""
+    source = scenarios.RULES_JSONNET if tla else "alerts/rules.jsonnet"
+    args = [a for pair in (("--tla-str", t) for t in tla) for a in pair]
     return run(
-        tool("jsonnet"),
-        "-J",
-        ".",
-        "--tla-code",
-        f"config={json.dumps(config or {})}",
-        source,
-    ).stdout
+        tool("jsonnet"), "-J", ".", "--tla-code", f"config={json.dumps(config or {})}",
+        *args, source,
+    ).stdout  # fmt: skip
 
 
 def rules_of(text: str) -> list[dict[str, Any]]:
@@ -206,8 +209,8 @@ def occurs(value: str, text: str) -> bool:
 
 @pytest.mark.parametrize("rules", RULE_FILES, ids=lambda p: p.stem)
 def test_committed_rules_pass_promtool_check(rules: Path) -> None:
-    """The committed rule file is what Prometheus and the PrometheusRule manifest load (with
-    per-node probes: no rule twice, although FioProbeMissing has two rules)."""
+    """The committed rule files are what Prometheus and the PrometheusRule manifests load
+    (FioProbeMissing has two rules, none is there twice)."""
     out = run(tool("promtool"), "check", "rules", str(rules)).stdout
     assert f"SUCCESS: {len(rules_of(rules.read_text()))} rules found" in out
 
@@ -290,13 +293,15 @@ def test_unit_tests_catch_broken_rules(
     tmp_path: Path, unit_test: str, mutation: dict[str, Any], why: str
 ) -> None:
     """The promtool tests are only worth something if a wrong rule makes them fail."""
-    committed, jsonnet = scenarios.rule_file(unit_test)
+    committed = "".join(f"- {path}\n" for path in scenarios.rule_files(unit_test))
     rules = tmp_path / "rules.yaml"
-    rules.write_text(render(mutation, jsonnet))
+    rules.write_text(render(mutation, f"example={scenarios.deployment(unit_test)}"))
     test_file = tmp_path / f"{unit_test}.yaml"
     source = (ROOT / "alerts" / "tests" / f"{unit_test}.yaml").read_text()
-    assert f"\n- {committed}\n" in source
-    test_file.write_text(source.replace(f"\n- {committed}\n", "\n- rules.yaml\n"))
+    assert f"\nrule_files:\n{committed}" in source
+    test_file.write_text(
+        source.replace(f"\nrule_files:\n{committed}", "\nrule_files:\n- rules.yaml\n")
+    )
     proc = run(tool("promtool"), "test", "rules", str(test_file), check=False)
     if mutation:
         assert proc.returncode != 0, f"{unit_test}.yaml did not notice: {why}"
@@ -366,14 +371,21 @@ def test_mixin_entry_point_fields() -> None:
 
 
 def test_rule_names_are_the_contract() -> None:
-    """Dashboards and the end-to-end test use these exact names."""
-    for path, records in ((RULES, RECORD_NAMES), (RULES_PER_NODE, PER_NODE_RECORD_NAMES)):
-        rules = rules_of(path.read_text())
-        assert {r["record"] for r in rules if "record" in r} == records, path.name
-        assert {r["alert"] for r in rules if "alert" in r} == ALERT_NAMES, path.name
+    """Dashboards and the end-to-end test use these exact names; every alert is in the
+    mixin's rules, and a deployment's group holds recording rules only."""
+    rules = rules_of(RULES.read_text())
+    assert {r["record"] for r in rules if "record" in r} == RECORD_NAMES
+    assert {r["alert"] for r in rules if "alert" in r} == ALERT_NAMES
+    for path, records in (
+        (EXPECTED, EXPECTED_RECORD_NAMES),
+        (EXPECTED_PER_NODE, PER_NODE_EXPECTED_RECORD_NAMES),
+    ):
+        groups = yaml.safe_load(path.read_text())["groups"]
+        assert [g["name"] for g in groups] == ["fioprobe.expected"], path.name
+        assert {r.get("record") for r in groups[0]["rules"]} == records, path.name
 
 
-@pytest.mark.parametrize("rules", RULE_FILES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("rules", [RULES], ids=lambda p: p.stem)
 def test_alert_hygiene(rules: Path) -> None:
     """Mixin conventions (node-mixin, kubernetes-mixin) that on-call tooling relies on."""
     anchors = set(re.findall(r"^## (FioProbe\w+)$", RUNBOOKS.read_text(), flags=re.M))
@@ -408,7 +420,7 @@ def test_no_dependence_on_job_or_instance(rules: Path) -> None:
         assert not re.search(r"(?<![\w.])(job|instance)(?!\w)", text), rule
 
 
-@pytest.mark.parametrize("rules", RULE_FILES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("rules", [RULES], ids=lambda p: p.stem)
 def test_etcd_disks_are_selected_by_their_published_role(rules: Path) -> None:
     """Which disks hold etcd is a deployment fact (fioprobe_info{etcd_disk}): the etcd rules
     join on the role record and no rule takes `node`-labelled series for etcd disks. The
@@ -605,9 +617,16 @@ def test_windows_shorter_than_two_runs_fail_to_render(config: dict[str, Any], me
     assert "fioprobe mixin config: " + message in proc.stderr, proc.stderr
 
 
-def test_default_schedule_and_expected_probes_come_from_the_manifests() -> None:
-    """One schedule, one place: manifests/config.libsonnet's everyMinutes and probes."""
+def test_the_mixin_alone_knows_no_deployment() -> None:
+    """Facts flow one way: the mixin's defaults list no probe or stream, so alone it renders no
+    `fioprobe.expected` group (FioProbeMissing has nothing to compare with), and its schedule is
+    the manifests' default one (everyMinutes), which the manifests pass for what they render."""
     config = default_config()
+    for key in ("expectedProbes", "expectedPerNodeProbes", "expectedStreams", "perNodeTolerations"):
+        assert config[key] == [], key
+    assert config["perNodeInventory"] is False
+    groups = [g["name"] for g in yaml.safe_load(RULES.read_text())["groups"]]
+    assert "fioprobe.expected" not in groups and "fioprobe.rules" in groups
     manifests = json.loads(
         run(
             tool("jsonnet"), "-J", ".", "-e",
@@ -616,34 +635,88 @@ def test_default_schedule_and_expected_probes_come_from_the_manifests() -> None:
         ).stdout
     )  # fmt: skip
     assert config["probeIntervalSeconds"] == manifests["every"] * 60
-    assert config["expectedProbes"] == manifests["mixin"]["expectedProbes"]
-    assert len(config["expectedProbes"]) >= 3
-    # One continuous stream per etcd node and one per StorageClass (continuous.*).
-    assert config["expectedStreams"] == manifests["mixin"]["expectedStreams"]
-    assert config["expectedStreams"] == [
+    # The shipped manifests' facts: their probes, one continuous stream per etcd node and one
+    # per StorageClass, and no per-node DaemonSet.
+    assert len(manifests["mixin"]["expectedProbes"]) >= 3
+    assert manifests["mixin"]["expectedStreams"] == [
         {"storageclass": "etcd-disk", "node": f"control-plane-{n}"} for n in range(3)
     ] + [{"storageclass": "gp2"}, {"storageclass": "gp3"}]
-    # The shipped configuration has no per-node DaemonSet, and so no per-node rules.
-    assert config["expectedPerNodeProbes"] == manifests["mixin"]["expectedPerNodeProbes"] == []
-    assert config["perNodeTolerations"] == manifests["mixin"]["perNodeTolerations"] == []
-    assert "per_node" not in RULES.read_text()
+    assert manifests["mixin"]["expectedPerNodeProbes"] == []
+    assert "per_node" not in EXPECTED.read_text()
+
+
+def test_no_mixin_jsonnet_imports_the_manifests() -> None:
+    """The manifests import the mixin, never the reverse: every jsonnet file outside manifests/
+    (and vendor/) is scanned for an import or importstr of a manifests file."""
+    importing = re.compile(r"""import(?:str|bin)?\s*['"]([^'"]+)['"]""")
+    sources = [
+        path
+        for path in ROOT.rglob("*sonnet")
+        if not {"manifests", "vendor", ".git", "node_modules"} & set(path.relative_to(ROOT).parts)
+    ]
+    assert len(sources) >= 10, "the scan found too few mixin files to mean anything"
+    for path in sources:
+        for target in importing.findall(path.read_text()):
+            # jsonnet resolves an import beside the importing file, then in -J . (the root).
+            for resolved in ((path.parent / target).resolve(), (ROOT / target).resolve()):
+                assert not resolved.is_relative_to(ROOT / "manifests"), (
+                    f"{path.relative_to(ROOT)} imports {target}"
+                )
+
+
+def mixin_groups(path_or_text: Path | str) -> list[dict[str, Any]]:
+    text = path_or_text.read_text() if isinstance(path_or_text, Path) else path_or_text
+    return [g for g in yaml.safe_load(text)["groups"] if g["name"] != "fioprobe.expected"]
+
+
+def test_every_deployment_loads_the_same_mixin_rules() -> None:
+    """One set of rendered rules: the manifests' PrometheusRule, a deployment with per-node
+    probes and the node inventory, and kube-prometheus' addMixin (the mixin with
+    fioprobe.libsonnet's mixinConfig and the node inventory, as example.jsonnet passes them)
+    all load exactly alerts/out/rules.yaml's groups, and differ only in `fioprobe.expected`."""
+    committed = mixin_groups(RULES)
+    manifest = yaml.safe_load(
+        (ROOT / "manifests" / "generated" / "monitoring-prometheusrule.yaml").read_text()
+    )
+    assert manifest["spec"]["groups"] == committed
+    expected = yaml.safe_load(
+        (ROOT / "manifests" / "generated" / "monitoring-expectedrule.yaml").read_text()
+    )
+    assert expected["spec"]["groups"] == yaml.safe_load(EXPECTED.read_text())["groups"]
+    assert mixin_groups(render({}, "example=per-node", "part=mixin")) == committed
+    kube_prometheus = run(
+        tool("jsonnet"), "-J", ".", "-e",
+        "local fioprobe = (import 'manifests/kube-prometheus/fioprobe.libsonnet')('monitoring'); "
+        "local m = (import 'mixin.libsonnet') + "
+        "{ _config+:: fioprobe.mixinConfig { perNodeInventory: true } }; "
+        "{ groups: m.prometheusRules.groups + m.prometheusAlerts.groups }",
+    ).stdout  # fmt: skip
+    assert mixin_groups(kube_prometheus) == committed
+    example = (ROOT / "manifests" / "kube-prometheus" / "example.jsonnet").read_text()
+    assert "fioprobe.mixinConfig {" in example and "perNodeInventory: true" in example
 
 
 def test_per_node_rules_expect_the_manifests_per_node_probes() -> None:
-    """alerts/rules-per-node.jsonnet's rules come from the manifests' per-node configuration:
-    one static series per local disk or StorageClass and profile, none with a node, and the
-    node inventory in the node set only because that file switches it on."""
-    rules = rules_of(RULES_PER_NODE.read_text())
+    """The per-node deployment's group comes from the manifests' per-node configuration: one
+    static series per local disk or StorageClass and profile, none with a node, one rule per
+    probe putting it on every node that runs per-node probes, and the node inventory in the
+    node set only because that deployment switches it on."""
+    rules = rules_of(EXPECTED_PER_NODE.read_text())
     records = [r for r in rules if r.get("record") == "probe:fioprobe_expected_per_node:info"]
     assert [(r["labels"]["storageclass"], r["labels"]["profile"]) for r in records] == (
         scenarios.PER_NODE
     )
     assert all(r["expr"] == "vector(1)" for r in records)
+    on_nodes = [r for r in rules if r.get("record") == "node:fioprobe_expected_per_node:info"]
+    assert [(r["labels"]["storageclass"], r["labels"]["profile"]) for r in on_nodes] == (
+        scenarios.PER_NODE
+    )
+    assert all(r["expr"].strip() == "node:fioprobe_per_node:info" for r in on_nodes)
     (nodes,) = [r for r in rules if r.get("record") == "node:fioprobe_per_node:info"]
     assert "kube_node_info" in nodes["expr"]
     # The DaemonSet's tolerations keep its tolerated taint's nodes in the node inventory.
     assert 'key!~"node[.]kubernetes[.]io/.+|fioprobe[.]example[.]com/pool"' in nodes["expr"]
-    off = rules_of(render({"perNodeInventory": False}, "alerts/rules-per-node.jsonnet"))
+    off = rules_of(render({"perNodeInventory": False}, "example=per-node", "part=expected"))
     (nodes,) = [r for r in off if r.get("record") == "node:fioprobe_per_node:info"]
     assert "kube_node" not in json.dumps(off)
 

@@ -21,8 +21,10 @@ from fioprobe.metrics import LATENCY_BUCKETS_SECONDS, exposed_series_names
 
 ROOT = Path(__file__).resolve().parents[1]
 RULES = ROOT / "alerts" / "out" / "rules.yaml"
-#: With per-node probes and the node inventory (alerts/rules-per-node.jsonnet).
-RULES_PER_NODE = ROOT / "alerts" / "out" / "rules-per-node.yaml"
+#: The `fioprobe.expected` groups of the shipped deployment and of one with per-node probes and
+#: the node inventory (manifests/rules.jsonnet).
+EXPECTED = ROOT / "alerts" / "out" / "expected.yaml"
+EXPECTED_PER_NODE = ROOT / "alerts" / "out" / "expected-per-node.yaml"
 
 #: Metrics the rules may use that fioprobe does not produce, each with who exports it.
 #: (None is used today; etcd's own fsync histogram is where a rule comparing the probe with
@@ -70,7 +72,7 @@ def test_extractor_finds_names_and_ignores_labels_and_strings() -> None:
     assert "fioprobe_bogus_total" not in exposed_series_names()
 
 
-@pytest.mark.parametrize("path", [RULES, RULES_PER_NODE], ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", [RULES, EXPECTED, EXPECTED_PER_NODE], ids=lambda p: p.stem)
 def test_rules_query_only_metrics_the_exporter_produces(path: Path) -> None:
     """Every fioprobe_* name in the rules is produced by the exporter (or is external), and
     every recording rule referenced is defined."""

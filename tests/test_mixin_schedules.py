@@ -22,10 +22,13 @@ ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.timeout(900)
 
 
-def render(tmp_path: Path, interval_min: int, source: str) -> Path:
+def render(tmp_path: Path, interval_min: int, example: str) -> Path:
+    """The mixin's rules and the `fioprobe.expected` group of manifests/rules.jsonnet's
+    `example` deployment, at this schedule, as one rule file."""
     config = json.dumps({"probeIntervalSeconds": interval_min * 60})
     proc = subprocess.run(
-        ["jsonnet", "-J", str(ROOT), "--tla-code", f"config={config}", str(ROOT / source)],
+        ["jsonnet", "-J", str(ROOT), "--tla-code", f"config={config}",
+         "--tla-str", f"example={example}", str(ROOT / scenarios.RULES_JSONNET)],
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -37,7 +40,7 @@ def render(tmp_path: Path, interval_min: int, source: str) -> Path:
 @pytest.mark.parametrize("group", sorted(scenarios.GROUPS))
 @pytest.mark.parametrize("interval_min", [5, 10, 15])
 def test_scenarios_at_each_schedule(tmp_path: Path, interval_min: int, group: str) -> None:
-    rules = render(tmp_path, interval_min, scenarios.rule_file(group)[1])
+    rules = render(tmp_path, interval_min, scenarios.deployment(group))
     test_file = tmp_path / f"{group}-{interval_min}m.yaml"
     test_file.write_text(yaml.safe_dump(scenarios.document(group, interval_min, str(rules))))
     proc = subprocess.run(

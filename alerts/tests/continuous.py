@@ -39,7 +39,7 @@ from typing import Any
 
 import yaml
 from fioprobe.metrics import LATENCY_BUCKETS_SECONDS
-from scenarios import GROUP_ORDER, RULES, RUNBOOKS
+from scenarios import DEPLOYMENTS, GROUP_ORDER, RUNBOOKS
 
 SCRAPE_S = 15
 #: What the committed rules use (config.libsonnet's defaults; the manifests' continuous.*).
@@ -1230,7 +1230,7 @@ GROUPS: dict[str, tuple[int, list[Callable[[], Scenario]]]] = {
 def document(group: str) -> dict[str, Any]:
     eval_s, scenarios = GROUPS[group]
     return {
-        "rule_files": [RULES],
+        "rule_files": DEPLOYMENTS["shipped"],
         "evaluation_interval": f"{eval_s}s",
         "group_eval_order": GROUP_ORDER,
         "tests": [scenario().test() for scenario in scenarios],

@@ -10,9 +10,11 @@ endpoint, container) besides the pushed job and instance="" (honorLabels); an op
 cluster label. A Pushgateway restart without persistence drops every series until the
 probe's next push, and the new pod comes back with a new `pod` label.
 
-The per-node scenarios (group probe-health-per-node) run on the rules of a deployment with
-per-node probes and the node inventory (alerts/out/rules-per-node.yaml, RULE_FILES), with
-kube-state-metrics' node series beside the pushed ones (KubeNode).
+Every test loads the mixin's rules (alerts/out/rules.yaml, the same for every deployment) and
+the `fioprobe.expected` group of a deployment (RULE_FILES): the shipped manifests'
+(alerts/out/expected.yaml), or, for the per-node scenarios (group probe-health-per-node), a
+deployment with per-node probes and the node inventory (alerts/out/expected-per-node.yaml),
+with kube-state-metrics' node series beside the pushed ones (KubeNode).
 
 `python alerts/tests/scenarios.py [outdir]` writes the committed 5-minute files
 (scripts/generate.d/15-alert-tests.sh). Time 0 of every test is the start of run 0; "first
@@ -22,7 +24,7 @@ bad run" in docs/MIXIN.md's table is the start of the first slot whose run is ba
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,8 @@ SCRAPE_S = 30
 #: A staleness marker (promtool's `stale`).
 STALE = float("inf")
 RULES = "../out/rules.yaml"
+#: The shipped manifests' `fioprobe.expected` group (manifests/rules.jsonnet).
+EXPECTED = "../out/expected.yaml"
 RUNBOOKS = "https://github.com/fioprobe/fioprobe/blob/main/docs/runbooks.md"
 POD = "fioprobe-pushgateway-7c9d6b5f4-x2x9q"
 POD_AFTER_RESTART = "fioprobe-pushgateway-7c9d6b5f4-k8r2m"
@@ -99,6 +103,32 @@ KSM_LABELS = {
 
 
 @dataclass
+class GatewayRestart:
+    """The Pushgateway restarts at sample `at`. Without persistence every group is gone from
+    that scrape until its probe pushes again; with it, the groups are back after `down`
+    missed scrapes, as they were. A new pod (a Deployment's rollout, a rescheduled pod) comes
+    back with a new `pod` label; the same pod (a container restart) with the same one."""
+
+    at: int
+    new_pod: bool = True
+    persistence: bool = False
+    down: int = 2
+
+    def kind(self) -> str:
+        persistence = "with persistence" if self.persistence else "without persistence"
+        pod = "a new pod" if self.new_pod else "the same pod"
+        return f"{persistence}, {pod}"
+
+
+#: Every kind of Pushgateway restart, at a sample to be set.
+RESTART_KINDS = [
+    GatewayRestart(0, new_pod=new_pod, persistence=persistence)
+    for persistence in (False, True)
+    for new_pod in (True, False)
+]
+
+
+@dataclass
 class KubeNode:
     """A node as kube-state-metrics lists it: kube_node_info, and kube_node_spec_taint per
     taint, until the node is removed from the cluster."""
@@ -110,14 +140,35 @@ class KubeNode:
     #: From this sample on the node is gone from the cluster.
     removed_at: int | None = None
 
-    def series(self, samples: int) -> list[dict[str, str]]:
+    def series(
+        self, samples: int, gaps: list[tuple[int, int]] | None = None
+    ) -> list[dict[str, str]]:
+        """`gaps`: (first sample, samples) when kube-state-metrics was not scraped (its pod
+        restarted); it comes back as a new pod."""
         end = samples if self.removed_at is None else self.removed_at
-        values: list[float | None] = [1.0] * end + [None] * (samples - end)
-        if end < samples:
-            values[end] = STALE
+        epochs: list[list[float | None]] = [[None] * samples]
+        for s in range(end):
+            gap = [g for g in gaps or [] if g[0] <= s < g[0] + g[1]]
+            if gap:
+                continue
+            epoch = sum(1 for g in gaps or [] if g[0] + g[1] <= s)
+            while len(epochs) <= epoch:
+                epochs.append([None] * samples)
+            epochs[epoch][s] = 1.0
+        out: list[dict[str, str]] = []
+        for epoch, values in enumerate(epochs):
+            out += self._series(values, KSM_LABELS["pod"] + ("" if not epoch else f"-{epoch}"))
+        return out
+
+    def _series(self, values: list[float | None], pod: str) -> list[dict[str, str]]:
+        # Prometheus marks a series stale at the first scrape without it.
+        for s in range(1, len(values)):
+            if values[s] is None and values[s - 1] not in (None, STALE):
+                values[s] = STALE
         node = {"node": self.name, **({"cluster": self.cluster} if self.cluster else {})}
         info = {
             **KSM_LABELS,
+            "pod": pod,
             **node,
             "container_runtime_version": "containerd://1.7.22",
             "kernel_version": "6.1.112",
@@ -128,7 +179,7 @@ class KubeNode:
         }
         out = [{"series": "kube_node_info" + fmt_labels(info), "values": compress(values)}]
         for key, effect in self.taints:
-            taint = {**KSM_LABELS, **node, "key": key, "value": "", "effect": effect}
+            taint = {**KSM_LABELS, "pod": pod, **node, "key": key, "value": "", "effect": effect}
             out.append(
                 {"series": "kube_node_spec_taint" + fmt_labels(taint), "values": compress(values)}
             )
@@ -166,11 +217,25 @@ class Scenario:
     interval_min: int
     probes: list[Probe]
     samples: int
-    #: Pushgateway restarts without persistence, at these samples.
-    gateway_restarts: list[int] = field(default_factory=list)
+    #: Pushgateway restarts (a sample: without persistence, a new pod).
+    gateway_restarts: list[int | GatewayRestart] = field(default_factory=list)
     checks: list[dict[str, Any]] = field(default_factory=list)
     #: The nodes kube-state-metrics lists (the per-node rules' node inventory).
     kube_nodes: list[KubeNode] = field(default_factory=list)
+    #: (first sample, samples) when kube-state-metrics was not scraped.
+    ksm_gaps: list[tuple[int, int]] = field(default_factory=list)
+    #: Only the probes and nodes of these clusters see the restarts and gaps (None: all).
+    gap_clusters: set[str] | None = None
+    #: promtool promql_expr_test entries.
+    expr_checks: list[dict[str, Any]] = field(default_factory=list)
+
+    def restarts(self) -> list[GatewayRestart]:
+        return [
+            r if isinstance(r, GatewayRestart) else GatewayRestart(r) for r in self.gateway_restarts
+        ]
+
+    def _gaps_apply(self, cluster: str | None) -> bool:
+        return self.gap_clusters is None or cluster in self.gap_clusters
 
     @property
     def per_run(self) -> int:
@@ -185,7 +250,9 @@ class Scenario:
         for probe in self.probes:
             out += self._probe_series(probe)
         for node in self.kube_nodes:
-            out += node.series(self.samples)
+            out += node.series(
+                self.samples, self.ksm_gaps if self._gaps_apply(node.cluster) else []
+            )
         return out
 
     def _probe_series(self, p: Probe) -> list[dict[str, str]]:
@@ -207,10 +274,18 @@ class Scenario:
         state: dict[str, Any] | None = None
         visible = False
         pushes = {self.push_sample(k): k for k, r in enumerate(p.runs) if r is not None}
+        restarts = self.restarts() if self._gaps_apply(p.cluster) else []
         for s in range(self.samples):
-            pod = POD if not any(r <= s for r in self.gateway_restarts) else POD_AFTER_RESTART
-            if s in self.gateway_restarts or (p.deleted_at is not None and s == p.deleted_at):
+            new_pods = sum(1 for r in restarts if r.new_pod and r.at <= s)
+            pod = (
+                POD
+                if not new_pods
+                else POD_AFTER_RESTART + ("" if new_pods == 1 else f"-{new_pods}")
+            )
+            lost = [r for r in restarts if r.at == s and not r.persistence]
+            if lost or (p.deleted_at is not None and s == p.deleted_at):
                 visible = False
+            down = any(r.persistence and r.at <= s < r.at + r.down for r in restarts)
             if s in pushes:
                 k = pushes[s]
                 run = p.runs[k]
@@ -223,7 +298,7 @@ class Scenario:
                         cumulative[le] = cumulative.get(le, 0) + n
                 state = {"run": run, "push_time": push_time, "runs_total": runs_total}
                 visible = True
-            if not visible or state is None:
+            if not visible or state is None or (down and s not in pushes):
                 continue
             run = state["run"]
             put(s, "push_time_seconds", {}, state["push_time"], pod)
@@ -272,12 +347,15 @@ class Scenario:
         ]
 
     def test(self) -> dict[str, Any]:
-        return {
+        out = {
             "name": self.name,
             "interval": f"{SCRAPE_S}s",
             "input_series": self.series(),
             "alert_rule_test": self.checks,
         }
+        if self.expr_checks:
+            out["promql_expr_test"] = self.expr_checks
+        return out
 
 
 def seen(i: int, slot: float, after: int = 0) -> str:
@@ -512,6 +590,89 @@ def after_stale(i: int, slot: int) -> int:
     return (pushed_at(i, slot) + 210 * i) // SCRAPE_S * SCRAPE_S + SCRAPE_S
 
 
+def same_alerts(samples: int) -> list[dict[str, Any]]:
+    """promql_expr_test: at every evaluation of the whole span, cluster "gap..." holds exactly
+    the ALERTS (name, state and every label but the cluster's prefix) that cluster
+    "baseline..." holds: a restart or gap neither raised, resolved, re-fired nor delayed any."""
+    end = samples * SCRAPE_S
+    side = 'label_replace(ALERTS{{cluster=~"{0}.*"}}, "cluster", "$1", "cluster", "{0}(.*)")'
+    return [
+        {
+            "expr": (
+                f"count_over_time(({side.format(a)} unless {side.format(b)})[{end}s:{SCRAPE_S}s])"
+            ),
+            "eval_time": f"{end}s",
+            "exp_samples": [],
+        }
+        for a, b in (("gap", "baseline"), ("baseline", "gap"))
+    ]
+
+
+def fired_in_gap_cluster(alertname: str, samples: int) -> dict[str, Any]:
+    """promql_expr_test: the alert did fire in cluster "gap...", so same_alerts compared
+    something."""
+    end = samples * SCRAPE_S
+    return {
+        "expr": (
+            f'max(count_over_time(ALERTS{{alertname="{alertname}", alertstate="firing", '
+            f'cluster=~"gap.*"}}[{end}s:{SCRAPE_S}s])) > bool 0'
+        ),
+        "eval_time": f"{end}s",
+        "exp_samples": [{"labels": "{}", "value": 1}],
+    }
+
+
+def twins(
+    base: Scenario,
+    alertnames: list[str],
+    restart_samples: list[int],
+    ksm_gaps: list[list[tuple[int, int]]] | None = None,
+) -> list[Scenario]:
+    """`base`'s probes and nodes twice, in clusters "baseline..." and "gap..." (the rules keep
+    clusters apart), with Pushgateway restarts of every kind at `restart_samples` (and, for each
+    entry of `ksm_gaps`, kube-state-metrics gaps) in the "gap" cluster only: every alert must be
+    the same in both at every evaluation, and each of `alertnames` fires. Two moments: one
+    while an alert is pending (or its condition building up), one while it fires."""
+
+    def copy(prefix: str) -> tuple[list[Probe], list[KubeNode]]:
+        probes = [replace(p, cluster=prefix + (p.cluster or "")) for p in base.probes]
+        nodes = [replace(n, cluster=prefix + (n.cluster or "")) for n in base.kube_nodes]
+        return probes, nodes
+
+    (bp, bn), (gp, gn) = copy("baseline"), copy("gap")
+    expr = same_alerts(base.samples) + [fired_in_gap_cluster(a, base.samples) for a in alertnames]
+    out = [
+        Scenario(
+            f"{base.name}; a Pushgateway restart {kind.kind()} while pending and while firing "
+            "changes no alert (compared with the same timeline without it)",
+            base.interval_min,
+            bp + gp,
+            base.samples,
+            gateway_restarts=[replace(kind, at=at) for at in restart_samples],
+            kube_nodes=bn + gn,
+            gap_clusters={p.cluster or "" for p in gp} | {n.cluster or "" for n in gn},
+            expr_checks=expr,
+        )
+        for kind in RESTART_KINDS
+    ]
+    for gaps in ksm_gaps or []:
+        minutes = ", ".join(f"{n * SCRAPE_S // 60} min" for _, n in gaps)
+        out.append(
+            Scenario(
+                f"{base.name}; kube-state-metrics gaps ({minutes}, each ending with a new pod) "
+                "change no alert",
+                base.interval_min,
+                bp + gp,
+                base.samples,
+                kube_nodes=bn + gn,
+                ksm_gaps=gaps,
+                gap_clusters={n.cluster or "" for n in gn} | {p.cluster or "" for p in gp},
+                expr_checks=expr,
+            )
+        )
+    return out
+
+
 def check(alertname: str, at: str | int, *alerts: dict[str, Any]) -> dict[str, Any]:
     return {
         "eval_time": at if isinstance(at, str) else f"{at}s",
@@ -532,7 +693,7 @@ def etcd_scenarios(i: int) -> list[Scenario]:
     critical = etcd_probe("control-plane-1", runs((4, FAST), (n - 4, very_slow)), openshift=True)
     clustered = etcd_probe("control-plane-2", runs((4, FAST), (n - 4, slow)), cluster="a")
     cp0, cp1 = etcd_probe("control-plane-0", []), etcd_probe("control-plane-1", [])
-    return [
+    scenarios = [
         Scenario(
             "sustained slow fsync on etcd disks: warning from the second slow run, critical "
             "above 32 ms; OpenShift's exported_job; clusters kept apart",
@@ -622,6 +783,7 @@ def etcd_scenarios(i: int) -> list[Scenario]:
             ],
         ),
     ]
+    return scenarios + twins(scenarios[0], [ETCD], [4 * i * 2 + 6, 7 * i * 2 + 6])
 
 
 SC = "FioProbeStorageClassLatencyHigh"
@@ -665,7 +827,7 @@ def storageclass_scenarios(i: int) -> list[Scenario]:
     worker_25 = worker("gp3-local", "worker-1", 0.025)
     worker_48 = worker("gp3-local", "worker-2", 0.048)
     unknown_role = worker("gp3-old", "worker-3", 0.048, etcd_disk=None)
-    return [
+    scenarios = [
         Scenario(
             'a worker\'s per-node volume (node label, etcd_disk="false") at 25 and 48 ms, and '
             "one whose role is unknown, raise the StorageClass alert and never an etcd alert",
@@ -710,6 +872,7 @@ def storageclass_scenarios(i: int) -> list[Scenario]:
             ],
         ),
     ]
+    return scenarios + twins(scenarios[0], [SC], [5 * i * 2 + 6, 8 * i * 2 + 6])
 
 
 BURST = "FioProbeBurstCreditsDepleted"
@@ -782,7 +945,7 @@ def burst_scenarios(i: int) -> list[Scenario]:
     removed_deleted = Probe(
         "gp2-deleted", "burst-ceiling", runs=runs((6, depleted)), deleted_at=7 * i * 2, **gp2
     )
-    return [
+    scenarios = [
         Scenario(
             "a small gp2 volume at its baseline fires from the third run in a row; gp2 >= 1 TiB, "
             "gp3, io2 and Ceph RBD never; one or two throttled runs never; failed runs never",
@@ -796,8 +959,9 @@ def burst_scenarios(i: int) -> list[Scenario]:
             ],
         ),
         Scenario(
-            "removed probes, depleted at their last run, with their group left behind (stops once "
-            "stale: FioProbeStale's business) or deleted (stops at once)",
+            "removed probes, depleted at their last run, with their group left behind or deleted: "
+            "both stop once stale (FioProbeStale's business); a deleted group looks like one a "
+            "Pushgateway restart lost, whose alert must go on",
             i,
             [removed, removed_deleted],
             samples,
@@ -805,15 +969,55 @@ def burst_scenarios(i: int) -> list[Scenario]:
                 check(
                     BURST, seen(i, 5), burst_alert(removed, 301), burst_alert(removed_deleted, 301)
                 ),
-                check(BURST, 7 * i * 60, burst_alert(removed, 301)),
+                check(
+                    BURST, 7 * i * 60, burst_alert(removed, 301), burst_alert(removed_deleted, 301)
+                ),
+                check(
+                    BURST,
+                    after_stale(i, 5) - SCRAPE_S,
+                    burst_alert(removed, 301),
+                    burst_alert(removed_deleted, 301),
+                ),
                 check(BURST, after_stale(i, 5)),
                 check(BURST, seen(i, 11)),
             ],
         ),
     ]
+    return scenarios + twins(scenarios[0], [BURST], [5 * i * 2 + 6, 8 * i * 2 + 6])
 
 
 FAILING, STALE, MISSING = "FioProbeFailing", "FioProbeStale", "FioProbeMissing"
+#: config.libsonnet's lostGroupMemory: how long a group gone from the Pushgateway is remembered.
+LOST_GROUP_MEMORY_S = 86400
+
+
+def lost_group_scenario(i: int) -> Scenario:
+    """A stopped probe whose group is lost is Stale while remembered, then Missing."""
+    lost = etcd_probe("control-plane-1", runs((5, FAST)), deleted_at=6 * i * 2)
+    last_push = pushed_at(i, 4)
+    # Remembered while its push time is younger than the memory: Stale up to the last
+    # evaluation before last_push + memory, Missing (its `for` served meanwhile) from there.
+    forgotten = (last_push + LOST_GROUP_MEMORY_S + SCRAPE_S - 1) // SCRAPE_S * SCRAPE_S
+    samples = forgotten // SCRAPE_S + 4
+    running = [
+        p for p in cronjob_and_etcd_probes(samples // (i * 2) + 1) if p.labels() != lost.labels()
+    ]
+    return Scenario(
+        "a stopped probe whose group the Pushgateway lost (or `fioprobe gc` deleted) is Stale "
+        "for lostGroupMemory (a day) after its last push, then Missing from the same "
+        "evaluation on: never both, never neither",
+        i,
+        [lost, *running],
+        samples,
+        checks=[
+            check(STALE, 7 * 3600, stale_alert(lost, 7 * 3600 - last_push)),
+            check(MISSING, 7 * 3600),
+            check(STALE, forgotten - SCRAPE_S, stale_alert(lost, forgotten - SCRAPE_S - last_push)),
+            check(MISSING, forgotten - SCRAPE_S),
+            check(STALE, forgotten),
+            check(MISSING, forgotten, missing_alert(lost, i)),
+        ],
+    )
 
 
 def health_scenarios(i: int) -> list[Scenario]:
@@ -837,12 +1041,12 @@ def health_scenarios(i: int) -> list[Scenario]:
         Probe("gp2", "etcd-fsync", runs=[FAST if k % 2 else fail for k in range(n)]),
         Probe("gp2", "burst-ceiling", runs=runs((n, FAST))),
     ]
-    return [
+    scenarios = [
         Scenario(
             "failing probes; a probe that stops after failed runs (Stale, not Failing forever); "
-            "stopped probes with their group left behind (Stale) or deleted (Missing); an "
-            "expected probe that never pushed (Missing); removed probes and intermittent "
-            "failures (nothing)",
+            "stopped probes with their group left behind or deleted (Stale: Prometheus remembers "
+            "a lost group for lostGroupMemory); an expected probe that never pushed (Missing); "
+            "removed probes and intermittent failures (nothing)",
             i,
             [failing, failing_node, stopped_after_failure, stopped, deleted, never, *quiet],
             samples,
@@ -866,18 +1070,24 @@ def health_scenarios(i: int) -> list[Scenario]:
                     STALE,
                     after_stale(i, 4),
                     stale_alert(stopped, after_stale(i, 4) - pushed_at(i, 4)),
+                    stale_alert(deleted, after_stale(i, 4) - pushed_at(i, 4)),
                 ),
                 check(
                     STALE,
                     after_stale(i, 6),
                     stale_alert(stopped_after_failure, after_stale(i, 6) - pushed_at(i, 6)),
                     stale_alert(stopped, after_stale(i, 6) - pushed_at(i, 4)),
+                    stale_alert(deleted, after_stale(i, 6) - pushed_at(i, 4)),
                 ),
                 check(MISSING, 210 * i - SCRAPE_S),
                 check(MISSING, 210 * i, missing_alert(never, i)),
-                check(MISSING, 570 * i - SCRAPE_S, missing_alert(never, i)),
-                check(MISSING, 570 * i, missing_alert(deleted, i), missing_alert(never, i)),
-                check(STALE, 570 * i, stale_alert(stopped, 570 * i - pushed_at(i, 4))),
+                check(MISSING, 570 * i, missing_alert(never, i)),
+                check(
+                    STALE,
+                    570 * i,
+                    stale_alert(stopped, 570 * i - pushed_at(i, 4)),
+                    stale_alert(deleted, 570 * i - pushed_at(i, 4)),
+                ),
             ],
         ),
         Scenario(
@@ -894,12 +1104,18 @@ def health_scenarios(i: int) -> list[Scenario]:
             ],
         ),
     ]
+    restarts = [5 * i * 2 + 6, 8 * i * 2 + 6]
+    return [
+        *scenarios,
+        lost_group_scenario(i),
+        *twins(scenarios[0], [FAILING, STALE], restarts),
+    ]
 
 
-#: The per-node probes of alerts/rules-per-node.jsonnet: (storageclass, profile).
+#: The per-node probes of manifests/rules.jsonnet's per-node example: (storageclass, profile).
 PER_NODE = [("node-disk", "etcd-fsync"), ("gp3", "etcd-fsync"), ("gp3", "randread-iops")]
 CONTROL_PLANE_TAINT = ("node-role.kubernetes.io/control-plane", "NoSchedule")
-#: A taint the per-node DaemonSet of alerts/rules-per-node.jsonnet tolerates.
+#: A taint the per-node DaemonSet of manifests/rules.jsonnet's per-node example tolerates.
 POOL_TAINT = ("fioprobe.example.com/pool", "NoSchedule")
 
 
@@ -955,7 +1171,7 @@ def per_node_scenarios(i: int) -> list[Scenario]:
         *per_node("w2", runs((n, FAST))),
     ]
     listed = [KubeNode("w1"), KubeNode("w2")]
-    return [
+    scenarios = [
         Scenario(
             "per-node probes: a node whose pod stopped (also an unreachable one) is Stale for "
             "each group; a node that does not push one of its targets is Missing it; a listed "
@@ -1101,6 +1317,12 @@ def per_node_scenarios(i: int) -> list[Scenario]:
             ],
         ),
     ]
+    return scenarios + twins(
+        scenarios[0],
+        [STALE, MISSING],
+        [5 * i * 2 + 6, 8 * i * 2 + 6],
+        ksm_gaps=[[(5 * i * 2 + 6, 2)], [(5 * i * 2 + 6, 10)]],
+    )
 
 
 def regression_scenarios(i: int) -> list[Scenario]:
@@ -1176,17 +1398,25 @@ GROUPS = {
     "latency-regression": regression_scenarios,
 }
 
-#: Groups whose scenarios run on other rules than the shipped configuration's: the committed
-#: rule file their 5-minute tests load, and the jsonnet that renders it (with _config
-#: overrides as its `config`).
-RULE_FILES = {
-    "probe-health-per-node": ("../out/rules-per-node.yaml", "alerts/rules-per-node.jsonnet"),
+#: The deployment each group's scenarios run in: manifests/rules.jsonnet's `example` (its
+#: `config` TLA takes _config overrides), and the committed rule files its 5-minute tests load.
+DEPLOYMENTS = {
+    "shipped": [RULES, EXPECTED],
+    "per-node": [RULES, "../out/expected-per-node.yaml"],
 }
+RULE_FILES = {"probe-health-per-node": "per-node"}
+#: Renders the mixin's rules and one deployment's group as one rule file.
+RULES_JSONNET = "manifests/rules.jsonnet"
 
 
-def rule_file(group: str) -> tuple[str, str]:
-    """(committed rule file, relative to alerts/tests; the jsonnet that renders it)."""
-    return RULE_FILES.get(group, (RULES, "alerts/rules.jsonnet"))
+def deployment(group: str) -> str:
+    """The manifests/rules.jsonnet example whose rules `group`'s scenarios run on."""
+    return RULE_FILES.get(group, "shipped")
+
+
+def rule_files(group: str) -> list[str]:
+    """The committed rule files (relative to alerts/tests) `group`'s 5-minute tests load."""
+    return DEPLOYMENTS[deployment(group)]
 
 
 #: Recording rules before alerts, as their order in the rule file: at each evaluation the
@@ -1209,7 +1439,7 @@ GROUP_ORDER = [
 
 def document(group: str, interval_min: int, rules: str | None = None) -> dict[str, Any]:
     return {
-        "rule_files": [rules or rule_file(group)[0]],
+        "rule_files": [rules] if rules else rule_files(group),
         "evaluation_interval": "5m" if group == "latency-regression" else f"{SCRAPE_S}s",
         "group_eval_order": GROUP_ORDER,
         "tests": [s.test() for s in GROUPS[group](interval_min)],

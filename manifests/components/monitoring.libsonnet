@@ -1,5 +1,6 @@
 // The monitoring mixin (mixin.libsonnet at the repository root) as Kubernetes objects: a
-// PrometheusRule with its alerts and recording rules, and one ConfigMap per dashboard
+// PrometheusRule with its alerts and recording rules, one with the deployment's expected
+// probes and streams (`fioprobe.expected`), and one ConfigMap per dashboard
 // labelled for the Grafana sidecar. Returns {key: object}.
 local common = import '../lib/common.libsonnet';
 
@@ -13,7 +14,13 @@ function(config)
   // included), then the user's own mixin overrides.
   local deployed = (import '../lib/monitoring-config.libsonnet').mixinConfig(c);
   local mixin = (import '../../mixin.libsonnet') + { _config+:: deployed + m.mixinConfig };
-  local groups = mixin.prometheusAlerts.groups + mixin.prometheusRules.groups;
+  // The mixin's own groups, the same for every deployment (alerts/out/rules.yaml for the
+  // same mixin keys), and the one group of this deployment's facts (the probes and streams it
+  // runs), each in a PrometheusRule of its own.
+  local isExpected(g) = g.name == 'fioprobe.expected';
+  local allGroups = mixin.prometheusRules.groups + mixin.prometheusAlerts.groups;
+  local groups = std.filter(function(g) !isExpected(g), allGroups);
+  local expectedGroups = std.filter(isExpected, allGroups);
   local dashboards = mixin.grafanaDashboards;
   local dashboardJson = {
     [file]: std.manifestJsonEx(dashboards[file], '  ') + '\n'
@@ -29,8 +36,16 @@ function(config)
       metadata: common.metadata(c, 'monitoring', 'fioprobe', c.namespace) + {
         labels+: m.prometheusRule.labels,
       },
-      // Same order as kube-prometheus's addMixin: alerts, then recording rules.
       spec: { groups: groups },
+    },
+
+    expectedRule: if !m.prometheusRule.enabled || std.length(expectedGroups) == 0 then null else {
+      apiVersion: 'monitoring.coreos.com/v1',
+      kind: 'PrometheusRule',
+      metadata: common.metadata(c, 'monitoring', 'fioprobe-expected', c.namespace) + {
+        labels+: m.prometheusRule.labels,
+      },
+      spec: { groups: expectedGroups },
     },
 
     dashboards: if !m.dashboards.enabled then {} else {
