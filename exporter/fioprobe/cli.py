@@ -165,7 +165,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_gc(args: argparse.Namespace) -> int:
     from .config import load_config
     from .gc import collect, transport_for
-    from .pushgateway import redact
+    from .pushgateway import printable, redact
+
+    def shown(labels: dict[str, str]) -> str:
+        """Labels read from the gateway, inert on one line (a label value may hold a line
+        break or an escape sequence); a plain grouping key shows as its dict."""
+        return printable(str(labels), 1000)
 
     configs = [load_config(Path(path), _jobs_dir(args)) for path in dict.fromkeys(args.config)]
     result = collect(
@@ -177,19 +182,19 @@ def cmd_gc(args: argparse.Namespace) -> int:
     )
     verb = "would delete" if args.dry_run else "deleted"
     for key in result.deleted:
-        print(f"{verb} {key}")
+        print(f"{verb} {shown(key)}")
     for key, replica in result.misplaced:
-        print(f"{verb} {key} on {redact(replica)} (old copy of a group that moved)")
+        print(f"{verb} {shown(key)} on {redact(replica)} (old copy of a group that moved)")
     for key, replicas in result.unordered:
-        shown = ", ".join(redact(replica) for replica in replicas)
-        _say(args, f"kept every copy of {key} on {shown}: none is older and behind another")
+        where = ", ".join(redact(replica) for replica in replicas)
+        _say(args, f"kept every copy of {shown(key)} on {where}: none is older and behind another")
     for labels in result.foreign:
-        _say(args, f"left alone (not a fioprobe grouping key): {labels}")
+        _say(args, f"left alone (not a fioprobe grouping key): {shown(labels)}")
     owners = sorted({owner for _, owner in result.others})
     _say(
         args,
         f"{verb} {len(result.deleted)} groups, kept {len(result.kept)}; left alone "
-        f"{len(result.others)} of other owners ({', '.join(owners) or 'none'}), "
+        f"{len(result.others)} of other owners ({printable(', '.join(owners), 400) or 'none'}), "
         f"{len(result.unowned)} without an owner (see --unowned)",
     )
     return ExitCode.OK
