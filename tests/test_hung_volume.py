@@ -15,7 +15,9 @@ aborts the requests still held, which ends any process stuck on them.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -229,3 +231,35 @@ def test_fuse_hidden_files_that_stay_are_left_for_the_next_run(fuse_disk: Path) 
         with directory.private_run_dir():
             pass  # the next run removes it first
     assert os.listdir(fuse_disk) == []
+
+
+@pytest.mark.slow
+def test_a_stuck_continuous_writer_holds_nothing_of_the_stream(
+    tmp_path: Path, hung_disk: SlowFs
+) -> None:
+    """The stream's writer is a child left behind when stuck; it must not hold the stream's
+    stderr either, or whoever reads that (a shell, a log collector) waits for the disk."""
+    port = services.free_port()
+    stream = subprocess.Popen(
+        [sys.executable, "-m", "fioprobe", "continuous", "--listen", f"127.0.0.1:{port}",
+         "--dir", str(hung_disk.mountpoint), "--storageclass", "hung", "--interval", "0.5"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while not (hung_disk.mountpoint / ".fioprobe-continuous").exists():
+            assert time.monotonic() < deadline, "the writer never started"
+            time.sleep(0.2)
+        time.sleep(2)  # its preallocation and fdatasync are held by the disk now
+        stopped = time.monotonic()
+        stream.send_signal(signal.SIGTERM)
+        _, stderr = stream.communicate(timeout=30)
+        seconds = time.monotonic() - stopped
+    finally:
+        if stream.poll() is None:
+            stream.kill()
+            stream.wait(timeout=30)
+    text = stderr.decode(errors="replace")
+    assert stream.returncode == 0, text
+    assert seconds < 10, (seconds, text)
+    assert "stuck in the kernel and is left behind" in text, text

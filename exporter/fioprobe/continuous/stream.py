@@ -90,7 +90,10 @@ class Writer:
             ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
-            stderr=None,
+            # A pipe of the stream's own, forwarded by a thread: a writer left stuck in the
+            # kernel then holds no descriptor of the stream's stderr (which a shell, `tee` or
+            # a log collector would wait on until the disk answered).
+            stderr=subprocess.PIPE,
             # A path with bytes that are not UTF-8 must not end the reader (and freeze the
             # stream's metrics): such bytes are shown replaced.
             encoding="utf-8",
@@ -101,12 +104,16 @@ class Writer:
             # the writers itself (in order, with their clean-up).
             start_new_session=True,
         )
-        stdout = self.process.stdout
-        assert stdout is not None
+        stdout, stderr = self.process.stdout, self.process.stderr
+        assert stdout is not None and stderr is not None
         self.reader = threading.Thread(
             target=self._read, args=(stdout,), name=f"writer {self.target.name}", daemon=True
         )
         self.reader.start()
+        threading.Thread(
+            target=_forward, args=(stderr,), name=f"writer {self.target.name} stderr",
+            daemon=True,
+        ).start()  # fmt: skip
 
     def _read(self, stdout: IO[str]) -> None:
         state = self.target.state
@@ -173,6 +180,14 @@ class Writer:
         except subprocess.TimeoutExpired:
             return True
         return False
+
+
+def _forward(stderr: IO[str]) -> None:
+    """A writer's own complaints (a traceback), onto the stream's stderr."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in stderr:
+            sys.stderr.write(line)
+            sys.stderr.flush()
 
 
 def _log_change(target_name: str) -> object:
