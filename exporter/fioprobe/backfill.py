@@ -15,7 +15,9 @@ series show the later one), since a series cannot hold two values at one time.
 Every run time must be one a fio run can have (`fioprobe.report.run_time`): Prometheus
 counts retention from its newest block, so a single result stamped in 2100 would make it
 delete every real block. One such result refuses the whole backfill before anything is
-written; the span of what will be written is printed before promtool runs.
+written; the span of what will be written is printed before promtool runs. So does a series
+whose cumulative totals reach the limit of exact counting (`state.COUNT_LIMIT`), as they
+would refuse a live probe's state.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from prometheus_client.openmetrics.exposition import generate_latest
 from prometheus_client.samples import Sample
 
 from .collector import ProbeOutcome, registry_for
+from .convert import refuse_inexact
 from .errors import ExitCode, FioprobeError, UsageError
 from .model import Run
 from .report.discover import Unreadable
@@ -117,7 +120,10 @@ def series_labels(entry: Entry, extra: dict[str, str]) -> dict[str, str]:
 
 
 def plan(entries: Sequence[Entry], extra: dict[str, str] | None = None) -> list[Push]:
-    """Every push, per series key in time order, with the totals after it."""
+    """Every push, per series key in time order, with the totals after it.
+
+    Raises `BeyondExactCounts`, naming the file that took a series' totals to COUNT_LIMIT.
+    """
     extra = extra or {}
     by_key: dict[tuple[tuple[str, str], ...], list[Entry]] = defaultdict(list)
     for entry in entries:
@@ -137,6 +143,11 @@ def plan(entries: Sequence[Entry], extra: dict[str, str] | None = None) -> list[
                     _single_job_run(entry),
                     success=entry.job.error == 0,
                     finished_at=millis / 1000,
+                )
+                refuse_inexact(
+                    totals,
+                    f"{entry.source}, with the runs before it in its series",
+                    "backfill refused",
                 )
             pushes.append(Push(dict(key), millis / 1000, same, _copy(totals)))
     return pushes
