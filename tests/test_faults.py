@@ -393,7 +393,9 @@ def test_state_on_a_full_filesystem_is_a_clear_error_and_nothing_is_lost(
     backwards."""
     full = tmp_path / "full"
     full.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(full)], check=True)
+    # mode 0700: a state directory only the probe can write (a tmpfs root is 1777).
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", str(full)],
+                   check=True)  # fmt: skip
     try:
         state = full / "state.json"
         command = [sys.executable, "-m", "fioprobe", "push", str(SAMPLE), "--gateway",
