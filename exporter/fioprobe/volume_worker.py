@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from .errors import FailureReason, FioprobeError, Interrupted, ProbeFailure
+from .errors import ExitCode, FailureReason, FioprobeError, Interrupted, ProbeFailure
 
 #: The calls a child can make: name -> "module:function" inside the fioprobe package.
 CALLS = {
@@ -60,8 +60,14 @@ _PR_SET_PDEATHSIG = 1
 Report = Callable[..., None]
 
 
-class Expired(Exception):
-    """The deadline passed before the child answered."""
+class Expired(FioprobeError):
+    """The deadline passed before the child answered (the caller reports `timeout`)."""
+
+    exit_code = ExitCode.PROBE_FAILED
+    reason = FailureReason.TIMEOUT
+
+    def __init__(self) -> None:
+        super().__init__("the worker did not answer within its deadline")
 
 
 @dataclass(slots=True)
