@@ -359,3 +359,29 @@ def test_the_tenant_cannot_write_what_the_probe_made(
     assert [p.name for p in state_dir.iterdir() if p.suffix == ".json"] == [
         "storageclass-next_profile-etcd-fsync.json"
     ]
+
+
+def test_state_left_on_the_volume_by_the_probe_itself_is_carried_over(
+    arena: Arena, pushgateway: services.Service, state_dir: Path
+) -> None:
+    """A probe whose state used to live on its volume (`.fioprobe-state`, made by the probe)
+    continues it from its own state directory: its counters and its writer go on, instead
+    of a new writer that the group would refuse (writer_conflict) for a whole lease."""
+
+    def probe(*extra: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            [sys.executable, "-m", "fioprobe", "probe", "--profile", "etcd-fsync",
+             "--dir", str(arena.victim), "--storageclass", "victim", "--gateway",
+             pushgateway.url, "--quiet", *extra],
+            capture_output=True, timeout=RUN_DEADLINE_SECONDS, check=False,
+        )  # fmt: skip
+
+    for _ in range(2):  # the earlier placement, on the volume; the second run claims the group
+        before = probe("--dedicated")
+        assert before.returncode == 0, before.stderr.decode()
+    assert (arena.dedicated_state / GROUP_FILE).exists()
+    after = probe()  # shared: the per-user state directory
+    assert after.returncode == 0, after.stderr.decode()
+    victim = gateway_group(pushgateway, storageclass="victim", profile="etcd-fsync")
+    assert gauge(victim, "fioprobe_runs_total") == 3
+    assert (state_dir / GROUP_FILE).exists()

@@ -34,7 +34,7 @@ import secrets
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .errors import FailureReason, FioprobeError, reason_for_errno
@@ -149,6 +149,12 @@ class StateDir:
 
     path: Path
     create_parents: bool = False
+    #: Where a fioprobe that kept every state on the probe volume kept this one
+    #: (`<probe dir>/.fioprobe-state`): a state file missing here is adopted from there, on
+    #: the same checks, so that moving the state off a shared volume continues its
+    #: counters (and its writer) instead of starting a new writer the Pushgateway's group
+    #: would refuse for a whole writer lease.
+    legacy: Path | None = None
 
     @property
     def own(self) -> bool:
@@ -157,9 +163,10 @@ class StateDir:
         return self.create_parents
 
     @contextmanager
-    def opened(self) -> Iterator[int]:
-        """A descriptor of the directory, created (0700) if missing, never through a
-        symlink, and only when it is the probe's own (`untrusted`)."""
+    def opened(self, *, create: bool = True) -> Iterator[int]:
+        """A descriptor of the directory, created (0700) if missing (unless `create` is
+        false: then FileNotFoundError), never through a symlink, and only when it is the
+        probe's own (`untrusted`)."""
         parent, name = self.path.parent, self.path.name
         where = str(self.path)
         if "\0" in where:
@@ -178,13 +185,18 @@ class StateDir:
                 problem = _parent_problem(os.fstat(parent_fd))
                 if problem:
                     raise StateError(f"{parent}: {problem}; refusing to keep state in it")
-            with suppress(FileExistsError):
-                os.mkdir(name, 0o700, dir_fd=parent_fd)
+            if create:
+                with suppress(FileExistsError):
+                    os.mkdir(name, 0o700, dir_fd=parent_fd)
             info = os.lstat(name, dir_fd=parent_fd)
             if not stat.S_ISDIR(info.st_mode):
                 raise StateError(f"{where}: is {kind_of(info.st_mode)}, not a state directory")
             flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
             fd = os.open(name, flags, dir_fd=parent_fd)
+        except FileNotFoundError as exc:
+            if not create:
+                raise
+            raise state_error(where, exc) from None
         except OSError as exc:
             if exc.errno == errno.ENOTDIR:
                 raise StateError(f"{where}: is not a directory") from None
@@ -234,11 +246,11 @@ def state_directory(probe_directory: Path, *, dedicated: bool, state_dir: Path |
     volume (only the probe writes it), `<probe dir>/.fioprobe-state`, so the state persists
     with the volume; else, on a shared volume, the per-user state directory: never on a
     volume that tenants write, where a state file could be forged."""
-    if state_dir is not None:
-        return StateDir(state_dir, create_parents=True)
+    on_volume = Path(os.path.abspath(probe_directory)) / STATE_SUBDIR
     if dedicated:
-        return StateDir(Path(os.path.abspath(probe_directory)) / STATE_SUBDIR)
-    return default_state_dir()
+        return StateDir(state_dir, create_parents=True) if state_dir else StateDir(on_volume)
+    own = StateDir(state_dir, create_parents=True) if state_dir else default_state_dir()
+    return replace(own, legacy=on_volume)
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,14 +288,11 @@ class StateFile:
         """The parsed JSON, or None when there is no file yet."""
         with self.directory.opened() as dir_fd:
             try:
-                fd = _open_own(self.name, os.O_RDONLY, dir_fd, self.path.parent)
+                raw = _read_own(self.name, dir_fd, self.path.parent)
             except FileNotFoundError:
-                return None
-            try:
-                with os.fdopen(fd, "rb") as handle:
-                    raw = handle.read(MAX_STATE_BYTES + 1)
-            except OSError as exc:
-                raise state_error(str(self.path), exc) from None
+                raw = self._adopted()
+        if raw is None:
+            return None
         if len(raw) > MAX_STATE_BYTES:
             raise StateError(f"{self.path}: state is corrupt (larger than {MAX_STATE_BYTES} bytes)")
         try:
@@ -291,6 +300,22 @@ class StateFile:
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             problem = getattr(exc, "msg", None) or type(exc).__name__
             raise StateError(f"{self.path}: state is corrupt (not JSON: {problem})") from None
+
+    def _adopted(self) -> bytes | None:
+        """This state as the earlier placement kept it (`StateDir.legacy`), or None.
+
+        Read only when it passes every check of the probe's own state (directory and file
+        owned by the probe's user, writable by no one else, a regular file, no symlink):
+        a tenant cannot make such a file. Anything else there is ignored, never an error:
+        a tenant's `.fioprobe-state` must not keep the probe from starting its own state."""
+        legacy = self.directory.legacy
+        if legacy is None:
+            return None
+        try:
+            with StateDir(legacy).opened(create=False) as legacy_fd:
+                return _read_own(self.name, legacy_fd, legacy)
+        except (OSError, StateError):
+            return None
 
     def write(self, data: object) -> None:
         """Write atomically: a crash leaves the old or the new file, never half of one."""
@@ -374,6 +399,17 @@ def _open_own(name: str, flags: int, dir_fd: int, directory: Path) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def _read_own(name: str, dir_fd: int, directory: Path) -> bytes:
+    """The bytes of one of the probe's own state files, at most MAX_STATE_BYTES + 1 of them
+    (FileNotFoundError passes through)."""
+    fd = _open_own(name, os.O_RDONLY, dir_fd, directory)
+    try:
+        with os.fdopen(fd, "rb") as handle:
+            return handle.read(MAX_STATE_BYTES + 1)
+    except OSError as exc:
+        raise state_error(str(directory / name), exc) from None
 
 
 def _unlink_quietly(name: str, dir_fd: int) -> None:
