@@ -103,6 +103,13 @@
     etcdFsyncSlowRuns: 2,
     etcdFsyncOfRuns: 3,
 
+    // Intermittent latency (both alerts above, label pattern="intermittent", warning): slow in
+    // at least this many of the last `intermittentOfRuns` runs, however spread. 6 of 24 is a
+    // run in four over two hours at a 5-minute schedule: slow every third run warns after its
+    // sixth slow run (85 minutes); a nightly backup (one run a day) never does.
+    intermittentSlowRuns: 6,
+    intermittentOfRuns: 24,
+
     // --- FioProbeStorageClassLatencyHigh ----------------------------------------------------
 
     // The fsync profile run on ordinary volumes (not etcd's disks, see etcdDiskSelector).
@@ -168,6 +175,21 @@
     // burst-ceiling profile's latency rises whenever credits run out; that has its own
     // alert, so it is excluded by default.
     regressionSelector: 'profile!="%s"' % self.burstProfile,
+
+    // --- FioProbeLatencyOutlier ------------------------------------------------------------
+
+    // A probe's fsync p99 at this many times the median of its siblings (same cluster,
+    // StorageClass and profile: the per-node probes of a StorageClass, the etcd disks) ...
+    outlierRatio: 3,
+    // ... and this many seconds above it (quiet disks stay quiet) ...
+    outlierMinIncreaseSeconds: 0.002,
+    // ... in this many runs in a row ...
+    outlierRuns: 3,
+    // ... among at least this many probes sharing the median (itself included).
+    outlierMinSiblings: 3,
+    // Probes compared with their siblings (PromQL matchers on the recorded series): every
+    // profile but the burst ceiling, like the regression alert.
+    outlierSelector: self.regressionSelector,
 
     // --- FioProbeFailing / FioProbeStale / FioProbeMissing ----------------------------------
 

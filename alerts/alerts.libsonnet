@@ -8,6 +8,7 @@ local u = import '../lib/util.libsonnet';
 + (import 'etcd.libsonnet')
 + (import 'burst.libsonnet')
 + (import 'regression.libsonnet')
++ (import 'outlier.libsonnet')
 + (import 'probe-health.libsonnet')
 + (import 'continuous.libsonnet')
 + {

@@ -10,6 +10,10 @@
 //       window holds no run.
 //   probe:fioprobe_last_sync_latency_seconds:p99       the last run's own fsync p99 (fio's)
 //   probe:push_time_seconds:max                        when the probe last pushed anything
+//       (remembered for lostGroupMemory once its group is gone)
+//   probe:fioprobe_success:min                         the last run's success, carried
+//       through a push gap while fresh
+//   probe:fioprobe_runs_total:failed                   the run number while the last run failed
 //   probe:fioprobe_runs_total:<check>_slow             the run number while the current run
 //       is slow by <check>; what the "N of the last M runs" alerts count
 //   probe:fioprobe_etcd_disk:info                     1 per target (cluster, storageclass,
@@ -227,6 +231,16 @@ local u = import '../lib/util.libsonnet';
           // while the probe is fresh: FioProbeFailing neither resolves nor restarts its `for`
           // when the Pushgateway loses the group until the next push.
           u.carried(c, u.successRecord, 'min by (%s) (fioprobe_success{%s})\n' % [by, u.matchers(c)]),
+          {
+            record: u.failedRunRecord,
+            expr: |||
+              max by (%(by)s) (fioprobe_runs_total{%(matchers)s})
+              and on (%(by)s)
+              (%(success)s == 0)
+              and on (%(by)s)
+              (%(fresh)s)
+            ||| % { by: by, matchers: u.matchers(c), success: u.successRecord, fresh: u.fresh(c) },
+          },
           {
             record: lastP99,
             expr: 'max by (%s) (fioprobe_last_sync_latency_seconds{%s})\n'

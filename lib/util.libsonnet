@@ -162,8 +162,12 @@
   pushTimeRecord:: 'probe:push_time_seconds:max',
   // The probe's last fioprobe_success (min over its series), carried through a push gap.
   successRecord:: 'probe:fioprobe_success:min',
+  // The probe's run number while its last run failed (and is fresh).
+  failedRunRecord:: 'probe:fioprobe_runs_total:failed',
   // The burst-ceiling probe's write IOPS while they sit at the baseline (carried likewise).
   burstDepletedRecord:: 'probe:fioprobe_write_iops:depleted',
+  // The last run's fsync p99 over its siblings' median while it is an outlier (carried).
+  outlierRecord:: 'probe:fioprobe_last_sync_latency_seconds:sibling_ratio',
   // The nodes the node inventory lists (kube-state-metrics), remembered through its gaps.
   perNodeInventoryRecord:: 'node:fioprobe_per_node_inventory:info',
 

@@ -37,6 +37,7 @@ ALERT_NAMES = {
     "FioProbeEtcdFsyncLatencyHigh",
     "FioProbeBurstCreditsDepleted",
     "FioProbeLatencyRegression",
+    "FioProbeLatencyOutlier",
     "FioProbeFailing",
     "FioProbeStale",
     "FioProbeMissing",
@@ -61,6 +62,11 @@ RECORD_NAMES = {
     "probe:fioprobe_runs_total:etcd_fsync_warning_slow",
     "probe:fioprobe_runs_total:etcd_fsync_critical_slow",
     "probe:fioprobe_runs_total:storageclass_fsync_slow",
+    # Per-run conditions carried through a push gap.
+    "probe:fioprobe_success:min",
+    "probe:fioprobe_runs_total:failed",
+    "probe:fioprobe_write_iops:depleted",
+    "probe:fioprobe_last_sync_latency_seconds:sibling_ratio",
     # The continuous stream (alerts/continuous.libsonnet): its objective per stream, the
     # slow fraction over every window of continuousBurnRates, the stall window's counts, and
     # the streams the configuration deploys.
@@ -77,6 +83,7 @@ EXPECTED_RECORD_NAMES = {"probe:fioprobe_expected:info", "stream:fioprobe_contin
 #: ... and with per-node probes, those expected on every node that runs them.
 PER_NODE_EXPECTED_RECORD_NAMES = EXPECTED_RECORD_NAMES | {
     "probe:fioprobe_expected_per_node:info",
+    "node:fioprobe_per_node_inventory:info",
     "node:fioprobe_per_node:info",
     "node:fioprobe_expected_per_node:info",
 }
@@ -104,6 +111,8 @@ OVERRIDES: dict[str, Any] = {
     "storageClassFsyncP99DefaultWarningSeconds": 2.048,
     "storageClassSlowRuns": 4,
     "storageClassOfRuns": 6,
+    "intermittentSlowRuns": 7,
+    "intermittentOfRuns": 19,
     "burstMinBurstToBaselineRatio": 1.7,
     "burstDepletedGapFraction": 0.15,
     "burstNonBurstingVolumeTypes": ["pd-ssd", "hyperdisk"],
@@ -115,8 +124,15 @@ OVERRIDES: dict[str, Any] = {
     "regressionMinIncreaseSeconds": 0.0037,
     "regressionForRuns": 11,
     "regressionSelector": 'profile!~"noisy-.*"',
+    "outlierRatio": 4.5,
+    "outlierMinIncreaseSeconds": 0.0031,
+    "outlierRuns": 5,
+    "outlierMinSiblings": 5,
+    "outlierSelector": 'profile!~"quiet-.*"',
     "failingRuns": 4,
     "staleAfterRuns": 8,
+    "lostGroupMemory": "2d",
+    "kubeStateMetricsGapTolerance": "7m",
     "perNodeInventory": True,
     "perNodeTolerations": [{"key": "example.com/gpu", "operator": "Exists"}],
     "perNodeInventorySelector": 'kube_node_labels{label_fioprobe_probe="yes"}',
@@ -269,6 +285,17 @@ MUTATIONS = [
     ("probe-health-per-node", {"perNodeTolerations": []}, "a node of a tolerated pool silent"),
     ("probe-health-per-node", {"clusterLabel": "region"}, "clusters a and b merged"),
     ("probe-health-per-node", {"staleAfterRuns": 4}, "the stopped node is not stale in time"),
+    ("probe-health", {"lostGroupMemory": "2d"}, "the lost group turns Missing a day late"),
+    (
+        "probe-health-per-node",
+        {"kubeStateMetricsGapTolerance": "2m"},
+        "a 5-minute gap of kube-state-metrics flips the node inventory",
+    ),
+    ("etcd", {"intermittentSlowRuns": 7}, "slow every third run warns three runs late"),
+    ("storageclass-latency", {"intermittentOfRuns": 17}, "every third run never makes 6 of 17"),
+    ("latency-outlier", {"outlierRatio": 4}, "one node's disk at 3.5x its siblings is silent"),
+    ("latency-outlier", {"outlierMinIncreaseSeconds": 0.0005}, "a quiet disk 0.6 ms up fires"),
+    ("latency-outlier", {"outlierRuns": 4}, "three outlier runs no longer fire"),
     ("continuous", {"continuousHangCriticalSeconds": 45}, "the 120 s hang pages a scrape later"),
     ("continuous", {"continuousStallSlowSyncs": 6}, "five slow fdatasyncs in a row are silent"),
     ("continuous", {"continuousStallSeconds": 5.5}, "an fdatasync stuck 5.01 s is silent"),
@@ -472,6 +499,11 @@ def test_every_aggregation_keeps_the_probe_identity(rules: Path) -> None:
             names = {label.strip() for label in labels.split(",")}
             if rule.get("record") == "node:fioprobe_per_node:info":
                 assert names in ({"cluster", "node"}, {"cluster"}), (rule, labels)
+            elif rule.get("record") == "node:fioprobe_per_node_inventory:info":
+                assert names == {"cluster", "node"}, (rule, labels)
+            elif rule.get("record") == "probe:fioprobe_last_sync_latency_seconds:sibling_ratio":
+                # Siblings: the same StorageClass and profile on every node of a cluster.
+                assert names >= {"cluster", "storageclass", "profile"}, (rule, labels)
             else:
                 assert {"cluster", "storageclass", "node"} <= names, (rule, labels)
             seen += 1
@@ -536,11 +568,16 @@ DERIVED_KEYS = {
     "storageClassFsyncP99WarningSeconds",
     "storageClassSlowRuns",
     "storageClassOfRuns",
+    "intermittentSlowRuns",
+    "intermittentOfRuns",
+    "outlierRuns",
+    "outlierMinSiblings",
     "burstDepletedRuns",
     "regressionMinBaselineFraction",
     "regressionForRuns",
     "failingRuns",
     "staleAfterRuns",
+    "lostGroupMemory",
     "etcdRoleMemoryRuns",
     "expectedStreams",
     "continuousObjectiveRatio",
@@ -600,6 +637,10 @@ def test_derived_keys_change_the_rules(key: str) -> None:
         (
             {"continuousStallSeconds": 90},
             "continuousStallSeconds (90) must be positive and at most",
+        ),
+        (
+            {"lostGroupMemory": "30m"},
+            "lostGroupMemory (30m) must be at least twice the stale threshold (17m30s)",
         ),
         (
             {"continuousMissingAfter": "1m"},

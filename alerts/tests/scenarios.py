@@ -403,7 +403,78 @@ def probe_text(p: Probe) -> str:
     return text
 
 
-def etcd_alert(p: Probe, severity: str, slow: int, last_p99: float | None) -> dict[str, Any]:
+def held_text(p: Probe, above: str) -> str:
+    """The description of a latency alert held by a failed or single fast run ($value 0)."""
+    return (
+        f"fioprobe {probe_text(p)} measured an fsync p99 above {above} in earlier runs, and its "
+        "last two runs were not both successful and fast: the alert holds until they are."
+    )
+
+
+def intermittent_alert(
+    p: Probe, slow: int, threshold: str, last_p99: float, consequence: str
+) -> dict[str, Any]:
+    """FioProbeEtcdFsyncLatencyHigh or FioProbeStorageClassLatencyHigh, pattern="intermittent"."""
+    etcd = p.etcd_disk
+    return {
+        "exp_labels": {"severity": "warning", "pattern": "intermittent", **p.labels()},
+        "exp_annotations": {
+            "summary": (
+                "The disk that holds etcd is too slow to fsync in many probe runs, on and off."
+                if etcd
+                else "A volume is slower to fsync than its volume type should be, in many probe "
+                "runs, on and off."
+            ),
+            "description": (
+                f"{slow} of the last 24 runs of fioprobe {probe_text(p)} measured an fsync p99 "
+                f"above {threshold}: slow in some runs only, again and again. The last run "
+                f"measured {humanize_duration(last_p99)}. {consequence}"
+            ),
+            "runbook_url": f"{RUNBOOKS}#"
+            + ("fioprobeetcdfsynclatencyhigh" if etcd else "fioprobestorageclasslatencyhigh"),
+        },
+    }
+
+
+def outlier_alert(p: Probe, ratio: float, last_p99: float) -> dict[str, Any]:
+    return {
+        "exp_labels": {"severity": "warning", **p.labels()},
+        "exp_annotations": {
+            "summary": "A disk's fsync p99 is several times that of its siblings, for several "
+            "probe runs.",
+            "description": (
+                f"The last 3 runs of fioprobe {probe_text(p)} measured an fsync p99 of "
+                f"{ratio:.1f} times or more the median of the same profile on its StorageClass "
+                "on the other nodes (at least 3 probes; alert from 3x and 2ms above it). The last "
+                f"run measured {humanize_duration(last_p99)}. One node or volume is sick while its "
+                "siblings are fine; no history is needed."
+            ),
+            "runbook_url": f"{RUNBOOKS}#fioprobelatencyoutlier",
+        },
+    }
+
+
+def firing_throughout(alertname: str, matchers: str, start: int, end: int) -> dict[str, Any]:
+    """promql_expr_test: the alert fired at every evaluation from `start` to `end` (seconds):
+    it never resolved in between, so it notified once."""
+    return {
+        "expr": (
+            f'count_over_time(ALERTS{{alertname="{alertname}", alertstate="firing", '
+            f"{matchers}}}[{end - start + SCRAPE_S // 2}s])"
+        ),
+        "eval_time": f"{end}s",
+        "exp_samples": [
+            {
+                "labels": "{" + f'alertname="{alertname}", alertstate="firing", {matchers}' + "}",
+                "value": (end - start) // SCRAPE_S + 1,
+            }
+        ],
+    }
+
+
+def etcd_alert(
+    p: Probe, severity: str, slow: int, last_p99: float | None, held: bool = False
+) -> dict[str, Any]:
     threshold, consequence = {
         "warning": (
             0.01,
@@ -414,20 +485,23 @@ def etcd_alert(p: Probe, severity: str, slow: int, last_p99: float | None) -> di
             "etcd on this disk risks missed heartbeats, leader elections and API timeouts.",
         ),
     }[severity]
+    above = f"the {severity} threshold of {humanize_duration(threshold)}"
     return {
         "exp_labels": {"severity": severity, **p.labels()},
         "exp_annotations": {
             "summary": "The disk that holds etcd is too slow to fsync for several probe runs.",
             "description": (
-                f"{slow} of the last 3 runs of fioprobe {probe_text(p)} measured an fsync p99 "
-                f"above the {severity} threshold of {humanize_duration(threshold)}."
+                held_text(p, above)
+                if held
+                else f"{slow} of the last 3 runs of fioprobe {probe_text(p)} measured an fsync "
+                f"p99 above {above}."
                 + (
                     ""
                     if last_p99 is None
                     else f" The last run measured {humanize_duration(last_p99)}."
                 )
-                + f" {consequence}"
-            ),
+            )
+            + f" {consequence}",
             "runbook_url": f"{RUNBOOKS}#fioprobeetcdfsynclatencyhigh",
         },
     }
@@ -783,7 +857,99 @@ def etcd_scenarios(i: int) -> list[Scenario]:
             ],
         ),
     ]
-    return scenarios + twins(scenarios[0], [ETCD], [4 * i * 2 + 6, 7 * i * 2 + 6])
+    return [
+        *scenarios,
+        intermittent_etcd_scenario(i),
+        alternating_scenario(i),
+        *twins(scenarios[0], [ETCD], [4 * i * 2 + 6, 7 * i * 2 + 6]),
+    ]
+
+
+#: Six hours of runs at a 5-minute schedule (as many runs at the others).
+INTERMITTENT_RUNS = 72
+
+
+def every(k: int, slow: Run, n: int = INTERMITTENT_RUNS) -> list[Run | None]:
+    """Fast runs, and `slow` every k-th run (slots k-1, 2k-1, ...)."""
+    return [slow if slot % k == k - 1 else FAST for slot in range(n)]
+
+
+def no_sustained_alert(alertname: str, samples: int) -> dict[str, Any]:
+    """promql_expr_test: the sustained rule (no pattern label) never fired nor was pending."""
+    end = samples * SCRAPE_S
+    return {
+        "expr": f'count_over_time(ALERTS{{alertname="{alertname}", pattern=""}}[{end}s])',
+        "eval_time": f"{end}s",
+        "exp_samples": [],
+    }
+
+
+def intermittent_etcd_scenario(i: int) -> Scenario:
+    """Slow every third run for six hours: never 2 of 3, a warning at the sixth slow run."""
+    slow = Run(p99=0.015)
+    third = etcd_probe("control-plane-0", every(3, slow))
+    fifth = etcd_probe("control-plane-1", every(5, slow))
+    samples = INTERMITTENT_RUNS * i * 2
+    consequence = (
+        "etcd on this disk stalls its commits every so often; expect slow API requests at those "
+        "times."
+    )
+    return Scenario(
+        "latency slow in every third run for six hours (never 2 of the last 3) warns, "
+        'pattern="intermittent", at its sixth slow run (85 minutes at a 5-minute schedule); '
+        "slow in every fifth run never does; the sustained rule never fires",
+        i,
+        [third, fifth],
+        samples,
+        checks=[
+            check(ETCD, seen(i, 17, -SCRAPE_S)),
+            check(ETCD, seen(i, 17), intermittent_alert(third, 6, "10ms", 0.015, consequence)),
+            check(ETCD, seen(i, 41), intermittent_alert(third, 8, "10ms", 0.015, consequence)),
+            check(ETCD, seen(i, 70), intermittent_alert(third, 8, "10ms", 0.0021, consequence)),
+        ],
+        expr_checks=[no_sustained_alert(ETCD, samples)],
+    )
+
+
+def alternating_scenario(i: int) -> Scenario:
+    """An etcd disk alternating very slow and failed runs pages once, until two healthy runs."""
+    very_slow = Run(p99=0.048)
+    fail = Run(success=False, p99=None, reason="timeout")
+    p = etcd_probe("control-plane-0", runs((4, FAST), *[(1, very_slow), (1, fail)] * 4, (4, FAST)))
+    start, end = int(seen(i, 6)[:-1]), int(seen(i, 13, -SCRAPE_S)[:-1])
+    both = [
+        ("warning", "severity", 2, 0.048),
+        ("critical", "severity", 2, 0.048),
+    ]
+    return Scenario(
+        "an etcd disk alternating very slow (48 ms) and failed runs pages once, from its "
+        "second slow run, and stays firing through the failed runs and the first healthy one "
+        "($value 0 while held) until two healthy runs in a row",
+        i,
+        [p],
+        16 * i * 2,
+        checks=[
+            check(ETCD, seen(i, 6, -SCRAPE_S)),
+            check(ETCD, seen(i, 6), *(etcd_alert(p, sev, n, v) for sev, _, n, v in both)),
+            check(ETCD, seen(i, 7), *(etcd_alert(p, sev, 0, None, held=True) for sev, *_ in both)),
+            check(ETCD, seen(i, 10), *(etcd_alert(p, sev, n, v) for sev, _, n, v in both)),
+            check(
+                ETCD, seen(i, 12), *(etcd_alert(p, sev, 0, 0.0021, held=True) for sev, *_ in both)
+            ),
+            check(ETCD, end, *(etcd_alert(p, sev, 0, 0.0021, held=True) for sev, *_ in both)),
+            check(ETCD, seen(i, 13)),
+        ],
+        expr_checks=[
+            firing_throughout(
+                ETCD,
+                f'node="control-plane-0", profile="etcd-fsync", severity="{sev}", '
+                'storageclass="etcd-disk"',
+                start,
+                end,
+            )
+            for sev, *_ in both
+        ],
+    )
 
 
 SC = "FioProbeStorageClassLatencyHigh"
@@ -872,7 +1038,35 @@ def storageclass_scenarios(i: int) -> list[Scenario]:
             ],
         ),
     ]
-    return scenarios + twins(scenarios[0], [SC], [5 * i * 2 + 6, 8 * i * 2 + 6])
+    return [
+        *scenarios,
+        intermittent_sc_scenario(i),
+        *twins(scenarios[0], [SC], [5 * i * 2 + 6, 8 * i * 2 + 6]),
+    ]
+
+
+def intermittent_sc_scenario(i: int) -> Scenario:
+    """A gp2 volume at 48 ms every third run: a warning at the sixth slow run, never 3 of 4."""
+    third = Probe("gp2", "etcd-fsync", volume_type="gp2", runs=every(3, Run(p99=0.048)))
+    samples = INTERMITTENT_RUNS * i * 2
+    threshold = "20ms, the threshold for its volume type"
+    consequence = (
+        "Applications that sync their writes (databases, queues) on this StorageClass wait that "
+        "long at those times."
+    )
+    return Scenario(
+        'a volume slow in every third run (48 ms on gp2) warns, pattern="intermittent", at '
+        "its sixth slow run; the sustained rule (3 of the last 4) never fires",
+        i,
+        [third],
+        samples,
+        checks=[
+            check(SC, seen(i, 17, -SCRAPE_S)),
+            check(SC, seen(i, 17), intermittent_alert(third, 6, threshold, 0.048, consequence)),
+            check(SC, seen(i, 70), intermittent_alert(third, 8, threshold, 0.0021, consequence)),
+        ],
+        expr_checks=[no_sustained_alert(SC, samples)],
+    )
 
 
 BURST = "FioProbeBurstCreditsDepleted"
@@ -984,6 +1178,63 @@ def burst_scenarios(i: int) -> list[Scenario]:
         ),
     ]
     return scenarios + twins(scenarios[0], [BURST], [5 * i * 2 + 6, 8 * i * 2 + 6])
+
+
+OUTLIER = "FioProbeLatencyOutlier"
+
+
+def outlier_scenarios(i: int) -> list[Scenario]:
+    """FioProbeLatencyOutlier: 3 runs at 3x the median of the StorageClass's other nodes."""
+    n = 12
+    samples = n * i * 2
+
+    def node_probes(sc: str, p99s: list[list[Run | None]]) -> list[Probe]:
+        return [
+            Probe(sc, "etcd-fsync", node=f"w{k + 1}", volume_type="gp3", runs=rs)
+            for k, rs in enumerate(p99s)
+        ]
+
+    fast = runs((n, FAST))
+    sick = runs((4, FAST), (n - 4, Run(p99=0.0074)))
+    gp3 = node_probes("gp3", [fast, fast, fast, sick])
+    quiet_fast, quiet_slow = Run(p99=0.0002), Run(p99=0.0008)
+    quiet = runs((n, quiet_fast))
+    never = [
+        # 2.5 times the median
+        *node_probes("gp3-mild", [fast, fast, fast, runs((4, FAST), (n - 4, Run(p99=0.0053)))]),
+        # 4 times, but only 0.6 ms above: quiet disks stay quiet
+        *node_probes(
+            "local-quiet", [quiet, quiet, quiet, runs((4, quiet_fast), (n - 4, quiet_slow))]
+        ),
+        # two siblings: no median to speak of
+        *node_probes("gp3-pair", [fast, runs((4, FAST), (n - 4, Run(p99=0.05)))]),
+        # one slow run, two, among fast ones
+        *node_probes(
+            "gp3-short",
+            [
+                fast,
+                fast,
+                runs((4, FAST), (1, Run(p99=0.05)), (n - 5, FAST)),
+                runs((4, FAST), (2, Run(p99=0.05)), (n - 6, FAST)),
+            ],
+        ),
+    ]
+    scenarios = [
+        Scenario(
+            "one node's disk at 3.5x the median of its StorageClass's other nodes fires at its "
+            "third such run, with no history at all; 2.5x, a quiet disk 0.6 ms above its "
+            "siblings, an outlier of two probes, and one or two slow runs never",
+            i,
+            [*gp3, *never],
+            samples,
+            checks=[
+                check(OUTLIER, seen(i, 4, 150 * i - SCRAPE_S)),
+                check(OUTLIER, seen(i, 4, 150 * i), outlier_alert(gp3[3], 0.0074 / 0.0021, 0.0074)),
+                check(OUTLIER, seen(i, 11), outlier_alert(gp3[3], 0.0074 / 0.0021, 0.0074)),
+            ],
+        ),
+    ]
+    return [*scenarios, *twins(scenarios[0], [OUTLIER], [5 * i * 2 + 6, 8 * i * 2 + 6])]
 
 
 FAILING, STALE, MISSING = "FioProbeFailing", "FioProbeStale", "FioProbeMissing"
@@ -1396,6 +1647,7 @@ GROUPS = {
     "probe-health": health_scenarios,
     "probe-health-per-node": per_node_scenarios,
     "latency-regression": regression_scenarios,
+    "latency-outlier": outlier_scenarios,
 }
 
 #: The deployment each group's scenarios run in: manifests/rules.jsonnet's `example` (its
@@ -1431,6 +1683,7 @@ GROUP_ORDER = [
     "fioprobe-storageclass-latency",
     "fioprobe-burst",
     "fioprobe-latency-regression",
+    "fioprobe-latency-outlier",
     "fioprobe-probe-health",
     "fioprobe-continuous",
     "fioprobe-continuous-burn",
