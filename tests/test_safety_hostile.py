@@ -373,14 +373,20 @@ def test_fio_gets_no_credential_and_no_descriptor(
 
 
 def children(pid: int) -> list[int]:
-    """Direct children of `pid`, from /proc."""
-    found = []
+    """Every descendant of `pid`, from /proc: fio may run under a worker process of the
+    probe's (the one that does the volume's IO), not only as its direct child."""
+    parents: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 fields = Path(f"/proc/{entry}/stat").read_bytes().rsplit(b")", 1)[1].split()
             except OSError:
                 continue
-            if int(fields[1]) == pid:
-                found.append(int(entry))
+            parents.setdefault(int(fields[1]), []).append(int(entry))
+    found: list[int] = []
+    queue = [pid]
+    while queue and len(found) < 10_000:
+        for child in parents.get(queue.pop(), []):
+            found.append(child)
+            queue.append(child)
     return found
