@@ -323,6 +323,28 @@ def test_per_node_targets_need_names_of_their_own(
     ]
 
 
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"perNode": {"enabled": True,
+                      "localDisks": [{"name": "state", "profiles": ["etcd-fsync"]}]}},
+         "stateHostPath /var/lib/fioprobe/state overlaps the directories of perNode.localDisks "
+         "state; give it a directory of its own"),
+        ({"stateHostPath": "/var/lib/etcd-fioprobe/state"},
+         "stateHostPath /var/lib/etcd-fioprobe/state overlaps etcd.hostPath "
+         "/var/lib/etcd-fioprobe, the probed directory; give it a directory of its own"),
+    ],
+)  # fmt: skip
+def test_the_state_directory_is_no_probed_directory(
+    tmp_path: Path, overrides: dict[str, Any], message: str
+) -> None:
+    """Node-local probes keep their state in stateHostPath because their probed hostPath
+    may be written by tenants: a state directory inside one (or holding one) would undo it."""
+    proc = generate(tmp_path, {**NO_MIXIN, **overrides})
+    assert proc.returncode != 0
+    assert proc.stderr.splitlines() == [f"RUNTIME ERROR: {PREFIX}{message}"]
+
+
 #: A per-node DaemonSet with a local disk and a StorageClass, also on control-plane nodes.
 PER_NODE_PROBES = {
     "enabled": True,
