@@ -32,11 +32,12 @@ class ServiceError(FioprobeError):
     """A component did not start or answer in time."""
 
 
-class RedirectRefused(OSError):
+class RedirectRefused(ServiceError, OSError):
     """A 3xx answer to a request that carries credentials (or a body): never followed.
 
     urllib would send the Authorization header on to wherever the Location points, another
     origin included, and turn a POST into a GET of that page whose 200 looks like success.
+    An OSError too, so the callers' network error handling takes it like a refused connection.
     """
 
 
