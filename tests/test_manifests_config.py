@@ -366,10 +366,14 @@ def test_per_node_probes_are_expected_by_the_prometheus_rule(tmp_path: Path) -> 
         monitoring = {"dashboards": {"enabled": False}, "mixinConfig": mixin_config}
         proc = generate(tmp_path, {"monitoring": monitoring, "perNode": PER_NODE_PROBES})
         assert proc.returncode == 0, proc.stderr
-        path = tmp_path / "generated" / "monitoring-prometheusrule.yaml"
+        # The mixin's rules and the deployment's group (the expected probes), each its own
+        # PrometheusRule.
         return [
             r
-            for group in yaml.safe_load(path.read_text())["spec"]["groups"]
+            for name in ("monitoring-prometheusrule.yaml", "monitoring-expectedrule.yaml")
+            for group in yaml.safe_load((tmp_path / "generated" / name).read_text())["spec"][
+                "groups"
+            ]
             for r in group["rules"]
         ]
 
@@ -387,7 +391,7 @@ def test_per_node_probes_are_expected_by_the_prometheus_rule(tmp_path: Path) -> 
     assert sum(r.get("alert") == "FioProbeMissing" for r in standalone) == 2
 
     inventory = rules({"perNodeInventory": True})
-    (nodes,) = [r for r in inventory if r.get("record") == "node:fioprobe_per_node:info"]
+    (nodes,) = [r for r in inventory if r.get("record") == "node:fioprobe_per_node_inventory:info"]
     # Control-plane nodes stay in the inventory: the DaemonSet tolerates their taint.
     assert (
         'kube_node_info unless on (cluster, node) kube_node_spec_taint{effect=~"NoSchedule|'

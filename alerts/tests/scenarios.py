@@ -664,16 +664,20 @@ def after_stale(i: int, slot: int) -> int:
     return (pushed_at(i, slot) + 210 * i) // SCRAPE_S * SCRAPE_S + SCRAPE_S
 
 
-def same_alerts(samples: int) -> list[dict[str, Any]]:
-    """promql_expr_test: at every evaluation of the whole span, cluster "gap..." holds exactly
-    the ALERTS (name, state and every label but the cluster's prefix) that cluster
-    "baseline..." holds: a restart or gap neither raised, resolved, re-fired nor delayed any."""
+def same_alerts(
+    samples: int, span: int | None = None, step: int = SCRAPE_S
+) -> list[dict[str, Any]]:
+    """promql_expr_test: at every evaluation of the whole span (or the last `span` seconds),
+    cluster "gap..." holds exactly the ALERTS (name, state and every label but the cluster's
+    prefix) that cluster "baseline..." holds: a restart or gap neither raised, resolved,
+    re-fired nor delayed any."""
     end = samples * SCRAPE_S
+    span = span or end
     side = 'label_replace(ALERTS{{cluster=~"{0}.*"}}, "cluster", "$1", "cluster", "{0}(.*)")'
     return [
         {
             "expr": (
-                f"count_over_time(({side.format(a)} unless {side.format(b)})[{end}s:{SCRAPE_S}s])"
+                f"count_over_time(({side.format(a)} unless {side.format(b)})[{span}s:{step}s])"
             ),
             "eval_time": f"{end}s",
             "exp_samples": [],
@@ -682,14 +686,17 @@ def same_alerts(samples: int) -> list[dict[str, Any]]:
     ]
 
 
-def fired_in_gap_cluster(alertname: str, samples: int) -> dict[str, Any]:
+def fired_in_gap_cluster(
+    alertname: str, samples: int, span: int | None = None, step: int = SCRAPE_S
+) -> dict[str, Any]:
     """promql_expr_test: the alert did fire in cluster "gap...", so same_alerts compared
     something."""
     end = samples * SCRAPE_S
+    span = span or end
     return {
         "expr": (
             f'max(count_over_time(ALERTS{{alertname="{alertname}", alertstate="firing", '
-            f'cluster=~"gap.*"}}[{end}s:{SCRAPE_S}s])) > bool 0'
+            f'cluster=~"gap.*"}}[{span}s:{step}s])) > bool 0'
         ),
         "eval_time": f"{end}s",
         "exp_samples": [{"labels": "{}", "value": 1}],
@@ -701,6 +708,9 @@ def twins(
     alertnames: list[str],
     restart_samples: list[int],
     ksm_gaps: list[list[tuple[int, int]]] | None = None,
+    kinds: list[GatewayRestart] | None = None,
+    span: int | None = None,
+    step: int = SCRAPE_S,
 ) -> list[Scenario]:
     """`base`'s probes and nodes twice, in clusters "baseline..." and "gap..." (the rules keep
     clusters apart), with Pushgateway restarts of every kind at `restart_samples` (and, for each
@@ -714,7 +724,9 @@ def twins(
         return probes, nodes
 
     (bp, bn), (gp, gn) = copy("baseline"), copy("gap")
-    expr = same_alerts(base.samples) + [fired_in_gap_cluster(a, base.samples) for a in alertnames]
+    expr = same_alerts(base.samples, span, step) + [
+        fired_in_gap_cluster(a, base.samples, span, step) for a in alertnames
+    ]
     out = [
         Scenario(
             f"{base.name}; a Pushgateway restart {kind.kind()} while pending and while firing "
@@ -727,7 +739,7 @@ def twins(
             gap_clusters={p.cluster or "" for p in gp} | {n.cluster or "" for n in gn},
             expr_checks=expr,
         )
-        for kind in RESTART_KINDS
+        for kind in kinds or RESTART_KINDS
     ]
     for gaps in ksm_gaps or []:
         minutes = ", ".join(f"{n * SCRAPE_S // 60} min" for _, n in gaps)
@@ -872,6 +884,18 @@ INTERMITTENT_RUNS = 72
 def every(k: int, slow: Run, n: int = INTERMITTENT_RUNS) -> list[Run | None]:
     """Fast runs, and `slow` every k-th run (slots k-1, 2k-1, ...)."""
     return [slow if slot % k == k - 1 else FAST for slot in range(n)]
+
+
+def no_alert_ever(alertnames: tuple[str, ...], samples: int) -> dict[str, Any]:
+    """promql_expr_test: none of these alerts was pending or firing at any evaluation after
+    the first minute (before their first push every expected probe is Missing, pending)."""
+    end = samples * SCRAPE_S
+    names = "|".join(alertnames)
+    return {
+        "expr": f'count_over_time(ALERTS{{alertname=~"{names}"}}[{end - 60}s])',
+        "eval_time": f"{end}s",
+        "exp_samples": [],
+    }
 
 
 def no_sustained_alert(alertname: str, samples: int) -> dict[str, Any]:
@@ -1341,18 +1365,22 @@ def health_scenarios(i: int) -> list[Scenario]:
                 ),
             ],
         ),
-        Scenario(
-            "a Pushgateway restart without persistence (new pod, every series gone until each "
-            "probe's next push) while every expected probe runs: no alert",
-            i,
-            cronjob_and_etcd_probes(n),
-            samples,
-            gateway_restarts=[10 * i + 6],
-            checks=[
-                check(name, seen(i, slot, after))
-                for name in (FAILING, STALE, MISSING)
-                for slot, after in ((5, 4 * SCRAPE_S), (6, 0), (9, 0))
-            ],
+        *(
+            Scenario(
+                f"a Pushgateway restart {kind.kind()} while every expected probe runs: no "
+                "alert (Failing, Stale or Missing) at any time",
+                i,
+                cronjob_and_etcd_probes(n),
+                samples,
+                gateway_restarts=[replace(kind, at=10 * i + 6)],
+                checks=[
+                    check(name, seen(i, slot, after))
+                    for name in (FAILING, STALE, MISSING)
+                    for slot, after in ((5, 4 * SCRAPE_S), (6, 0), (9, 0))
+                ],
+                expr_checks=[no_alert_ever((FAILING, STALE, MISSING), samples)],
+            )
+            for kind in RESTART_KINDS
         ),
     ]
     restarts = [5 * i * 2 + 6, 8 * i * 2 + 6]
@@ -1624,7 +1652,7 @@ def regression_scenarios(i: int) -> list[Scenario]:
     # Alerts are evaluated every 5 minutes here (a week of 30 s evaluations takes promtool
     # minutes); the pushed series still have 30 s samples.
     fire = (first_bad * i * 60 + SCRAPE_S + 299) // 300 * 300 + 12 * i * 60
-    return [
+    scenarios = [
         Scenario(
             "p99 quadruples (1 ms -> 7.96 ms) on a probe with a full baseline day a week ago, "
             "after six days without data: fires after an hour; the same on a probe with a thin "
@@ -1636,6 +1664,23 @@ def regression_scenarios(i: int) -> list[Scenario]:
                 check("FioProbeLatencyRegression", fire - 300),
                 check("FioProbeLatencyRegression", fire, regression_alert(regressed, 0.0079596, i)),
             ],
+        ),
+    ]
+    # The regressed probe alone (a week of samples each), with Pushgateway restarts half an
+    # hour into its hold and ten minutes after it fired.
+    alone = Scenario("a regressed probe", i, [regressed], end * i * 2)
+    restarts = [(fire - 1800) // SCRAPE_S + 3, (fire + 600) // SCRAPE_S + 3]
+    # A week of samples per twin: only the harshest kind (every group lost until its next
+    # push, a new pod), compared over the last three hours at the rules' 5-minute evaluations.
+    return [
+        *scenarios,
+        *twins(
+            alone,
+            ["FioProbeLatencyRegression"],
+            restarts,
+            kinds=RESTART_KINDS[:1],
+            span=3 * 3600,
+            step=300,
         ),
     ]
 
