@@ -36,9 +36,9 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import IO, Any
 
+from .childproc import python_command
 from .errors import ExitCode, FailureReason, FioprobeError, Interrupted, ProbeFailure
 
 #: The calls a child can make: name -> "module:function" inside the fioprobe package.
@@ -204,19 +204,14 @@ def start(call: str, *args: object) -> Worker:
     """Start `CALLS[call](*args, report=...)` in a child; wait for it with `Worker.wait`."""
     if call not in CALLS:
         raise ValueError(f"unknown worker call {call!r}")
-    package_root = str(Path(__file__).resolve().parents[1])
     request = pickle.dumps((call, args), protocol=pickle.HIGHEST_PROTOCOL)
     try:
         process = subprocess.Popen(
-            [
-                sys.executable,
-                "-I",  # no environment, no user site: the child runs fioprobe's code only
-                "-c",
-                "import sys; sys.path.insert(0, sys.argv[1]); "
+            # The parent's own interpreter, isolated: the child runs fioprobe's code only.
+            python_command(
                 "from fioprobe.volume_worker import child_main; sys.exit(child_main())",
-                package_root,
                 str(os.getpid()),
-            ],
+            ),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             # Its complaints go through the parent (`_forward`): a pipe of the parent's own,

@@ -21,11 +21,11 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import IO
 
 from prometheus_client import CollectorRegistry, start_http_server
 
+from ..childproc import python_command
 from ..errors import FailureReason
 from . import protocol
 from .collector import StreamCollector, StreamTarget
@@ -69,16 +69,11 @@ class Writer:
     reader: threading.Thread | None = field(default=None)
 
     def start(self) -> None:
-        package_root = str(Path(__file__).resolve().parents[2])
         s = self.settings
         self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-I",  # no environment, no user site: the child runs fioprobe's code only
-                "-c",
-                "import sys; sys.path.insert(0, sys.argv[1]); "
+            # The stream's own interpreter, isolated: the child runs fioprobe's code only.
+            python_command(
                 "from fioprobe.continuous.writer import main; sys.exit(main(sys.argv[2:]))",
-                package_root,
                 "--dir",
                 self.target.directory,
                 "--interval",
@@ -87,7 +82,7 @@ class Writer:
                 str(s.write_size),
                 "--file-size",
                 str(s.file_size),
-            ],
+            ),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             # A pipe of the stream's own, forwarded by a thread: a writer left stuck in the
