@@ -20,6 +20,7 @@ import pytest
 import yaml
 from conftest import REPO
 from fioprobe.config import load_config
+from fioprobe.probe import PUBLISH_ON_VOLUME_SECONDS, VOLUME_MARGIN_SECONDS
 from support import services
 
 MANIFESTS = REPO / "manifests"
@@ -204,6 +205,21 @@ def test_every_pod_spec_is_restricted() -> None:
         assert sa["automountServiceAccountToken"] is False
 
 
+def _config_of(cronjob: dict[str, Any]) -> dict[str, Any]:
+    """The fioprobe configuration a CronJob mounts (its ConfigMap's one item)."""
+    spec = pod_spec(cronjob)
+    assert spec is not None
+    (volume,) = [v["configMap"] for v in spec["volumes"] if "configMap" in v]
+    configmaps = {
+        (o["metadata"]["namespace"], o["metadata"]["name"]): o
+        for o in of_kind("ConfigMap").values()
+    }
+    (item,) = volume["items"]
+    text = configmaps[(cronjob["metadata"]["namespace"], volume["name"])]["data"][item["key"]]
+    config: dict[str, Any] = yaml.safe_load(text)
+    return config
+
+
 def test_cronjobs_are_bounded_and_spread() -> None:
     cronjobs = of_kind("CronJob")
     assert len(cronjobs) == 5
@@ -214,7 +230,12 @@ def test_cronjobs_are_bounded_and_spread() -> None:
         assert 0 < spec["startingDeadlineSeconds"] < 300, name  # below the 5-minute interval
         assert spec["successfulJobsHistoryLimit"] >= 1 and spec["failedJobsHistoryLimit"] >= 1
         job = spec["jobTemplate"]["spec"]
-        assert job["backoffLimit"] == 0 and job["activeDeadlineSeconds"] > 0, name
+        assert job["backoffLimit"] == 0, name
+        # Every profile may run to its deadline and publish on its volume, every push take
+        # all its attempts (probe.py's limits, the manifests' defaults: 60 s profiles, 3 x 10 s).
+        profiles = len(_config_of(cj)["targets"][0]["profiles"])
+        worst = VOLUME_MARGIN_SECONDS + PUBLISH_ON_VOLUME_SECONDS + 60 + 2 * 3 * 10
+        assert job["activeDeadlineSeconds"] >= profiles * worst + 60, name
         container = job["template"]["spec"]["containers"][0]
         assert container["command"] == ["fioprobe", "run", "--config", "/etc/fioprobe/config.yaml"]
         env = {e["name"]: e for e in container["env"]}

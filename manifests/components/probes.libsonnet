@@ -54,12 +54,22 @@ function(config) {
   local stateMount = { name: 'state', mountPath: stateMountPath },
   local nodeState(name) = { state_dir: '%s/%s' % [stateMountPath, name] },
   // The probe's own PVC: only the probe writes it, unless the config says otherwise.
-  local dedicated(volume) = volume + { dedicated: std.get(volume, 'dedicated', true) != false },
+  local dedicated(volume) = volume { dedicated: std.get(volume, 'dedicated', true) != false },
 
   // --- pod template -------------------------------------------------------------------
-  // Worst case of one run: every profile to its timeout, every push to all its attempts.
+  // Worst case of one run, per profile: fio to its timeout plus the volume worker's margin
+  // (VOLUME_MARGIN_SECONDS in exporter/fioprobe/probe.py, 25 s), the publish on a dedicated
+  // volume (its worker's limit, PUBLISH_ON_VOLUME_SECONDS, 60 s), and two Pushgateway calls
+  // (the read-back and the push), every attempt to its timeout; then a minute for the pod.
+  // Past it the Job ends even while a pod stuck on a hung volume stays Terminating, and the
+  // next scheduled run starts (tests/test_manifests.py keeps these in step with probe.py).
+  local volumeMarginSeconds = 25,
+  local publishOnVolumeSeconds = 60,
   local activeDeadline(profiles) =
-    std.length(profiles) * (c.profileTimeoutSeconds + pgw.timeoutSeconds * pgw.attempts) + 60,
+    std.length(profiles) * (
+      c.profileTimeoutSeconds + volumeMarginSeconds + publishOnVolumeSeconds
+      + 2 * pgw.timeoutSeconds * pgw.attempts
+    ) + 60,
 
   local container = {
     name: 'fioprobe',
