@@ -105,8 +105,8 @@
 
     // Intermittent latency (both alerts above, label pattern="intermittent", warning): slow in
     // at least this many of the last `intermittentOfRuns` runs, however spread. 6 of 24 is a
-    // run in four over two hours at a 5-minute schedule: slow every third run warns after its
-    // sixth slow run (85 minutes); a nightly backup (one run a day) never does.
+    // run in four over two hours at a 5-minute schedule: slow every third run warns at its
+    // sixth slow run (75.5 minutes after the first); a nightly backup (one run a day) never does.
     intermittentSlowRuns: 6,
     intermittentOfRuns: 24,
 

@@ -15,7 +15,10 @@ local u = import '../lib/util.libsonnet';
     local by = u.probeBy(c),
     local siblings = '%s, storageclass, profile' % c.clusterLabel,
     local lastP99 = '%s{%s}' % [u.lastRunRecord('sync'), c.outlierSelector],
-    local median = 'quantile by (%s) (0.5, %s)' % [siblings, lastP99],
+    // The siblings that still probe: a stopped node's frozen p99 neither makes up the number
+    // nor moves the median.
+    local freshP99 = '(%s and on (%s) (%s))' % [lastP99, by, u.fresh(c)],
+    local median = 'quantile by (%s) (0.5, %s)' % [siblings, freshP99],
     // The ratio of the probe's last p99 to its siblings' median, while it is an outlier and
     // its last run succeeded and is fresh.
     local live = |||
@@ -31,13 +34,14 @@ local u = import '../lib/util.libsonnet';
         %(median)s
       ) >= %(minIncrease)s
       and on (%(siblings)s)
-      count by (%(siblings)s) (%(lastP99)s) >= %(minSiblings)d
+      count by (%(siblings)s) (%(freshP99)s) >= %(minSiblings)d
       and on (%(by)s)
       (%(success)s == 1)
       and on (%(by)s)
       (%(fresh)s)
     ||| % {
       lastP99: lastP99,
+      freshP99: freshP99,
       siblings: siblings,
       median: median,
       by: by,

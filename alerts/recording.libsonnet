@@ -79,7 +79,8 @@ local u = import '../lib/util.libsonnet';
     // its role. The role is remembered for etcdRoleMemoryRuns intervals, so a Pushgateway
     // restart that empties a group until its next push, or a stream's pod that is replaced,
     // changes no alert; a target that now publishes etcd_disk="false" from either source drops
-    // out at once (a configuration change wins over the memory).
+    // out at once (a configuration change wins over the memory), but a group left behind by
+    // another profile, long stale, takes the role from nobody.
     local etcdDisk = {
       record: u.etcdDiskRecord,
       expr: |||
@@ -90,7 +91,7 @@ local u = import '../lib/util.libsonnet';
         )
         unless on (%(target)s)
         (
-          fioprobe_info{%(notEtcd)s}
+          (fioprobe_info{%(notEtcd)s} and on (%(probe)s) (%(fresh)s))
           or
           fioprobe_continuous_info{%(notEtcd)s}
         )
@@ -98,6 +99,8 @@ local u = import '../lib/util.libsonnet';
         target: u.volumeBy(c),
         isEtcd: u.matchers(c, ['etcd_disk="true"']),
         notEtcd: u.matchers(c, ['etcd_disk="false"']),
+        probe: by,
+        fresh: u.fresh(c),
         memory: c.windows.etcdRoleMemory,
       },
     },
@@ -241,11 +244,11 @@ local u = import '../lib/util.libsonnet';
               (%(fresh)s)
             ||| % { by: by, matchers: u.matchers(c), success: u.successRecord, fresh: u.fresh(c) },
           },
-          {
-            record: lastP99,
-            expr: 'max by (%s) (fioprobe_last_sync_latency_seconds{%s})\n'
-                  % [by, u.matchers(c, ['quantile="0.99"'])],
-          },
+          // The last run's p99, carried through a push gap (a Pushgateway restart), so what
+          // compares probes with one another (FioProbeLatencyOutlier's median) does not lose
+          // the siblings that have not pushed again yet.
+          u.carried(c, lastP99, 'max by (%s) (fioprobe_last_sync_latency_seconds{%s})\n'
+                                % [by, u.matchers(c, ['quantile="0.99"'])]),
           {
             record: lastP99 + '_threshold',
             expr: std.join('\nor\n', [
