@@ -71,10 +71,6 @@ function(c)
     check(c.outlierMinSiblings >= 3,
           'outlierMinSiblings must be at least 3: the median of two probes is their mean, which one outlier moves'),
     check(c.etcdRoleMemoryRuns >= 1, 'etcdRoleMemoryRuns must be at least 1'),
-    check(u.seconds(c.lostGroupMemory) >= 2 * (runs(c.staleAfterRuns) + margin),
-          'lostGroupMemory (%s) must be at least twice the stale threshold (%s): a lost group is '
-          % [c.lostGroupMemory, u.duration(runs(c.staleAfterRuns) + margin)]
-          + 'Stale for that long before it may turn Missing'),
     check(u.seconds(c.kubeStateMetricsGapTolerance) > 0, 'kubeStateMetricsGapTolerance must be positive'),
     check(c.failingRuns >= 1, 'failingRuns must be at least 1'),
     check(c.etcdFsyncOfRuns >= c.etcdFsyncSlowRuns,
@@ -107,6 +103,10 @@ function(c)
     check(u.seconds(c.continuousMissingAfter) >= u.seconds(c.continuousGapTolerance),
           'continuousMissingAfter (%s) must be at least continuousGapTolerance (%s): a tolerated gap '
           % [c.continuousMissingAfter, c.continuousGapTolerance] + 'must never make a stream Missing'),
+    check(u.seconds(c.lostGroupMemory) >= 2 * (runs(c.staleAfterRuns) + margin),
+          'lostGroupMemory (%s) must be at least twice the stale threshold (%s): a lost group is '
+          % [c.lostGroupMemory, u.duration(runs(c.staleAfterRuns) + margin)]
+          + 'Stale for that long before it may turn Missing'),
   ] + [
     isBucketCheck('storageClassFsyncP99WarningSeconds.%s' % t, typeThresholds[t])
     for t in std.objectFields(typeThresholds)
