@@ -34,7 +34,7 @@ import secrets
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import FailureReason, FioprobeError, reason_for_errno
@@ -149,12 +149,6 @@ class StateDir:
 
     path: Path
     create_parents: bool = False
-    #: Where a fioprobe that kept every state on the probe volume kept this one
-    #: (`<probe dir>/.fioprobe-state`): a state file missing here is adopted from there, on
-    #: the same checks, so that moving the state off a shared volume continues its
-    #: counters (and its writer) instead of starting a new writer the Pushgateway's group
-    #: would refuse for a whole writer lease.
-    legacy: Path | None = None
 
     @property
     def own(self) -> bool:
@@ -246,11 +240,12 @@ def state_directory(probe_directory: Path, *, dedicated: bool, state_dir: Path |
     volume (only the probe writes it), `<probe dir>/.fioprobe-state`, so the state persists
     with the volume; else, on a shared volume, the per-user state directory: never on a
     volume that tenants write, where a state file could be forged."""
-    on_volume = Path(os.path.abspath(probe_directory)) / STATE_SUBDIR
     if dedicated:
+        on_volume = Path(os.path.abspath(probe_directory)) / STATE_SUBDIR
         return StateDir(state_dir, create_parents=True) if state_dir else StateDir(on_volume)
-    own = StateDir(state_dir, create_parents=True) if state_dir else default_state_dir()
-    return replace(own, legacy=on_volume)
+    # Nothing on a shared volume is ever read, not even a state an earlier fioprobe kept
+    # there: it could be a tenant's, and the volume may hang while the parent reads it.
+    return StateDir(state_dir, create_parents=True) if state_dir else default_state_dir()
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,9 +285,7 @@ class StateFile:
             try:
                 raw = _read_own(self.name, dir_fd, self.path.parent)
             except FileNotFoundError:
-                raw = self._adopted()
-        if raw is None:
-            return None
+                return None
         if len(raw) > MAX_STATE_BYTES:
             raise StateError(f"{self.path}: state is corrupt (larger than {MAX_STATE_BYTES} bytes)")
         try:
@@ -300,22 +293,6 @@ class StateFile:
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             problem = getattr(exc, "msg", None) or type(exc).__name__
             raise StateError(f"{self.path}: state is corrupt (not JSON: {problem})") from None
-
-    def _adopted(self) -> bytes | None:
-        """This state as the earlier placement kept it (`StateDir.legacy`), or None.
-
-        Read only when it passes every check of the probe's own state (directory and file
-        owned by the probe's user, writable by no one else, a regular file, no symlink):
-        a tenant cannot make such a file. Anything else there is ignored, never an error:
-        a tenant's `.fioprobe-state` must not keep the probe from starting its own state."""
-        legacy = self.directory.legacy
-        if legacy is None:
-            return None
-        try:
-            with StateDir(legacy).opened(create=False) as legacy_fd:
-                return _read_own(self.name, legacy_fd, legacy)
-        except (OSError, StateError):
-            return None
 
     def write(self, data: object) -> None:
         """Write atomically: a crash leaves the old or the new file, never half of one."""
