@@ -420,3 +420,36 @@ def test_state_on_a_full_filesystem_is_a_clear_error_and_nothing_is_lost(
         assert json.loads(state.read_text())["totals"]["runs_total"] == 2
     finally:
         subprocess.run(["umount", str(full)], check=False)
+
+
+def test_a_holder_that_never_pushes_leaves_busy_pushed(
+    tmp_path: Path, pushgateway: services.Service
+) -> None:
+    """A run held off by a lock whose holder never pushes (a previous pod's process stuck in
+    the kernel, which no marker of this pod knows) pushes its failure, `busy`, beside the
+    counters: silence would only show as Stale, three intervals later."""
+    probe_dir = tmp_path / "probe"
+    probe_dir.mkdir()
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDONLY); "
+         "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(120)",
+         str(probe_dir)],
+        stdout=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
+        run = subprocess.run(
+            [sys.executable, "-m", "fioprobe", "probe", "--profile", "etcd-fsync",
+             "--storageclass", "held", "--dir", str(probe_dir), "--gateway", pushgateway.url,
+             "--state", str(tmp_path / "state.json")],
+            capture_output=True, timeout=120, check=False,
+        )  # fmt: skip
+    finally:
+        holder.kill()
+        holder.wait()
+    assert run.returncode == 1, run.stderr.decode()
+    assert (
+        "FAILED (busy)" in run.stderr.decode() and "the failure was pushed" in run.stderr.decode()
+    )
+    assert group_value(pushgateway, "held", "fioprobe_success") == 0

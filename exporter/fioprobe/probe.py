@@ -340,8 +340,13 @@ def run_and_publish(
                                time.monotonic() - monotonic, monotonic)  # fmt: skip
             result = RunResult(outcome, started, f"interrupted by {exc}")
         if result.outcome.failure_reason == FailureReason.BUSY:
-            # Another run holds this directory and publishes its own result.
-            signals.raise_if_received("nothing was pushed: the run holding the directory does")
+            # Another run holds this directory. It publishes its own result if it is alive;
+            # if it is stuck in the kernel on a hung volume (a previous pod's child, which
+            # no marker of this pod knows), only this failure says anything: pushed beside
+            # the group's counters, which stay as the holder left them.
+            with signals.deferred():
+                _publish_failure_only(result, target, transport)
+            signals.raise_if_received("the failure (busy) was pushed")
             return result
         stopped = result.outcome.failure_reason == FailureReason.INTERRUPTED
         on_volume = _within(state_file.directory.path, target.directory)

@@ -61,7 +61,10 @@ def probe_once(
         return exc.exit_code
     outcome = result.outcome
     if outcome.failure_reason == FailureReason.BUSY:
-        say(f"{key}: FAILED (busy): {result.message}; that run pushes its own result")
+        say(
+            f"{key}: FAILED (busy): {result.message}; the failure was pushed, and that run "
+            "pushes its own result if it is alive"
+        )
         return ExitCode.PROBE_FAILED
     seconds = outcome.pushed_duration_seconds  # the run and its publish
     if outcome.success:
