@@ -126,6 +126,11 @@ class Worker:
                 self._reply = pickle.loads(base64.b64decode(line[len(_REPLY) :]))
 
     def _ended_without_reply(self, deadline: float) -> Any:
+        # A worker that died (the OOM killer, a crash) leaves fio in its own session: stop it,
+        # or it goes on writing in a directory the next run removes.
+        if self.fio_pgid is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.fio_pgid, signal.SIGKILL)
         self._drain_stderr(deadline)
         try:
             code = self.process.wait(
