@@ -240,6 +240,9 @@ def _on_volume(target: ProbeTarget, request: VolumeRequest, deadline: float) -> 
             with contextlib.suppress(StateError):
                 marker.record(worker.pid, worker.phase)
         raise
+    except BaseException:
+        worker.close()  # what it still said is forwarded, and it is reaped
+        raise
     worker.close()
     if result.reason == FailureReason.BUSY and previous is not None:
         # The directory's lock is held: by the run left behind (in another pod, where its
@@ -425,6 +428,20 @@ def _publish_in_child(
         result.volume_hung = True
         _publish_failure_only(result, target, transport)
         return
+    except volume_worker.WorkerDied as exc:
+        # Killed from outside or a crash: whether the state was saved is unknown, so the run
+        # is not counted; its failure still goes out, from here.
+        worker.close()
+        if result.outcome.success:
+            result.outcome = result.outcome.failed(FailureReason.STATE_ERROR)
+            result.message = str(exc)
+        else:
+            result.message = f"{result.message}; then: {exc}"
+        _publish_failure_only(result, target, transport)
+        return
+    except BaseException:
+        worker.close()
+        raise
     worker.close()
 
 

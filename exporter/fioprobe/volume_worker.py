@@ -70,6 +70,10 @@ class Expired(FioprobeError):
         super().__init__("the worker did not answer within its deadline")
 
 
+class WorkerDied(ProbeFailure):
+    """The child ended without a reply (killed from outside, out of memory, a crash)."""
+
+
 @dataclass(slots=True)
 class Worker:
     """One call running in a child process (see the module docstring)."""
@@ -138,7 +142,7 @@ class Worker:
             )
         except subprocess.TimeoutExpired:
             code = None
-        raise ProbeFailure(
+        raise WorkerDied(
             FailureReason.FIO_ERROR,
             f"the {self.call} worker (pid {self.pid}) ended without a result "
             f"(exit status {code}) while {self.phase}",
