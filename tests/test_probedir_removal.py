@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from fioprobe import probedir
 from fioprobe.errors import FailureReason, ProbeFailure
 from fioprobe.probedir import RUN_SUBDIR, open_probe_directory
 from support import fixtures as fx
@@ -76,3 +77,22 @@ def test_more_entries_than_fio_leaves_stop_the_removal(tmp_path: Path) -> None:
         directory.remove_run_dir()
     assert caught.value.reason == FailureReason.UNSAFE_TARGET
     assert "holds more than 10000 entries" in str(caught.value)
+
+
+def test_the_directory_is_judged_as_opened_not_as_named(tmp_path: Path) -> None:
+    """remove_tree judges the directory it opened (fstat), not what a name showed a moment
+    earlier: one another user swapped in under the run directory's name is refused whole."""
+    swapped = tmp_path / ".fioprobe-run"
+    swapped.mkdir(mode=0o700)
+    (swapped / "keep").write_text("a tenant's file")
+    os.chown(swapped, 65534, 65534)
+    parent = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with pytest.raises(ProbeFailure) as caught:
+            probedir.remove_tree(
+                parent, ".fioprobe-run", swapped, verify=probedir._not_made_by_fioprobe
+            )
+    finally:
+        os.close(parent)
+    assert caught.value.reason == FailureReason.UNSAFE_TARGET
+    assert (swapped / "keep").read_text() == "a tenant's file"

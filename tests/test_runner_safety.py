@@ -163,8 +163,11 @@ def test_second_run_on_a_locked_directory_refuses(
         os.close(fd)
     assert result.returncode == 1
     assert "another probe is running in this directory" in result.stderr.decode()
-    # The running probe pushes its own result: the refused one pushes nothing.
-    assert gateway_group(pushgateway, storageclass="test", profile="etcd-fsync") is None
+    # The refused run pushes its failure, beside counters it leaves alone (none here); a
+    # holder that is alive pushes its own result over it.
+    assert failure_reason(pushgateway) == "busy"
+    group = gateway_group(pushgateway, storageclass="test", profile="etcd-fsync")
+    assert group is not None and "fioprobe_runs_total" not in group
 
 
 @pytest.mark.slow

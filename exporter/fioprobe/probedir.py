@@ -26,7 +26,7 @@ import fcntl
 import os
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,7 +127,8 @@ class ProbeDirectory:
         if problem:  # a symlink, file or tree planted under our name
             raise ProbeFailure(FailureReason.UNSAFE_TARGET, f"{where}: {problem}")
         try:
-            remove_tree(self.fd, RUN_SUBDIR, where)
+            # Checked again on what is opened: the name could have been swapped since lstat.
+            remove_tree(self.fd, RUN_SUBDIR, where, verify=_not_made_by_fioprobe)
         except OSError as exc:
             raise os_failure(str(where), exc, FailureReason.IO_ERROR) from None
 
@@ -144,7 +145,12 @@ class _TooLarge(Exception):
     pass
 
 
-def remove_tree(parent_fd: int, name: str, where: Path) -> None:
+def remove_tree(
+    parent_fd: int,
+    name: str,
+    where: Path,
+    verify: Callable[[os.stat_result], str | None] | None = None,
+) -> None:
     """Remove the directory `name` of `parent_fd` and everything in it.
 
     A loop with an explicit stack of open descriptors, never a recursion, never following
@@ -153,9 +159,15 @@ def remove_tree(parent_fd: int, name: str, where: Path) -> None:
     with `unsafe_target` (what is left is not what fio leaves). `.fuse_hidden*` files of a
     FUSE file system, which go once FUSE releases them, are waited for a moment and then
     left, with their directory, for the next run to remove. Other OSErrors pass through.
+    `verify` judges the directory as opened (`fstat`); a problem it names is `unsafe_target`,
+    nothing removed.
     """
     seen = 0
     stack: list[tuple[int, str]] = [(os.open(name, _DIR_FLAGS, dir_fd=parent_fd), name)]
+    problem = verify(os.fstat(stack[0][0])) if verify else None
+    if problem:
+        os.close(stack[0][0])
+        raise ProbeFailure(FailureReason.UNSAFE_TARGET, f"{where}: {problem}")
     try:
         while stack:
             fd, _ = stack[-1]
