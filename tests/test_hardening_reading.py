@@ -15,6 +15,8 @@ import http.server
 import io
 import json
 import os
+import subprocess
+import sys
 import tarfile
 import threading
 from collections.abc import Iterator
@@ -433,3 +435,19 @@ def test_a_readiness_check_with_credentials_never_follows_a_redirect(
     with pytest.raises(demo_services.ServiceError, match="did not answer"):
         service.wait_ready(timeout=2)
     assert seen == []
+
+
+def test_skipped_file_names_are_printed_inert(tmp_path: Path) -> None:
+    """A file name is the archive's, not fioprobe's: a newline or an escape sequence in one
+    that backfill skips reaches stderr escaped, on the one line of its own."""
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "run\n\x1b[31mforged.json").write_text("not fio output")
+    proc = subprocess.run(
+        [sys.executable, "-m", "fioprobe", "backfill", str(results), "-o", str(tmp_path / "out")],
+        capture_output=True, timeout=120, check=False,
+    )  # fmt: skip
+    err = proc.stderr.decode()
+    assert "\x1b" not in err, err
+    skipped = [line for line in err.splitlines() if line.startswith("fioprobe: skipped ")]
+    assert len(skipped) == 1 and "\\x1b[31mforged.json" in skipped[0], err

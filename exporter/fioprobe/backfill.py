@@ -46,6 +46,7 @@ from .report.discover import Unreadable
 from .report.load import Entry, Grouping, load_with_progress
 from .report.run_time import format_run_time, run_time_problem
 from .state import GroupTotals, merge_run
+from .text import printable
 
 #: Labels the exporter sets itself; --label may not override them.
 RESERVED_LABELS = frozenset(
@@ -215,7 +216,7 @@ def check_run_times(entries: Sequence[Entry], now: float | None = None) -> None:
     entry, problem = next(iter(bad.values()))
     more = f" ({len(bad) - 1} more files likewise)" if len(bad) > 1 else ""
     raise RunTimeOutOfRange(
-        f"{entry.source}: run time {format_run_time(entry.timestamp)} (from "
+        f"{printable(str(entry.source), 300)}: run time {format_run_time(entry.timestamp)} (from "
         f"{entry.timestamp_origin}) {problem}, no fio run's time: backfill refused, "
         f"nothing written{more}"
     )

@@ -25,6 +25,7 @@ from typing import NoReturn
 from . import __version__, bounds, push_defaults
 from .argtypes import number, seconds, whole
 from .errors import ExitCode, FioprobeError, Interrupted, UsageError
+from .text import printable
 from .thresholds import ETCD_FSYNC_P99_SECONDS, LATENCY_YELLOW_SECONDS
 
 
@@ -165,7 +166,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_gc(args: argparse.Namespace) -> int:
     from .config import load_config
     from .gc import collect, transport_for
-    from .pushgateway import printable, redact
+    from .pushgateway import redact
 
     def shown(labels: dict[str, str]) -> str:
         """Labels read from the gateway, inert on one line (a label value may hold a line
@@ -244,7 +245,8 @@ def cmd_backfill(args: argparse.Namespace) -> int:
         announce=None if args.quiet else (lambda message: _say(args, message)),
     )
     for item in result.unreadable:
-        _say(args, f"skipped {item.name}: {item.reason}")
+        # File and archive member names are the archive's, not ours: printed inert.
+        _say(args, f"skipped {printable(item.name, 300)}: {printable(item.reason, 300)}")
     _say(
         args,
         f"{result.pushes} pushes of {result.series_keys} series keys from "

@@ -44,6 +44,7 @@ from .errors import ExitCode, FioprobeError, UsageError
 from .histogram import BUCKET_BOUNDS_SECONDS, BUCKET_COUNT, le_label
 from .metrics import EXPORTED_OPS
 from .state import COUNT_LIMIT, GroupTotals, HistogramTotals
+from .text import printable
 
 if TYPE_CHECKING:  # config imports yaml; a push must not pay for it
     from .config import PushgatewayConfig
@@ -683,25 +684,6 @@ def _read_secret(path: str) -> str:
 
 def _os_problem(exc: BaseException) -> str:
     return str(getattr(exc, "strerror", None) or exc)
-
-
-def printable(text: str, limit: int = 200) -> str:
-    """`text` as one line of printable characters, at most `limit` long.
-
-    Every string a Pushgateway (or whatever answers in its place) sends, from an error page
-    to a label value, goes through here before it reaches a message: a newline would forge
-    a log line of its own and an escape sequence would rewrite the operator's terminal.
-    Runs of whitespace become one space; any other character that is not printable is
-    written as its escape (ESC as \\x1b), so what was planted stays visible, inert.
-    """
-    # Bounded work for any length: more than this cannot be shown (collapsed whitespace aside).
-    text = text[: 10 * limit + 16]
-    text = "".join(
-        ch if ch.isprintable() or ch.isspace() else ch.encode("unicode_escape").decode("ascii")
-        for ch in text
-    )
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _size(limit: int) -> str:
