@@ -78,9 +78,9 @@ local u = import '../lib/util.libsonnet';
       nodes: u.perNodeNodesRecord,
     },
     // Per-node probes: on a node that runs per-node probes, every expected per-node probe (the
-    // `fioprobe.expected` group's cross product of nodes and probes) less the groups that exist, only where some node of the cluster pushes the
-    // probe; or, where no node pushes it, the probe once, without a node, instead of once per
-    // node. Every alert of this rule carries scope="per-node": without a node, its labels would
+    // `fioprobe.expected` group's cross product of nodes and probes) less the groups that
+    // exist or are remembered, only where some node of the cluster pushes the probe; or, where
+    // no node pushes it, the probe once, without a node, instead of once per node. Every alert of this rule carries scope="per-node": without a node, its labels would
     // otherwise equal the first FioProbeMissing's for a StorageClass probed both by a CronJob
     // and per node with one profile.
     local perNodeMissing = {
