@@ -1,4 +1,5 @@
-"""The alert scenarios at 5, 10 and 15 minute probe schedules, with the real promtool.
+"""The alert scenarios at 10 and 15 minute probe schedules (5 minutes: the committed files),
+with the real promtool.
 
 Why: the mixin's windows are derived from the one probe interval, so every alert must keep
 its stated behaviour at every schedule: fire after the stated number of runs, never on one
@@ -38,7 +39,10 @@ def render(tmp_path: Path, interval_min: int, example: str) -> Path:
 
 
 @pytest.mark.parametrize("group", sorted(scenarios.GROUPS))
-@pytest.mark.parametrize("interval_min", [5, 10, 15])
+# The 5-minute schedule is the committed files' (alerts/tests/*.yaml, generated from the same
+# scenarios, run on the committed rules by tests/test_mixin.py, both checked to be what their
+# generators write): running it here again would only repeat them.
+@pytest.mark.parametrize("interval_min", [10, 15])
 def test_scenarios_at_each_schedule(tmp_path: Path, interval_min: int, group: str) -> None:
     rules = render(tmp_path, interval_min, scenarios.deployment(group))
     test_file = tmp_path / f"{group}-{interval_min}m.yaml"
