@@ -11,7 +11,9 @@ what docs/MIXIN.md's table of time-to-fire per schedule was measured with.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -38,23 +40,46 @@ def render(tmp_path: Path, interval_min: int, example: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize("group", sorted(scenarios.GROUPS))
 # The 5-minute schedule is the committed files' (alerts/tests/*.yaml, generated from the same
 # scenarios, run on the committed rules by tests/test_mixin.py, both checked to be what their
 # generators write): running it here again would only repeat them.
-@pytest.mark.parametrize("interval_min", [10, 15])
-def test_scenarios_at_each_schedule(tmp_path: Path, interval_min: int, group: str) -> None:
-    rules = render(tmp_path, interval_min, scenarios.deployment(group))
-    test_file = tmp_path / f"{group}-{interval_min}m.yaml"
+CASES = [(group, interval) for interval in (10, 15) for group in sorted(scenarios.GROUPS)]
+
+
+def run_case(workdir: Path, group: str, interval_min: int) -> subprocess.CompletedProcess[str]:
+    rules = render(workdir, interval_min, scenarios.deployment(group))
+    test_file = workdir / f"{group}-{interval_min}m.yaml"
     # The scenarios about the rules' memory (restart and gap twins, a day-long lost group) run
     # in the committed 5-minute files (tests/test_mixin.py): at every schedule they would
     # triple the slowest promtool runs for what no window of the schedule changes.
     document = scenarios.document(group, interval_min, str(rules), memory=False)
     test_file.write_text(yaml.safe_dump(document))
-    proc = subprocess.run(
+    return subprocess.run(
         ["promtool", "test", "rules", str(test_file)],
         capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> list[subprocess.CompletedProcess[str]]:
+    """Every case's promtool run, as many at a time as there are CPUs (independent cases,
+    each in a directory of its own)."""
+    base = tmp_path_factory.mktemp("schedules")
+
+    def one(index: int) -> subprocess.CompletedProcess[str]:
+        workdir = base / str(index)
+        workdir.mkdir()
+        return run_case(workdir, *CASES[index])
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        return list(pool.map(one, range(len(CASES))))
+
+
+@pytest.mark.parametrize("index", range(len(CASES)), ids=[f"{g}-{i}m" for g, i in CASES])
+def test_scenarios_at_each_schedule(
+    runs: list[subprocess.CompletedProcess[str]], index: int
+) -> None:
+    proc = runs[index]
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert "SUCCESS" in proc.stdout
 
