@@ -320,17 +320,20 @@ def test_pushgateway_persists_on_its_pvc_and_is_scraped_with_honor_labels() -> N
 
 
 def test_prometheus_rule_and_dashboards_come_from_the_mixin() -> None:
-    (rule,) = of_kind("PrometheusRule").values()
+    rules = {r["metadata"]["name"]: r for r in of_kind("PrometheusRule").values()}
+    assert sorted(rules) == ["fioprobe", "fioprobe-expected"]
     rendered = subprocess.run(
         ["jsonnet", "-J", str(REPO), str(REPO / "alerts" / "rules.jsonnet")],
         capture_output=True,
         check=True,
         timeout=60,
     )
+    # The mixin's own groups in one, the deployment's facts (fioprobe.expected) in the other.
     mixin_groups = json.loads(rendered.stdout)["groups"]
-    assert sorted(g["name"] for g in rule["spec"]["groups"]) == sorted(
-        g["name"] for g in mixin_groups
-    )
+    assert rules["fioprobe"]["spec"]["groups"] == mixin_groups
+    assert [g["name"] for g in rules["fioprobe-expected"]["spec"]["groups"]] == [
+        "fioprobe.expected"
+    ]
     dashboards = {
         key: cm
         for cm in of_kind("ConfigMap").values()
