@@ -36,6 +36,10 @@ function(run) {
   // cluster's one node is control-plane-0, the other two are the "missing node" case.
   etcd: { hostPath: run + '/disks/etcd/etcd-fioprobe' },
 
+  // The node-local probes keep their state on the node, beside (not on) the probed disk:
+  // a directory of the run, prepared by scripts/e2e/run.sh as docs/MANIFESTS.md says.
+  stateHostPath: run + '/state',
+
   // Two failed runs in a row instead of three before FioProbeFailing fires: the root-owned etcd
   // directory can only be tried after the slow etcd disk's alert, and this keeps that chain
   // about a minute shorter. Every other window is the shipped one.

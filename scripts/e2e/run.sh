@@ -91,8 +91,9 @@ kubectl_() { "$REPO/.tools/kube/bin/kubectl" "$@"; }
 etcd_dir=$RUN/disks/etcd/etcd-fioprobe
 bash scripts/generate.d/30-manifests.sh "$RUN/manifests" \
   --tla-code "overrides=(import 'scripts/e2e/config.jsonnet')('$RUN')"
-# docs/MANIFESTS.md: the etcd probe directory is prepared once per node.
-install -d -o 65532 -g 65532 -m 0700 "$etcd_dir"
+# docs/MANIFESTS.md: the etcd probe directory and the state directory are prepared once per
+# node.
+install -d -o 65532 -g 65532 -m 0700 "$etcd_dir" "$RUN/state"
 
 kubectl_ apply --server-side -f "$REPO/.tools/kube/crds" >/dev/null
 kubectl_ wait --for=condition=Established --timeout=60s crd/servicemonitors.monitoring.coreos.com \

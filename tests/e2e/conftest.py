@@ -147,16 +147,27 @@ def http_get(url: str, timeout: float = 10) -> bytes:
         return response.read()
 
 
-@pytest.fixture(scope="session")
-def etcd_dir(manifests: list[dict[str, Any]]) -> Path:
-    """The etcd probe directory on this node: the hostPath of its CronJob, as applied."""
+def etcd_host_path(manifests: list[dict[str, Any]], volume: str) -> Path:
+    """The host directory behind `volume` of this node's etcd CronJob, as applied."""
     for doc in manifests:
         if doc["kind"] != "CronJob" or doc["metadata"]["namespace"] != ETCD_NAMESPACE:
             continue
         spec = doc["spec"]["jobTemplate"]["spec"]["template"]["spec"]
         if spec.get("nodeSelector", {}).get("kubernetes.io/hostname") == NODE:
-            return Path(next(v["hostPath"]["path"] for v in spec["volumes"] if "hostPath" in v))
+            return Path(next(v["hostPath"]["path"] for v in spec["volumes"] if v["name"] == volume))
     raise AssertionError(f"no etcd CronJob for {NODE} was applied")
+
+
+@pytest.fixture(scope="session")
+def etcd_dir(manifests: list[dict[str, Any]]) -> Path:
+    """The etcd probe directory on this node (the probed disk)."""
+    return etcd_host_path(manifests, "probe")
+
+
+@pytest.fixture(scope="session")
+def state_dir(manifests: list[dict[str, Any]]) -> Path:
+    """The node's state directory (stateHostPath), where the etcd probe keeps its state."""
+    return etcd_host_path(manifests, "state")
 
 
 def pushgateway_groups(url: str) -> list[dict[str, Any]]:

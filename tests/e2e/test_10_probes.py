@@ -179,9 +179,12 @@ def test_metrics_arrive_in_prometheus(
     )
 
 
-def test_probe_files_belong_to_the_probe_user(run_dir: Path, etcd_dir: Path) -> None:
-    """fio ran as 65532: its state on the PVCs (group from fsGroup), the slow FUSE one
-    included, and on the etcd hostPath (on the slow etcd disk)."""
+def test_probe_files_belong_to_the_probe_user(
+    run_dir: Path, etcd_dir: Path, state_dir: Path
+) -> None:
+    """fio ran as 65532: its state on the PVCs (dedicated volumes; group from fsGroup), the
+    slow FUSE one included; the etcd probe's (a shared volume) in the node's state directory,
+    and nothing of it on the etcd disk."""
     for volume in ("gp2-0", "gp3-0", "slow"):
         root = run_dir / "pv" / volume
         assert root.stat().st_gid == PROBE_UID, f"fsGroup not applied to {root}"
@@ -189,9 +192,10 @@ def test_probe_files_belong_to_the_probe_user(run_dir: Path, etcd_dir: Path) -> 
         assert state.is_dir(), f"no state written on {root}: {sorted(os.listdir(root))}"
         for path in [state, *state.rglob("*")]:
             assert path.stat().st_uid == PROBE_UID, path
-    etcd_state = etcd_dir / ".fioprobe-state"
-    assert etcd_state.is_dir()
-    for path in [etcd_state, *etcd_state.rglob("*")]:
+    assert not (etcd_dir / ".fioprobe-state").exists(), sorted(os.listdir(etcd_dir))
+    targets = sorted(os.listdir(state_dir))
+    assert targets, f"no state written in {state_dir}"
+    for path in [state_dir, *state_dir.rglob("*")]:
         assert path.stat().st_uid == PROBE_UID, path
 
 
