@@ -96,8 +96,19 @@ bash scripts/generate.d/30-manifests.sh "$RUN/manifests" \
 install -d -o 65532 -g 65532 -m 0700 "$etcd_dir" "$RUN/state"
 
 kubectl_ apply --server-side -f "$REPO/.tools/kube/crds" >/dev/null
-kubectl_ wait --for=condition=Established --timeout=60s crd/servicemonitors.monitoring.coreos.com \
-  crd/podmonitors.monitoring.coreos.com crd/prometheusrules.monitoring.coreos.com >/dev/null
+# `kubectl wait` fails at once ("accessor error: <nil>") on a CRD the apiserver has not given
+# a status yet, instead of waiting: ask again, within one bounded minute.
+crds=(crd/servicemonitors.monitoring.coreos.com crd/podmonitors.monitoring.coreos.com
+  crd/prometheusrules.monitoring.coreos.com)
+crd_deadline=$((SECONDS + 60))
+until kubectl_ wait --for=condition=Established --timeout=10s "${crds[@]}" >/dev/null 2>&1; do
+  if ((SECONDS >= crd_deadline)); then
+    say "the prometheus-operator CRDs were not Established within 60s"
+    kubectl_ get "${crds[@]}" -o wide >&2 || true
+    exit 1
+  fi
+  sleep 1
+done
 date +%s.%N >"$RUN/applied-at"
 kubectl_ apply -k "$RUN/manifests" >"$RUN/logs/apply.log"
 say "applied $(wc -l <"$RUN/logs/apply.log") objects"
