@@ -4,7 +4,7 @@ Why this exists: `fioprobe continuous` (docs/CONTINUOUS.md) claims to see the di
 seconds that a probe run every 5 minutes misses, at a fraction of the probe's cost. That is
 measured here with real processes only, in one run, all at the same time:
 
-1. **Stalls.** Two slow FUSE disks (`fioprobe.slowdisk` over tmpfs). On each, the stream
+1. **Stalls.** Two slow FUSE disks (`fioprobe.demo.slowdisk` over tmpfs). On each, the stream
    (`fioprobe continuous`, 1 s interval) in one directory and the etcd-fsync probe
    (`fioprobe probe`, pushing to a real Pushgateway) every 60 s in a sibling directory; one
    real Prometheus scrapes both streams and the Pushgateway every 15 s. Each disk gets a

@@ -25,9 +25,9 @@ import time
 from pathlib import Path
 
 from benchdoc import write_section
-from fioprobe.histogram import counts_from_bins
-from fioprobe.metrics import LATENCY_BUCKETS_SECONDS
-from fioprobe.profiles import load_profile
+from fioprobe.fio.profiles import load_profile
+from fioprobe.metrics.histogram import counts_from_bins
+from fioprobe.metrics.table import LATENCY_BUCKETS_SECONDS
 
 #: The one-shot checks people run today (etcd/IBM docs: 22 MiB at bs=2300; the longer
 #: variant: 100 MiB at bs=8000, at most 60 s).

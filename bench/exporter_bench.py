@@ -1,6 +1,6 @@
 """Benchmarks of the exporter core; results go to docs/BENCHMARKS.md.
 
-1. `fioprobe convert` work (`fioprobe.convert.convert_text`, the function the command runs:
+1. `fioprobe convert` work (`fioprobe.offline.convert.convert_text`, the function the command runs:
    read + model + merge + text exposition) on a large json+ file made by real fio (64 jobs,
    bins) against a bare `json.loads` of the same bytes, as a ratio of best-of-N times
    measured in the same run. Goal: within 2x.
@@ -25,9 +25,9 @@ import time
 from pathlib import Path
 
 from benchdoc import write_section
-from fioprobe.convert import convert_text
-from fioprobe.fioparse import parse_text
-from fioprobe.profiles import load_profile
+from fioprobe.fio.parse import parse_text
+from fioprobe.fio.profiles import load_profile
+from fioprobe.offline.convert import convert_text
 from support import services
 
 REPEATS = 15
@@ -152,7 +152,7 @@ def main() -> None:
               f"each distinct bin key converted once) is {min(reads):.2f}-{max(reads):.2f}x of "
               "`json.loads`; the rest is merging into the cumulative histograms, collecting "
               "the families, and writing the 64 jobs' last-run series (about 1,100 lines) "
-              "with `fioprobe.exposition`, which checks each name once per family where "
+              "with `fioprobe.metrics.exposition`, which checks each name once per family where "
               "prometheus_client's `generate_latest` checks it per sample (output identical "
               "byte for byte, tests/test_exposition.py).")  # fmt: skip
         print()

@@ -20,7 +20,7 @@ ends (``increase()`` without its extrapolation, which only scales all buckets by
 and so cannot change a quantile). The probe's p99 is also computed after 1, 2, 3... runs,
 to tell how many runs it takes for its verdict (above 10 ms or not) to agree with etcd's.
 
-Conditions: a plain directory on the host disk; the FUSE filesystem of fioprobe/slowdisk.py
+Conditions: a plain directory on the host disk; the FUSE filesystem of fioprobe/demo/slowdisk.py
 adding 2, 5, 10 and 15 ms after every fsync/fdatasync; an ext4 loop device throttled by a
 cgroup-v1 blkio group (tests/support/throttle.py), with etcd *and* the probe inside the
 group (fdatasync writes back in the caller's context, so both are throttled).

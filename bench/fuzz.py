@@ -40,12 +40,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from fioprobe.collector import ProbeOutcome, registry_for
-from fioprobe.config import Config, ConfigError, load_config
-from fioprobe.fioparse import FioOutputError, parse_text
-from fioprobe.model import Run
-from fioprobe.state import GroupTotals, merge_run
-from fioprobe.volumes import VOLUME_TYPES
+from fioprobe.fio.model import Run
+from fioprobe.fio.parse import FioOutputError, parse_text
+from fioprobe.metrics.collector import ProbeOutcome, registry_for
+from fioprobe.probe.config import Config, ConfigError, load_config
+from fioprobe.probe.volumes import VOLUME_TYPES
+from fioprobe.publish.totals import GroupTotals, merge_run
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 from prometheus_client import generate_latest

@@ -6,7 +6,7 @@ hundreds; this measures what one Pushgateway holds, to say when to shard (docs/S
 
 Each group pushes what a real probe pushes: a json+ fio result (cumulative histograms with
 bins, last-run summaries, health, cost) merged into its own state file and PUT, through
-`fioprobe.publish` exactly as `fioprobe probe` does. Groups push concurrently from a bounded
+`fioprobe.publish.outcome` exactly as `fioprobe probe` does. Groups push concurrently from a bounded
 thread pool, several rounds. After every round the benchmark checks that every group is
 present with the right cumulative counts, in the Pushgateway's API and in Prometheus, and
 records push latency (merge + state save + PUT, p50/p99), the Pushgateway's RSS, the size of
@@ -29,11 +29,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fioprobe.collector import ProbeOutcome
-from fioprobe.fioparse import parse_file
-from fioprobe.publish import publish
-from fioprobe.pushgateway import JOB, Transport
-from fioprobe.statefile import StateDir
+from fioprobe.fio.parse import parse_file
+from fioprobe.gateway.pushgateway import JOB, Transport
+from fioprobe.metrics.collector import ProbeOutcome
+from fioprobe.publish.outcome import publish
+from fioprobe.publish.statefile import StateDir
 from support import services
 
 REPO = Path(__file__).resolve().parents[1]

@@ -154,7 +154,7 @@ def main() -> int:
     # Imports before any clock starts (pandas, matplotlib and promtool's first start are
     # one-off costs, not throughput).
     import pandas  # noqa: F401
-    from fioprobe.backfill import backfill
+    from fioprobe.offline.backfill import backfill
     from fioprobe.report.build import ReportOptions, build_report
     from fioprobe.report.load import load
 

@@ -2,14 +2,14 @@
 
 Why: a cluster that probes every node on 3 StorageClasses with 2 profiles has 6,000 groups.
 One Pushgateway checks every push against everything it holds (docs/SIZING.md), so this
-measures N real Pushgateway replicas (each group on the replica fioprobe.shards picks)
+measures N real Pushgateway replicas (each group on the replica fioprobe.gateway.shards picks)
 scraped by one real Prometheus, against one Pushgateway holding all of them.
 
 What a round is: every node starts its probes at its own offset inside the interval
-(`fioprobe.schedule.spread_offset`, what the per-node DaemonSet uses) and pushes its 6 groups
-one after the other through `fioprobe.publish` (merge, state file, PUT), exactly as `fioprobe
-run` does. The real probe spends fio's runtime between two pushes; here they follow at once,
-which is harder on the Pushgateway. After every round the benchmark checks, in every
+(`fioprobe.probe.schedule.spread_offset`, what the per-node DaemonSet uses) and pushes its 6
+groups one after the other through `fioprobe.publish.outcome` (merge, state file, PUT), exactly
+as `fioprobe run` does. The real probe spends fio's runtime between two pushes; here they follow
+at once, which is harder on the Pushgateway. After every round the benchmark checks, in every
 replica's API and in Prometheus, that every group is present exactly once (on its own
 replica) with exactly the cumulative runs and latency samples of the rounds so far, and
 records push latency, Pushgateway RSS per replica and Prometheus' scrape_duration_seconds /
@@ -40,15 +40,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fioprobe import state
-from fioprobe.collector import ProbeOutcome
-from fioprobe.fioparse import parse_file
-from fioprobe.publish import publish
-from fioprobe.pushgateway import JOB, PushError, Transport
-from fioprobe.schedule import spread_offset
-from fioprobe.shards import Shards
-from fioprobe.state import GroupState, GroupTotals
-from fioprobe.statefile import StateDir, StateFile
+from fioprobe.fio.parse import parse_file
+from fioprobe.gateway.pushgateway import JOB, PushError, Transport
+from fioprobe.gateway.shards import Shards
+from fioprobe.metrics.collector import ProbeOutcome
+from fioprobe.probe.schedule import spread_offset
+from fioprobe.publish import totals as state
+from fioprobe.publish.outcome import publish
+from fioprobe.publish.statefile import StateDir, StateFile
+from fioprobe.publish.totals import GroupState, GroupTotals
 from support import services
 
 REPO = Path(__file__).resolve().parents[1]

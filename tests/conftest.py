@@ -26,7 +26,7 @@ def corpus_files(negative: bool) -> list[Path]:
 @pytest.fixture(autouse=True)
 def short_push_settle(monkeypatch: pytest.MonkeyPatch) -> None:
     """A writer that does not own its group waits a settle time after its push before it
-    checks that no concurrent push replaced it (fioprobe.publish, 1 s by default). Nearly
+    checks that no concurrent push replaced it (fioprobe.publish.outcome, 1 s by default). Nearly
     every test pushes with a new state, so the suite waits 50 ms; the tests of concurrent
     writers set the default back where they race."""
     monkeypatch.setenv("FIOPROBE_PUSH_SETTLE_SECONDS", "0.05")

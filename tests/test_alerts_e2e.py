@@ -6,7 +6,7 @@ the Pushgateway, Prometheus's scrape, the recording rule and the alert rule, out
 Alertmanager with the labels a receiver routes on. Nor can they say how long it takes.
 Here everything is real and nothing is mocked:
 
-- a FUSE passthrough filesystem (fioprobe.slowdisk) delaying every fsync by 15 ms:
+- a FUSE passthrough filesystem (fioprobe.demo.slowdisk) delaying every fsync by 15 ms:
   `FioProbeEtcdFsyncLatencyHigh` must reach Alertmanager for it;
 - a plain directory (on tmpfs, see `ram_dir`), probed all along: no alert of any kind,
   pending included, ever;

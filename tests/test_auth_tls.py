@@ -23,7 +23,7 @@ from pathlib import Path
 import bcrypt
 import pytest
 from conftest import CORPUS, REPO, fioprobe
-from fioprobe.pushgateway import JOB, Transport, list_groups
+from fioprobe.gateway.pushgateway import JOB, Transport, list_groups
 from support import services
 
 USER = "fioprobe"

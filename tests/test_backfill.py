@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 from conftest import CORPUS, fioprobe
-from fioprobe.histogram import cumulative
-from fioprobe.metrics import EXPORTED_OPS, LATENCY_BUCKETS_SECONDS
+from fioprobe.metrics.histogram import cumulative
+from fioprobe.metrics.table import EXPORTED_OPS, LATENCY_BUCKETS_SECONDS
 from support import services
 from test_corpus import raw_document
 from test_report import fio_jobs, fio_value

@@ -582,7 +582,7 @@ def test_numeric_option_out_of_bounds_is_one_exact_line(
 
 
 def test_every_numeric_option_is_bounded_and_in_the_table() -> None:
-    """A new numeric option gets a bounded type from fioprobe.argtypes and a row above: no
+    """A new numeric option gets a bounded type from fioprobe.cli.argtypes and a row above: no
     bare int or float reaches a command."""
     from fioprobe.cli import build_parser
 

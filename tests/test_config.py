@@ -6,8 +6,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from fioprobe.config import ConfigError, load_config
-from fioprobe.volumes import VOLUME_TYPES
+from fioprobe.probe.config import ConfigError, load_config
+from fioprobe.probe.volumes import VOLUME_TYPES
 
 GOOD = """\
 pushgateway:

@@ -1,6 +1,6 @@
 """`fioprobe continuous`: the real command, real writes and fdatasyncs, scraped over HTTP.
 
-Stalls and hangs come from the slow FUSE disk (`fioprobe.slowdisk`, real latency through the
+Stalls and hangs come from the slow FUSE disk (`fioprobe.demo.slowdisk`, real latency through the
 kernel); "seen" means what the acceptance says: the count of fdatasyncs above the 10 ms
 bucket rises, or the in-flight age reaches 1 s. Deadlines carry margins for a loaded
 two-core machine; the benchmark (bench/continuous_stalls.py) reports the real figures.

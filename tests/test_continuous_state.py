@@ -8,7 +8,7 @@ import pytest
 from fioprobe.continuous import protocol
 from fioprobe.continuous.device import BlockDevice, block_device
 from fioprobe.continuous.state import StreamState
-from fioprobe.metrics import LATENCY_BUCKETS_SECONDS
+from fioprobe.metrics.table import LATENCY_BUCKETS_SECONDS
 
 MS = 1_000_000
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import corpus_files, fioprobe
-from fioprobe.fioparse import FioOutputError, parse_file
+from fioprobe.fio.parse import FioOutputError, parse_file
 from prometheus_client.parser import text_string_to_metric_families
 
 GOOD = corpus_files(negative=False)

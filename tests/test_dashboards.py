@@ -373,7 +373,7 @@ def _all_metric_names() -> dict[str, set[str]]:
 def test_every_metric_is_exported_or_documented_external() -> None:
     """DESIGN.md: each metric a dashboard queries is produced by the exporter (its one
     metric table) or listed in dashboards/external-metrics.json."""
-    from fioprobe.metrics import exposed_series_names
+    from fioprobe.metrics.table import exposed_series_names
 
     known = exposed_series_names() | set(EXTERNAL["external"]) | set(EXTERNAL["recording_rules"])
     unknown = {m: sorted(d) for m, d in _all_metric_names().items() if m not in known}
@@ -382,7 +382,7 @@ def test_every_metric_is_exported_or_documented_external() -> None:
 
 def test_external_metrics_list_is_not_stale() -> None:
     """Every documented external metric is used by a dashboard, and none is an exporter one."""
-    from fioprobe.metrics import exposed_series_names
+    from fioprobe.metrics.table import exposed_series_names
 
     used = set(_all_metric_names())
     documented = set(EXTERNAL["external"]) | set(EXTERNAL["recording_rules"])

@@ -1,6 +1,6 @@
 """The lean text writer of `fioprobe convert` writes exactly what prometheus_client writes.
 
-`fioprobe.exposition.text_exposition` exists for speed only, so the reference is
+`fioprobe.metrics.exposition.text_exposition` exists for speed only, so the reference is
 prometheus_client's own `generate_latest` over the same collector: byte for byte, for every
 good file of the fio corpus, with and without grouping labels, for failed runs and volume
 gauges, and for label values that need escaping.
@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 from conftest import corpus_files
-from fioprobe.collector import ProbeCollector, ProbeOutcome, VolumeGauges
-from fioprobe.exposition import text_exposition
-from fioprobe.fioparse import parse_file
-from fioprobe.state import GroupTotals, merge_run
+from fioprobe.fio.parse import parse_file
+from fioprobe.metrics.collector import ProbeCollector, ProbeOutcome, VolumeGauges
+from fioprobe.metrics.exposition import text_exposition
+from fioprobe.publish.totals import GroupTotals, merge_run
 from prometheus_client import generate_latest
 from prometheus_client.core import (
     CounterMetricFamily,

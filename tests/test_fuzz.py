@@ -17,8 +17,8 @@ import fuzz
 import pytest
 from conftest import corpus_files, fioprobe
 from fioprobe import cli
-from fioprobe.config import ConfigError, load_config
-from fioprobe.fioparse import FioOutputError, parse_text
+from fioprobe.fio.parse import FioOutputError, parse_text
+from fioprobe.probe.config import ConfigError, load_config
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from support import services

@@ -19,15 +19,16 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, fioprobe, gateway_group, gauge
-from fioprobe import shards, state
-from fioprobe.collector import ProbeOutcome
 from fioprobe.errors import FailureReason
-from fioprobe.fioparse import parse_file
-from fioprobe.publish import StateNotKept, publish
-from fioprobe.pushgateway import JOB, Transport, printable
-from fioprobe.shards import Shards
-from fioprobe.state import COUNT_LIMIT, GroupState, GroupTotals, HistogramTotals
-from fioprobe.statefile import StateDir, StateFile
+from fioprobe.fio.parse import parse_file
+from fioprobe.gateway import shards
+from fioprobe.gateway.pushgateway import JOB, Transport, printable
+from fioprobe.gateway.shards import Shards
+from fioprobe.metrics.collector import ProbeOutcome
+from fioprobe.publish import totals as state
+from fioprobe.publish.outcome import StateNotKept, publish
+from fioprobe.publish.statefile import StateDir, StateFile
+from fioprobe.publish.totals import COUNT_LIMIT, GroupState, GroupTotals, HistogramTotals
 from support import services
 
 SAMPLE = (

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 from conftest import CORPUS, fioprobe
-from fioprobe import fioparse
-from fioprobe.fioparse import FioOutputError
+from fioprobe.fio import parse as fioparse
+from fioprobe.fio.parse import FioOutputError
 from fioprobe.report import discover
 from fioprobe.report import load as load_module
 
@@ -410,7 +410,7 @@ def redirect_to_recorder() -> Iterator[tuple[str, list[str | None]]]:
 
 
 def test_grafana_token_never_follows_a_redirect(redirect_to_recorder) -> None:
-    from fioprobe import demo
+    from fioprobe.demo import chain as demo
 
     url, seen = redirect_to_recorder
     with pytest.raises(OSError) as caught:
@@ -425,7 +425,7 @@ def test_grafana_token_never_follows_a_redirect(redirect_to_recorder) -> None:
 def test_a_readiness_check_with_credentials_never_follows_a_redirect(
     redirect_to_recorder, tmp_path: Path
 ) -> None:
-    from fioprobe import demo_services
+    from fioprobe.demo import servers as demo_services
 
     url, seen = redirect_to_recorder
     service = demo_services.Service(

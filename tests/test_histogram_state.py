@@ -7,10 +7,16 @@ from pathlib import Path
 
 import pytest
 from conftest import CORPUS, fioprobe
-from fioprobe.histogram import BUCKET_COUNT, counts_from_bins, counts_from_percentiles, cumulative
-from fioprobe.metrics import LATENCY_BUCKETS_SECONDS
-from fioprobe.model import Bins, LatencyStats
-from fioprobe.state import (
+from fioprobe.fio.model import Bins, LatencyStats
+from fioprobe.metrics.histogram import (
+    BUCKET_COUNT,
+    counts_from_bins,
+    counts_from_percentiles,
+    cumulative,
+)
+from fioprobe.metrics.table import LATENCY_BUCKETS_SECONDS
+from fioprobe.publish.statefile import StateDir
+from fioprobe.publish.totals import (
     STATE_VERSION,
     GroupState,
     GroupTotals,
@@ -19,7 +25,6 @@ from fioprobe.state import (
     load,
     save,
 )
-from fioprobe.statefile import StateDir
 
 INDEX_10MS = LATENCY_BUCKETS_SECONDS.index(0.01)
 
@@ -150,7 +155,7 @@ def test_help_explains_every_option() -> None:
 
 def test_bins_in_any_order_all_count() -> None:
     """fio writes bins ascending; others may not."""
-    from fioprobe.fioparse import parse_text
+    from fioprobe.fio.parse import parse_text
 
     text = (
         '{"jobs": [{"jobname": "j", "write": {"total_ios": 6, "clat_ns": {"min": 1, "max": 2e7,'

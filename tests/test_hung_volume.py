@@ -1,6 +1,6 @@
 """A probed volume that stops answering: one deadline per run, kept whatever the disk does.
 
-The disk is the slow FUSE filesystem (fioprobe.slowdisk) with every write and fsync held
+The disk is the slow FUSE filesystem (fioprobe.demo.slowdisk) with every write and fsync held
 for minutes: a process that writes there sleeps in the kernel until the answer comes, as on
 a hung network volume. What must hold: the process that pushes never waits for the volume;
 the run pushes `timeout` (never the error of a clean-up that came after) and returns within
@@ -26,8 +26,8 @@ from pathlib import Path
 import pytest
 from conftest import fioprobe, gateway_group, gauge
 from fioprobe.errors import FailureReason
-from fioprobe.probedir import RunDir, open_probe_directory
-from fioprobe.stuck import Marker
+from fioprobe.probe.directory import RunDir, open_probe_directory
+from fioprobe.probe.stuck import Marker
 from support import services
 from support.fixtures import slow_dir_factory
 from support.slowfs import SlowFs, force_unmount

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 import yaml
 from conftest import REPO
-from fioprobe.config import ConfigError, load_config
-from fioprobe.profiles import OVERRIDABLE
+from fioprobe.fio.profiles import OVERRIDABLE
+from fioprobe.probe.config import ConfigError, load_config
 
 GO_JSONNET = REPO / ".tools" / "bin" / "go-jsonnet"
 GENERATE = REPO / "scripts" / "generate.d" / "30-manifests.sh"

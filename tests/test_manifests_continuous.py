@@ -28,7 +28,7 @@ import pytest
 import yaml
 from conftest import REPO
 from fioprobe.cli import build_parser
-from fioprobe.config import load_config
+from fioprobe.probe.config import load_config
 from support import services
 from test_manifests import GENERATED, MANIFESTS, load_objects, pod_spec, render
 

@@ -69,12 +69,16 @@ def test_jobs_directory_and_entrypoint_match_the_package() -> None:
     assert jobs_dir and copies["jobs/"].rstrip("/") == jobs_dir.group(1)
     # The runner honours the variable (and falls back to the same path outside a checkout).
     found = subprocess.run(
-        [sys.executable, "-c", "from fioprobe.profiles import default_jobs_dir as d; print(d())"],
+        [
+            sys.executable,
+            "-c",
+            "from fioprobe.fio.profiles import default_jobs_dir as d; print(d())",
+        ],
         env={"FIOPROBE_JOBS_DIR": jobs_dir.group(1), "PATH": "/usr/bin:/bin"},
         capture_output=True, text=True, check=True, timeout=30,
     )  # fmt: skip
     assert found.stdout.strip() == jobs_dir.group(1)
-    assert "/usr/share/fioprobe/jobs" in (REPO / "exporter/fioprobe/profiles.py").read_text()
+    assert "/usr/share/fioprobe/jobs" in (REPO / "exporter/fioprobe/fio/profiles.py").read_text()
     # The CronJob's command is the package's console script.
     scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
     command = _cronjob()["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]

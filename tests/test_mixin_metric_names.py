@@ -3,7 +3,7 @@
 A renamed or mistyped metric in an alert does not fail anything at runtime: the selector
 just matches nothing and the alert can never fire. So the names referenced by the rendered
 rules (expressions, and the template queries in descriptions) are checked against the
-exporter's own metric table, `fioprobe.metrics.exposed_series_names()`, and against a short,
+exporter's own metric table, `fioprobe.metrics.table.exposed_series_names()`, and against a short,
 documented list of metrics other software exports.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
-from fioprobe.metrics import LATENCY_BUCKETS_SECONDS, exposed_series_names
+from fioprobe.metrics.table import LATENCY_BUCKETS_SECONDS, exposed_series_names
 
 ROOT = Path(__file__).resolve().parents[1]
 RULES = ROOT / "alerts" / "out" / "rules.yaml"

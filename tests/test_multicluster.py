@@ -21,14 +21,14 @@ from typing import Any
 
 import pytest
 from conftest import REPO
-from fioprobe.collector import ProbeOutcome
 from fioprobe.errors import FailureReason
-from fioprobe.fioparse import parse_file
-from fioprobe.model import Run
+from fioprobe.fio.model import Run
+from fioprobe.fio.parse import parse_file
+from fioprobe.gateway.pushgateway import Transport
+from fioprobe.metrics.collector import ProbeOutcome
 from fioprobe.preview import evaluate
-from fioprobe.publish import publish
-from fioprobe.pushgateway import Transport
-from fioprobe.statefile import StateDir
+from fioprobe.publish.outcome import publish
+from fioprobe.publish.statefile import StateDir
 from support import services
 
 pytestmark = pytest.mark.slow

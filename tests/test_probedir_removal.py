@@ -4,7 +4,7 @@ On a FUSE file system a file unlinked while still open becomes `.fuse_hidden*` u
 last descriptor is released, which happens asynchronously after fio exits: the removal
 must not turn that into an `io_error` ("Directory not empty") for a run that succeeded. A
 tree larger than fio ever leaves ends the removal with `unsafe_target`, never a
-RecursionError. The real FUSE disk of the tests (fioprobe.slowdisk), no delays.
+RecursionError. The real FUSE disk of the tests (fioprobe.demo.slowdisk), no delays.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fioprobe import probedir
 from fioprobe.errors import FailureReason, ProbeFailure
-from fioprobe.probedir import RUN_SUBDIR, open_probe_directory
+from fioprobe.probe import directory as probedir
+from fioprobe.probe.directory import RUN_SUBDIR, open_probe_directory
 from support import fixtures as fx
 from support.slowfs import SlowFs
 

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fioprobe.profiles import (
+from fioprobe.fio.profiles import (
     ProfileError,
     default_jobs_dir,
     load_profile,
@@ -102,7 +102,7 @@ BAD_LAYOUT_MEMORY_THREAD = [
     (
         "rw=write\nsize=1m\nthread=0",
         "p.fio:7: option 'thread' is not allowed in a probe profile; allowed: see OPTIONS in "
-        "fioprobe/profiles.py (files, devices, logs, commands and includes never are: the "
+        "fioprobe/fio/profiles.py (files, devices, logs, commands and includes never are: the "
         "runner supplies the directory)",
     ),
     (
@@ -130,7 +130,7 @@ def test_layout_memory_and_thread_are_bounded(lines: str, message: str) -> None:
 
 def test_the_limits_leave_every_shipped_profile_valid() -> None:
     """The largest shipped buffers are seqread-bw's 4 MiB; the limits are far above."""
-    from fioprobe.profiles import MAX_BLOCK_BYTES, MAX_BUFFER_BYTES
+    from fioprobe.fio.profiles import MAX_BLOCK_BYTES, MAX_BUFFER_BYTES
 
     for name in PROFILES:
         profile = load_profile(name)

@@ -1,4 +1,4 @@
-"""The Pushgateway client's defaults have one home (fioprobe.push_defaults); the client, the
+"""The Pushgateway client's defaults have one home (fioprobe.gateway.defaults); the client, the
 configuration file, the command line and the manifests' defaults all say the same."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import json
 import subprocess
 
 from conftest import REPO
-from fioprobe import push_defaults
 from fioprobe.cli import build_parser
-from fioprobe.config import PushgatewayConfig
-from fioprobe.pushgateway import Transport
+from fioprobe.gateway import defaults as push_defaults
+from fioprobe.gateway.pushgateway import Transport
+from fioprobe.probe.config import PushgatewayConfig
 
 EXPECTED = (push_defaults.TIMEOUT_SECONDS, push_defaults.ATTEMPTS)
 

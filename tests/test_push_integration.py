@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import fioprobe, run_fio_json_plus, wait_for
-from fioprobe.metrics import LATENCY_BUCKETS_SECONDS
+from fioprobe.metrics.table import LATENCY_BUCKETS_SECONDS
 from support import services
 
 pytestmark = pytest.mark.slow

@@ -20,10 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fioprobe.collector import ProbeOutcome, registry_for
 from fioprobe.errors import ExitCode, UsageError
-from fioprobe.metrics import LATENCY_BUCKETS_SECONDS
-from fioprobe.pushgateway import (
+from fioprobe.gateway.pushgateway import (
     ENV_PASSWORD,
     ENV_USERNAME,
     PushError,
@@ -37,7 +35,9 @@ from fioprobe.pushgateway import (
     read_totals,
     redact,
 )
-from fioprobe.state import GroupTotals, HistogramTotals
+from fioprobe.metrics.collector import ProbeOutcome, registry_for
+from fioprobe.metrics.table import LATENCY_BUCKETS_SECONDS
+from fioprobe.publish.totals import GroupTotals, HistogramTotals
 from support import hostile_http as hostile
 from support import services
 from support.hostile_http import HostileServer

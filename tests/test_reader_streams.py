@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from fioprobe.fioparse import FioOutputError, parse_file, parse_text
+from fioprobe.fio.parse import FioOutputError, parse_file, parse_text
 
 
 @pytest.fixture(scope="module")

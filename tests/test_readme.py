@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fioprobe.metrics import METRICS
+from fioprobe.metrics.table import METRICS
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -31,7 +31,7 @@ def test_two_commands_and_ci_agree() -> None:
 
 
 def test_readme_config_example_is_valid(tmp_path: Path) -> None:
-    from fioprobe.config import load_config
+    from fioprobe.probe.config import load_config
 
     readme = (REPO / "README.md").read_text()
     example = readme.split("```yaml\n", 1)[1].split("```", 1)[0]

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 from conftest import CORPUS, REPO, corpus_files, fioprobe
-from fioprobe.histogram import cumulative
-from fioprobe.metrics import LATENCY_BUCKETS_SECONDS
+from fioprobe.metrics.histogram import cumulative
+from fioprobe.metrics.table import LATENCY_BUCKETS_SECONDS
 from fioprobe.report import analysis, discover
 from fioprobe.report.format import fmt_ms
 from fioprobe.report.load import Grouping, load

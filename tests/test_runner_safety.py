@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import fioprobe, gateway_group, gauge, wait_for
 from fioprobe.errors import ProbeFailure
-from fioprobe.fioexec import check_fio_version
+from fioprobe.fio.execute import check_fio_version
 from support import fixtures as fx
 from support import services
 

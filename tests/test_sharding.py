@@ -1,7 +1,7 @@
-"""Sharded Pushgateways: each group on the replica fioprobe.shards picks, and N -> N+1.
+"""Sharded Pushgateways: each group on the replica fioprobe.gateway.shards picks, and N -> N+1.
 
-Real Pushgateways (services.pushgateway), real state files, `fioprobe.publish` and
-`fioprobe.gc` as `fioprobe run` and `fioprobe gc` use them. After every step the test reads
+Real Pushgateways (services.pushgateway), real state files, `fioprobe.publish.outcome` and
+`fioprobe.gateway.gc` as `fioprobe run` and `fioprobe gc` use them. After every step the test reads
 every replica and checks that each group is on exactly one replica, its own, with exactly the
 runs pushed so far: counters never go backwards and never count a run twice.
 """
@@ -16,15 +16,16 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, fioprobe
-from fioprobe import gc, shards, state
-from fioprobe.collector import ProbeOutcome
-from fioprobe.config import Config, load_config
-from fioprobe.fioparse import parse_file
-from fioprobe.publish import publish
-from fioprobe.pushgateway import JOB, Transport
-from fioprobe.schedule import spread_offset
-from fioprobe.shards import Shards
-from fioprobe.statefile import StateDir, StateFile
+from fioprobe.fio.parse import parse_file
+from fioprobe.gateway import gc, shards
+from fioprobe.gateway.pushgateway import JOB, Transport
+from fioprobe.gateway.shards import Shards
+from fioprobe.metrics.collector import ProbeOutcome
+from fioprobe.probe.config import Config, load_config
+from fioprobe.probe.schedule import spread_offset
+from fioprobe.publish import totals as state
+from fioprobe.publish.outcome import publish
+from fioprobe.publish.statefile import StateDir, StateFile
 from support import services
 
 SAMPLE = (

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 from conftest import CORPUS
-from fioprobe.publish import ENV_SETTLE
+from fioprobe.publish.outcome import ENV_SETTLE
 from support import services
 
 SAMPLE = CORPUS / "fio343-client-1client-psync-randread.json"

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 from conftest import wait_for
-from fioprobe import volume_worker
-from fioprobe.collector import ProbeOutcome
 from fioprobe.errors import FailureReason, FioprobeError, Interrupted, ProbeFailure
-from fioprobe.publish import StateNotKept, WriterConflict
-from fioprobe.pushgateway import PushError
-from fioprobe.statefile import StateError
+from fioprobe.gateway.pushgateway import PushError
+from fioprobe.metrics.collector import ProbeOutcome
+from fioprobe.probe import volume_worker
+from fioprobe.publish.outcome import StateNotKept, WriterConflict
+from fioprobe.publish.statefile import StateError
 from support import services
 
 OUTCOME = ProbeOutcome(run=None, success=False, duration_seconds=1.0, failure_reason="timeout")
@@ -120,7 +120,7 @@ def test_a_prober_killed_from_outside_takes_its_child_along(
 def test_the_pushed_duration_runs_to_the_push() -> None:
     """fioprobe_duration_seconds of a probe run covers its publish: it is taken when the
     push is made, from the run's start (the same clock in the prober and its children)."""
-    from fioprobe.collector import registry_for
+    from fioprobe.metrics.collector import registry_for
 
     started = time.monotonic() - 5.0  # the run began 5 s ago; its volume part took 1 s
     outcome = ProbeOutcome(run=None, success=True, duration_seconds=1.0,

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from fioprobe.metrics import LATENCY_BUCKETS_SECONDS
+from fioprobe.metrics.table import LATENCY_BUCKETS_SECONDS
 from scenarios import DEPLOYMENTS, GROUP_ORDER, RUNBOOKS
 
 SCRAPE_S = 15

@@ -1,6 +1,6 @@
 // Probe CronJobs: one per StorageClass (its own persistent PVC) and one per control-plane
 // node for the etcd disk (hostPath). The entrypoint is `fioprobe run --config ...`, whose
-// YAML (exporter/fioprobe/config.py) is generated here from the same config, so the two
+// YAML (exporter/fioprobe/probe/config.py) is generated here from the same config, so the two
 // cannot drift. Returns {object key: Kubernetes object}.
 local common = import '../lib/common.libsonnet';
 local sizing = import '../lib/sizing.libsonnet';
@@ -58,7 +58,7 @@ function(config) {
 
   // --- pod template -------------------------------------------------------------------
   // Worst case of one run, per profile: fio to its timeout plus the volume worker's margin
-  // (VOLUME_MARGIN_SECONDS in exporter/fioprobe/probe.py, 25 s), the publish on a dedicated
+  // (VOLUME_MARGIN_SECONDS in exporter/fioprobe/probe/prober.py, 25 s), the publish on a dedicated
   // volume (its worker's limit, PUBLISH_ON_VOLUME_SECONDS, 60 s), and two Pushgateway calls
   // (the read-back and the push), every attempt to its timeout; then a minute for the pod.
   // Past it the Job ends even while a pod stuck on a hung volume stays Terminating, and the

@@ -32,7 +32,7 @@ local resources(requests, limits) = {
   limits: p.map(limits),
 };
 
-// fioprobe's volume model (exporter/fioprobe/volumes.py), copied into the probe's config.
+// fioprobe's volume model (exporter/fioprobe/probe/volumes.py), copied into the probe's config.
 local volume(sizeRequired) = {
   '#title':: 'volume model',
   '#type':: "One of fioprobe's volume types (listed in the README); fioprobe checks it.",

@@ -58,7 +58,7 @@
 
   // One replica: the Service. Several: each StatefulSet pod by its stable DNS name under the
   // headless Service (<name>-<ordinal>.<name>.<namespace>.svc), in ordinal order; the probes
-  // hash over exactly these (fioprobe.shards), so the list must not be reordered.
+  // hash over exactly these (fioprobe.gateway.shards), so the list must not be reordered.
   urls(c)::
     local pgw = c.pushgateway;
     local scheme = if pgw.tls.enabled then 'https' else 'http';

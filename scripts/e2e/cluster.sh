@@ -452,7 +452,7 @@ EOF
 
 # Disks with a fault, as the node would have them (the e2e configuration, scripts/e2e/config.jsonnet,
 # probes each): two slow ones, FUSE passthroughs adding SLOW_FSYNC_MS to every fsync
-# (fioprobe.slowdisk, the demo's; the daemons are recorded in the pid file like every process), one
+# (fioprobe.demo.slowdisk, the demo's; the daemons are recorded in the pid file like every process), one
 # for a StorageClass and one holding the node's etcd probe directory; a full one (a 16 MiB
 # tmpfs with 14 MiB taken: less free space than a profile's budget plus fioprobe's margin);
 # a read-only one (a tmpfs mounted read-only, owned and moded as fsGroup had left it before it
@@ -466,7 +466,7 @@ slow_disk() { # <mount point>: backed by a directory of $RUN/disks/backing
   local mnt=$1 backing
   backing=$RUN/disks/backing/$(basename "$mnt")
   mkdir -p "$mnt" "$backing"
-  start "slowdisk-$(basename "$mnt")" "$REPO/.venv/bin/python" -m fioprobe.slowdisk \
+  start "slowdisk-$(basename "$mnt")" "$REPO/.venv/bin/python" -m fioprobe.demo.slowdisk \
     --backing "$backing" --mountpoint "$mnt" --fsync-delay-ms "$SLOW_FSYNC_MS"
   wait_until 30 "the slow disk at $mnt" mountpoint -q "$mnt"
 }

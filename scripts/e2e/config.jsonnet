@@ -9,7 +9,7 @@ function(run) {
 
   // The shipped StorageClasses plus one per fault, each backed by its own local
   // PersistentVolume (scripts/e2e/cluster.sh, storage_up):
-  //   e2e-slow      a FUSE filesystem adding 15 ms to every fsync (fioprobe.slowdisk),
+  //   e2e-slow      a FUSE filesystem adding 15 ms to every fsync (fioprobe.demo.slowdisk),
   //                 modelled as io2, whose fsync p99 threshold is 5 ms
   //   e2e-full      a 16 MiB filesystem with 2 MiB free: less than the profile's budget
   //   e2e-readonly  a filesystem mounted read-only (as after ext4's errors=remount-ro)

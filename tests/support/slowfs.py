@@ -1,6 +1,6 @@
-"""The slow FUSE disk of the tests: `fioprobe.slowdisk`, which `fioprobe demo` uses too."""
+"""The slow FUSE disk of the tests: `fioprobe.demo.slowdisk`, which `fioprobe demo` uses too."""
 
-from fioprobe.slowdisk import (
+from fioprobe.demo.slowdisk import (
     STARTED,
     SlowFs,
     force_unmount,

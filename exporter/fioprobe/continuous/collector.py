@@ -1,7 +1,7 @@
 """prometheus_client Collector: every stream's state -> the fioprobe_continuous_* families.
 
 This is where the stream's measurements become metrics; names, help texts and kinds come
-from the one metric table (`fioprobe.metrics`), so a name that is not there cannot be
+from the one metric table (`fioprobe.metrics.table`), so a name that is not there cannot be
 exported. Values are computed per scrape (`StreamState.snapshot`), so the in-flight age is
 the age at the moment Prometheus asks.
 """
@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
-from .. import __version__
-from ..collector import etcd_disk_label
-from ..histogram import LE_LABELS
-from ..metrics import METRICS_BY_NAME
-from .state import Snapshot, StreamState
+from fioprobe import __version__
+from fioprobe.continuous.state import Snapshot, StreamState
+from fioprobe.metrics.collector import etcd_disk_label
+from fioprobe.metrics.histogram import LE_LABELS
+from fioprobe.metrics.table import METRICS_BY_NAME
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,10 +10,10 @@ import argparse
 import os
 from pathlib import Path
 
-from ..config import load_config
-from ..errors import ExitCode, UsageError
-from .collector import StreamTarget
-from .stream import WriterSettings, make_state, serve
+from fioprobe.continuous.collector import StreamTarget
+from fioprobe.continuous.stream import WriterSettings, make_state, serve
+from fioprobe.errors import ExitCode, UsageError
+from fioprobe.probe.config import load_config
 
 
 def settings_of(args: argparse.Namespace) -> WriterSettings:

@@ -1,4 +1,4 @@
-"""Bounded values of `fioprobe continuous`'s options: each an argparse type (fioprobe.argtypes).
+"""Bounded values of `fioprobe continuous`'s options: each an argparse type (fioprobe.cli.argtypes).
 
 Bounds keep the stream a light, safe probe whatever is passed: no faster than 10 writes a
 second, no write larger than 1 MiB, no file larger than 1 GiB.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import re
 
-from ..argtypes import seconds, size_bytes
+from fioprobe.cli.argtypes import seconds, size_bytes
 
 INTERVAL_SECONDS = (0.1, 3600.0)
 WRITE_SIZE_BYTES = (512, 1024 * 1024)

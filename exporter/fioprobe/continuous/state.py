@@ -14,9 +14,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..metrics import LATENCY_BUCKETS_SECONDS
-from . import protocol
-from .device import BlockDevice
+from fioprobe.continuous import protocol
+from fioprobe.continuous.device import BlockDevice
+from fioprobe.metrics.table import LATENCY_BUCKETS_SECONDS
 
 NS_PER_SECOND = 1e9
 

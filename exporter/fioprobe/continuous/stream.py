@@ -25,12 +25,12 @@ from typing import IO
 
 from prometheus_client import CollectorRegistry, start_http_server
 
-from ..childproc import python_command
-from ..errors import FailureReason
-from . import protocol
-from .collector import StreamCollector, StreamTarget
-from .device import block_device
-from .state import StreamState
+from fioprobe.continuous import protocol
+from fioprobe.continuous.collector import StreamCollector, StreamTarget
+from fioprobe.continuous.device import block_device
+from fioprobe.continuous.state import StreamState
+from fioprobe.errors import FailureReason
+from fioprobe.probe.childproc import python_command
 
 #: How long stopping writers may take before the rest are killed and abandoned: the whole
 #: process is meant to exit within 2 s of SIGTERM.
@@ -228,7 +228,7 @@ def serve(
     except OSError as exc:
         for s, handler in previous.items():
             signal.signal(s, handler)
-        from ..errors import UsageError
+        from fioprobe.errors import UsageError
 
         raise UsageError(f"continuous: cannot listen on {host}:{port}: {exc.strerror}") from None
     bound_port = server.server_address[1]

@@ -33,8 +33,8 @@ import time
 from collections.abc import Sequence
 from typing import TextIO
 
-from ..errors import FailureReason, ProbeFailure, reason_for_errno
-from . import protocol
+from fioprobe.continuous import protocol
+from fioprobe.errors import FailureReason, ProbeFailure, reason_for_errno
 
 SUBDIR = ".fioprobe-continuous"
 _FILE = re.compile(r"wal-(\d{1,10})")

@@ -16,8 +16,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .. import demo_services
-from ..errors import FioprobeError
+from fioprobe.demo import servers as demo_services
+from fioprobe.errors import FioprobeError
 
 #: The committed dashboards (generated from dashboards/*.libsonnet).
 DASHBOARDS = Path(__file__).resolve().parents[3] / "dashboards" / "out"
@@ -44,7 +44,7 @@ def panels(dashboard: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def api(prometheus: str, path: str, params: dict[str, Any] | list[tuple[str, str]]) -> Any:
-    """GET a Prometheus HTTP API endpoint (`fioprobe.demo_services.prometheus_api`)."""
+    """GET a Prometheus HTTP API endpoint (`fioprobe.demo.servers.prometheus_api`)."""
     return demo_services.prometheus_api(prometheus, path, params)
 
 

@@ -1,8 +1,8 @@
 """`fioprobe report`: comparison reports over folders and archives of fio results.
 
 Pipeline: `discover` (files, nested folders, tar archives read in place) -> `load` (the
-exporter's own reader, `fioprobe.fioparse`, plus grouping) -> `analysis` (fio's numbers into
-grids, baseline ratios, sweeps, steps; the contract's buckets via `fioprobe.state`) ->
+exporter's own reader, `fioprobe.fio.parse`, plus grouping) -> `analysis` (fio's numbers into
+grids, baseline ratios, sweeps, steps; the contract's buckets via `fioprobe.publish.totals`) ->
 `content` (every table of the report, computed once) -> `sections` + `tables` (the document:
 one model, rendered as Markdown and self-contained HTML by `document`, with `charts` as PNG)
 and `report_json` (the same numbers for machines). `build` writes report.md, report.html,
@@ -14,6 +14,6 @@ without it); `fioprobe.report.build` does.
 
 from __future__ import annotations
 
-from .load import DEFAULT_FOLDER_PATTERN, Grouping, GroupingError
+from fioprobe.report.load import DEFAULT_FOLDER_PATTERN, Grouping, GroupingError
 
 __all__ = ["DEFAULT_FOLDER_PATTERN", "Grouping", "GroupingError"]

@@ -17,13 +17,14 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from fioprobe.fio.model import OPERATIONS, OpStats
+
 # The exporter's own IOPS rule (fsyncs per second of writing for sync), so that the report
 # and fioprobe_<op>_iops agree.
-from ..collector import operation_iops as exporter_iops
-from ..histogram import BUCKET_BOUNDS_SECONDS, cumulative
-from ..model import OPERATIONS, OpStats
-from ..state import op_histogram
-from .load import SWEEP_OPTIONS, Entry
+from fioprobe.metrics.collector import operation_iops as exporter_iops
+from fioprobe.metrics.histogram import BUCKET_BOUNDS_SECONDS, cumulative
+from fioprobe.publish.totals import op_histogram
+from fioprobe.report.load import SWEEP_OPTIONS, Entry
 
 #: Latency metrics per operation, in table order, with fio's percentile key.
 LATENCY_METRICS: tuple[str, ...] = ("p99", "p99.9", "mean", "max", "stddev")

@@ -14,15 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from ..errors import UsageError
-from . import analysis as an
-from . import sections
-from .content import collect
-from .discover import Unreadable
-from .document import to_html, to_markdown
-from .load import Loaded, load_with_progress
-from .options import ReportOptions
-from .report_json import report_data
+from fioprobe.errors import UsageError
+from fioprobe.report import analysis as an
+from fioprobe.report import sections
+from fioprobe.report.content import collect
+from fioprobe.report.discover import Unreadable
+from fioprobe.report.document import to_html, to_markdown
+from fioprobe.report.load import Loaded, load_with_progress
+from fioprobe.report.options import ReportOptions
+from fioprobe.report.report_json import report_data
 
 __all__ = ["BaselineError", "ReportOptions", "ReportResult", "build_report"]
 

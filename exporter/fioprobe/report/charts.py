@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from .analysis import Comparison, Grid, Sweep, Timeline
+from fioprobe.report.analysis import Comparison, Grid, Sweep, Timeline
 
 #: Most rows a bar chart draws; the tables always hold every row.
 MAX_BAR_ROWS = 40

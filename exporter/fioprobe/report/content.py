@@ -12,12 +12,12 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..histogram import cumulative
-from ..metrics import EXPORTED_OPS
-from ..state import op_histogram
-from . import analysis as an
-from .load import Entry, Loaded
-from .options import ReportOptions
+from fioprobe.metrics.histogram import cumulative
+from fioprobe.metrics.table import EXPORTED_OPS
+from fioprobe.publish.totals import op_histogram
+from fioprobe.report import analysis as an
+from fioprobe.report.load import Entry, Loaded
+from fioprobe.report.options import ReportOptions
 
 _METRIC_TITLES = {
     "p99": "p99",

@@ -2,8 +2,8 @@
 
 One `Entry` is one job of one fio run, with everything the report and the backfill need to
 place it: its column group, its row, its node, its timestamp, the options it ran with. The
-numbers themselves stay in the exporter's model (`fioprobe.model.Job`), read by
-`fioprobe.fioparse` exactly as `fioprobe convert`/`push` read them.
+numbers themselves stay in the exporter's model (`fioprobe.fio.model.Job`), read by
+`fioprobe.fio.parse` exactly as `fioprobe convert`/`push` read them.
 
 Grouping (`Grouping`):
 - `folder` (default): a folder naming pattern (by default `<battery>_<group>-fio-<node>`, as
@@ -24,12 +24,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, TextIO
 
-from .. import fioparse
-from ..errors import UsageError
-from ..fioparse import FioOutputError
-from ..model import Job, Run
-from .discover import Source, Unreadable, count_candidates, discover
-from .progress import Progress
+from fioprobe.errors import UsageError
+from fioprobe.fio import parse as fioparse
+from fioprobe.fio.model import Job, Run
+from fioprobe.fio.parse import FioOutputError
+from fioprobe.report.discover import Source, Unreadable, count_candidates, discover
+from fioprobe.report.progress import Progress
 
 #: `<battery>_<group>-fio-<node>`, e.g. `etcdbench_gp3-single-fio-master-0`.
 DEFAULT_FOLDER_PATTERN = r"^(?P<battery>[^_/]+)_(?P<group>.+)-fio-(?P<node>[^/]+)$"

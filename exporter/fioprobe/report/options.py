@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..thresholds import ETCD_FSYNC_P99_SECONDS, LATENCY_YELLOW_SECONDS
-from .load import Grouping
+from fioprobe.report.load import Grouping
+from fioprobe.thresholds import ETCD_FSYNC_P99_SECONDS, LATENCY_YELLOW_SECONDS
 
 
 @dataclass(slots=True)

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import math
 
-from ..histogram import cumulative
-from ..metrics import EXPORTED_OPS
-from ..state import op_histogram
-from . import analysis as an
-from .content import ComparisonTable, Content, GridTable
-from .load import Entry
+from fioprobe.metrics.histogram import cumulative
+from fioprobe.metrics.table import EXPORTED_OPS
+from fioprobe.publish.totals import op_histogram
+from fioprobe.report import analysis as an
+from fioprobe.report.content import ComparisonTable, Content, GridTable
+from fioprobe.report.load import Entry
 
 #: Raised when the layout of report.json changes in a way its readers must know.
 JSON_VERSION = 1

@@ -10,16 +10,16 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 
-from .. import __version__
-from . import analysis as an
-from . import charts
-from .content import Content
-from .document import Bullets, Cell, Document, Image, Paragraph, Section, Table
-from .format import fmt_count, fmt_ms, slug
-from .load import Entry
-from .options import ReportOptions
-from .run_time import format_run_time, run_time_problem
-from .tables import comparison_table, grid_table, level
+from fioprobe import __version__
+from fioprobe.report import analysis as an
+from fioprobe.report import charts
+from fioprobe.report.content import Content
+from fioprobe.report.document import Bullets, Cell, Document, Image, Paragraph, Section, Table
+from fioprobe.report.format import fmt_count, fmt_ms, slug
+from fioprobe.report.load import Entry
+from fioprobe.report.options import ReportOptions
+from fioprobe.report.run_time import format_run_time, run_time_problem
+from fioprobe.report.tables import comparison_table, grid_table, level
 
 #: At most this many charts of one kind (tables always hold everything).
 MAX_CHARTS_PER_KIND = 12

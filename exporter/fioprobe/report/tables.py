@@ -3,11 +3,11 @@ by the report's thresholds, each cell's runs behind it as hover text."""
 
 from __future__ import annotations
 
-from .analysis import natural_key
-from .content import ComparisonTable, GridTable
-from .document import Cell, Table
-from .format import fmt_count, fmt_ms, fmt_ratio
-from .options import ReportOptions
+from fioprobe.report.analysis import natural_key
+from fioprobe.report.content import ComparisonTable, GridTable
+from fioprobe.report.document import Cell, Table
+from fioprobe.report.format import fmt_count, fmt_ms, fmt_ratio
+from fioprobe.report.options import ReportOptions
 
 
 def level(seconds: float, options: ReportOptions) -> int:

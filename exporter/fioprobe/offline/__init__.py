@@ -1,0 +1,3 @@
+"""fio outputs into Prometheus without a probe: `convert` prints one as text, `backfill` writes
+archives into TSDB blocks.
+"""

@@ -1,0 +1,110 @@
+"""What a probe does on its volume, run inside the volume worker's child (`volume_worker`).
+
+`run_on_volume`: open and check the probe directory, lock it, check free space, make the
+run directory, run fio, remove the run directory. The first failure is the run's: a clean-up
+that fails after it (a disk that broke during fio also fails the removal) is said beside it,
+never instead of it.
+
+A run directory that FUSE keeps "not empty" for a moment (`.fuse_hidden*` files of fio's,
+released after fio exits) is `probedir`'s to wait for and, if they stay, to leave for the
+next run.
+
+`publish_on_volume`: the publish of a probe whose state lives on the probed volume.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fioprobe.errors import FailureReason, Interrupted, ProbeFailure
+from fioprobe.fio.execute import run_fio
+from fioprobe.fio.model import Run
+from fioprobe.fio.profiles import Profile
+from fioprobe.probe.directory import ProbeDirectory, open_probe_directory
+from fioprobe.probe.volume_worker import Report
+
+
+@dataclass(frozen=True, slots=True)
+class VolumeRequest:
+    directory: Path
+    require_mount_point: bool
+    profile: Profile
+    fio: str
+    timeout_seconds: float
+
+
+@dataclass(slots=True)
+class VolumeResult:
+    run: Run | None
+    reason: FailureReason | None = None
+    message: str = ""
+    #: What went wrong after the outcome was decided (clean-up): for the log, beside it.
+    notes: list[str] = field(default_factory=list)
+
+
+def run_on_volume(request: VolumeRequest, *, report: Report) -> VolumeResult:
+    """The volume part of one run (see the module docstring). Never raises for a failure."""
+    result = VolumeResult(None)
+    profile = request.profile
+    try:
+        report("opening the probe directory")
+        with (
+            open_probe_directory(
+                request.directory, require_mount_point=request.require_mount_point
+            ) as directory,
+            directory.locked(),
+        ):
+            report("checking free space")
+            directory.check_free_space(profile.footprint_bytes, f"the {profile.name} profile")
+            report("removing a left-over run directory and making the run directory")
+            _run_in_run_dir(directory, request, result, report)
+    except ProbeFailure as exc:
+        if result.reason is None:
+            result.run, result.reason, result.message = None, exc.reason, str(exc)
+        else:
+            result.notes.append(f"then: {exc}")
+    except Interrupted as exc:
+        if result.reason is None:
+            result.run, result.reason = None, FailureReason.INTERRUPTED
+            result.message = f"interrupted by {exc}; fio stopped, its files removed"
+    return result
+
+
+def _run_in_run_dir(
+    directory: ProbeDirectory, request: VolumeRequest, result: VolumeResult, report: Report
+) -> None:
+    def on_fio(pgid: int | None) -> None:
+        report("running fio" if pgid else "fio has ended", fio_pgid=pgid)
+
+    first: BaseException | None = None
+    try:
+        with directory.private_run_dir() as run_dir:
+            report("writing the job file")
+            try:
+                result.run = run_fio(
+                    request.fio, request.profile, run_dir, request.timeout_seconds, on_fio
+                )
+            except (ProbeFailure, Interrupted) as exc:
+                first = exc
+                raise
+            report("removing the run directory")
+    except (ProbeFailure, Interrupted) as exc:
+        if first is None:  # the set-up failed, or the clean-up after a successful fio
+            raise
+        if exc is not first:  # the clean-up failed after fio had failed: fio's reason wins
+            result.notes.append(f"then removing the run directory failed: {exc}")
+        if isinstance(first, ProbeFailure):
+            result.run, result.reason, result.message = None, first.reason, str(first)
+        else:
+            assert isinstance(first, Interrupted)
+            result.run, result.reason = None, FailureReason.INTERRUPTED
+            result.message = f"interrupted by {first}; fio stopped, its files removed"
+
+
+def publish_on_volume(*args: object, report: Report) -> object:
+    """`probe.publish_result` for a probe whose state lives on the probed volume."""
+    from fioprobe.probe.prober import publish_result
+
+    report("publishing (the state is on the probed volume)")
+    return publish_result(*args)  # type: ignore[arg-type]
