@@ -43,9 +43,10 @@ import yaml
 from fioprobe.fio.model import Run
 from fioprobe.fio.parse import FioOutputError, parse_text
 from fioprobe.metrics.collector import ProbeOutcome, registry_for
+from fioprobe.metrics.totals import GroupTotals, merge_run
 from fioprobe.probe.config import Config, ConfigError, load_config
 from fioprobe.probe.volumes import VOLUME_TYPES
-from fioprobe.publish.totals import GroupTotals, merge_run
+from fioprobe.publish.state import totals_from_json
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 from prometheus_client import generate_latest
@@ -319,7 +320,7 @@ def check_fio_output(text: str) -> str:
     merge_run(totals, run, success=outcome.success, finished_at=run.timestamp or 0.0)
     merge_run(totals, run, success=outcome.success, finished_at=run.timestamp or 0.0)
     saved = json.loads(json.dumps(totals.to_json()))
-    GroupTotals.from_json(saved, "fuzz-state")
+    totals_from_json(saved, "fuzz-state")
     generate_latest(registry_for(outcome, totals, {"storageclass": "f", "profile": "p"}))
     return "parsed"
 

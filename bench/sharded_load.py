@@ -44,11 +44,12 @@ from fioprobe.fio.parse import parse_file
 from fioprobe.gateway.pushgateway import JOB, PushError, Transport
 from fioprobe.gateway.shards import Shards
 from fioprobe.metrics.collector import ProbeOutcome
+from fioprobe.metrics.totals import GroupTotals
 from fioprobe.probe.schedule import spread_offset
-from fioprobe.publish import totals as state
+from fioprobe.publish import state
 from fioprobe.publish.outcome import publish
+from fioprobe.publish.state import GroupState
 from fioprobe.publish.statefile import StateDir, StateFile
-from fioprobe.publish.totals import GroupState, GroupTotals
 from support import services
 
 REPO = Path(__file__).resolve().parents[1]

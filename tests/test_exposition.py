@@ -15,7 +15,7 @@ from conftest import corpus_files
 from fioprobe.fio.parse import parse_file
 from fioprobe.metrics.collector import ProbeCollector, ProbeOutcome, VolumeGauges
 from fioprobe.metrics.exposition import text_exposition
-from fioprobe.publish.totals import GroupTotals, merge_run
+from fioprobe.metrics.totals import GroupTotals, merge_run
 from prometheus_client import generate_latest
 from prometheus_client.core import (
     CounterMetricFamily,

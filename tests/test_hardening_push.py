@@ -25,10 +25,11 @@ from fioprobe.gateway import shards
 from fioprobe.gateway.pushgateway import JOB, Transport, printable
 from fioprobe.gateway.shards import Shards
 from fioprobe.metrics.collector import ProbeOutcome
-from fioprobe.publish import totals as state
+from fioprobe.metrics.totals import COUNT_LIMIT, GroupTotals, HistogramTotals
+from fioprobe.publish import state
 from fioprobe.publish.outcome import StateNotKept, publish
+from fioprobe.publish.state import GroupState
 from fioprobe.publish.statefile import StateDir, StateFile
-from fioprobe.publish.totals import COUNT_LIMIT, GroupState, GroupTotals, HistogramTotals
 from support import services
 
 SAMPLE = (

@@ -15,16 +15,9 @@ from fioprobe.metrics.histogram import (
     cumulative,
 )
 from fioprobe.metrics.table import LATENCY_BUCKETS_SECONDS
-from fioprobe.publish.statefile import StateDir
-from fioprobe.publish.totals import (
-    STATE_VERSION,
-    GroupState,
-    GroupTotals,
-    HistogramTotals,
-    StateError,
-    load,
-    save,
-)
+from fioprobe.metrics.totals import GroupTotals, HistogramTotals
+from fioprobe.publish.state import STATE_VERSION, GroupState, load, save
+from fioprobe.publish.statefile import StateDir, StateError
 
 INDEX_10MS = LATENCY_BUCKETS_SECONDS.index(0.01)
 

@@ -37,7 +37,7 @@ from fioprobe.gateway.pushgateway import (
 )
 from fioprobe.metrics.collector import ProbeOutcome, registry_for
 from fioprobe.metrics.table import LATENCY_BUCKETS_SECONDS
-from fioprobe.publish.totals import GroupTotals, HistogramTotals
+from fioprobe.metrics.totals import GroupTotals, HistogramTotals
 from support import hostile_http as hostile
 from support import services
 from support.hostile_http import HostileServer

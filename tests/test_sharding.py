@@ -23,7 +23,7 @@ from fioprobe.gateway.shards import Shards
 from fioprobe.metrics.collector import ProbeOutcome
 from fioprobe.probe.config import Config, load_config
 from fioprobe.probe.schedule import spread_offset
-from fioprobe.publish import totals as state
+from fioprobe.publish import state
 from fioprobe.publish.outcome import publish
 from fioprobe.publish.statefile import StateDir, StateFile
 from support import services

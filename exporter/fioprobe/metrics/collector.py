@@ -22,13 +22,13 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from fioprobe import __version__
 from fioprobe.errors import FailureReason
 from fioprobe.fio.model import Job, OpStats, Run
-from fioprobe.metrics.histogram import LE_LABELS, cumulative
+from fioprobe.metrics.histogram import LE_LABELS, cumulative, histogram_source
 from fioprobe.metrics.table import (
     EXPORTED_OPS,
     METRICS_BY_NAME,
     SUMMARY_QUANTILES,
 )
-from fioprobe.publish.totals import GroupTotals, histogram_source
+from fioprobe.metrics.totals import GroupTotals
 
 #: (quantile label, fio's percentile key) of each summary quantile: 0.999 -> ("0.999", 99.9).
 _QUANTILE_PERCENTS = [(f"{q:g}", round(q * 100, 6)) for q in SUMMARY_QUANTILES]

@@ -8,6 +8,12 @@ Two sources, in order of trust:
   each bucket bound is the most the points allow (see `counts_from_percentiles`), so the
   count above a threshold is never overstated; marked in
   fioprobe_info{histogram_source="percentiles"}. With neither, no bucket is invented.
+
+`op_histogram` applies them to one operation of a run, and `cumulative` turns its counts into
+Prometheus buckets. Both directions of the conversion live here, beside the bucket bounds
+they depend on, so that everything that shows a run's buckets (the collector, the report, the
+totals across runs in `fioprobe.metrics.totals`) takes them from one place without reaching
+into persistence.
 """
 
 from __future__ import annotations
@@ -15,8 +21,8 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right
 
-from fioprobe.fio.model import Bins, LatencyStats
-from fioprobe.metrics.table import LATENCY_BUCKETS_SECONDS
+from fioprobe.fio.model import Bins, LatencyStats, OpStats, Run
+from fioprobe.metrics.table import EXPORTED_OPS, LATENCY_BUCKETS_SECONDS
 
 #: Bucket bounds in integer nanoseconds: bin keys are integers, so the comparison is exact.
 _BOUNDS_NS: tuple[int, ...] = tuple(round(le * 1e9) for le in LATENCY_BUCKETS_SECONDS)
@@ -114,3 +120,52 @@ def cumulative(counts: list[int]) -> list[int]:
         total += count
         result.append(total)
     return result
+
+
+def op_histogram(stats: OpStats) -> tuple[list[int], float, str]:
+    """One operation's bucket counts, sum of latencies, and the source used.
+
+    With source "none" the run adds nothing to the histogram: fio gave neither bins nor
+    percentiles that place its samples, and a guessed bucket could fire an alert.
+    """
+    source = _source(stats)
+    latency = stats.latency
+    if source == "none" or latency is None:
+        return [0] * BUCKET_COUNT, 0.0, "none"
+    samples = stats.sample_count
+    # fio's mean is exact; mean x N is the exact sum of all observed latencies.
+    total_seconds = latency.mean_s * samples
+    if source == "bins":
+        return counts_from_bins(latency.bins_ns), total_seconds, source
+    counts = counts_from_percentiles(latency, samples)
+    if counts is None:
+        return [0] * BUCKET_COUNT, 0.0, "none"
+    return counts, total_seconds, source
+
+
+def _source(stats: OpStats) -> str:
+    """Which source `op_histogram` uses, without computing the counts."""
+    latency = stats.latency
+    if latency is None or stats.sample_count == 0:
+        return "none"
+    if latency.bins_ns:
+        return "bins"
+    if latency.percentiles:
+        return "percentiles"
+    if latency.max_s and counts_from_percentiles(latency, 1) is not None:
+        return "percentiles"  # min and max in one bucket: placed exactly
+    return "none"
+
+
+def histogram_source(run: Run) -> str:
+    """The weakest source any exported histogram of this run came from."""
+    sources = {
+        _source(stats)
+        for job in run.jobs
+        for op, stats in job.ops.items()
+        if op in EXPORTED_OPS and stats.sample_count > 0
+    }
+    for source in ("none", "percentiles", "bins"):
+        if source in sources:
+            return source
+    return "none"

@@ -3,7 +3,7 @@
 The results become what the live exporter would have pushed, one push per run, each at the
 run's own time: per series key (storageclass = the report's group, profile = the report's job
 row, node when known) the runs are merged in time order into the same cumulative totals
-(`fioprobe.publish.totals.merge_run`) and rendered by the same collector
+(`fioprobe.metrics.totals.merge_run`) and rendered by the same collector
 (`fioprobe.metrics.collector`), so
 histograms are cumulative across runs with the contract's buckets, and last-run summaries
 carry fio's exact percentiles. The samples are written as OpenMetrics with timestamps, and
@@ -17,8 +17,8 @@ Every run time must be one a fio run can have (`fioprobe.report.run_time`): Prom
 counts retention from its newest block, so a single result stamped in 2100 would make it
 delete every real block. One such result refuses the whole backfill before anything is
 written; the span of what will be written is printed before promtool runs. So does a series
-whose cumulative totals reach the limit of exact counting (`state.COUNT_LIMIT`), as they
-would refuse a live probe's state.
+whose cumulative totals reach the limit of exact counting
+(`fioprobe.metrics.totals.COUNT_LIMIT`), as they would refuse a live probe's state.
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ from prometheus_client.samples import Sample
 from fioprobe.errors import ExitCode, FioprobeError, UsageError
 from fioprobe.fio.model import Run
 from fioprobe.metrics.collector import ProbeOutcome, registry_for
+from fioprobe.metrics.totals import GroupTotals, merge_run
 from fioprobe.offline.convert import refuse_inexact
-from fioprobe.publish.totals import GroupTotals, merge_run
 from fioprobe.report.discover import Unreadable
 from fioprobe.report.load import Entry, Grouping, load_with_progress
 from fioprobe.report.run_time import format_run_time, run_time_problem
@@ -162,7 +162,7 @@ def _single_job_run(entry: Entry) -> Run:
 
 
 def _copy(totals: GroupTotals) -> GroupTotals:
-    return GroupTotals.from_json(totals.to_json(), "backfill")
+    return GroupTotals.from_json(totals.to_json())
 
 
 def openmetrics_text(pushes: Sequence[Push]) -> tuple[bytes, int]:

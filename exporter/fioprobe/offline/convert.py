@@ -4,9 +4,9 @@ No Pushgateway and no earlier runs: the counters hold this run alone, which is w
 node_exporter's textfile collector expects of a file it reads. The exporter benchmark
 (bench/exporter_bench.py) times this very function.
 
-Counts are floats in the exposition: from `state.COUNT_LIMIT` (2**53) on, consecutive counts
-are no longer distinct, so a file whose samples or bytes reach it is refused (one line, exit
-3, nothing written), as the state file and the push refuse totals that reach it.
+Counts are floats in the exposition: from `fioprobe.metrics.totals.COUNT_LIMIT` (2**53) on,
+consecutive counts are no longer distinct, so a file whose samples or bytes reach it is refused
+(one line, exit 3, nothing written), as the state file and the push refuse totals that reach it.
 """
 
 from __future__ import annotations
@@ -18,10 +18,7 @@ from fioprobe.fio.model import Run
 from fioprobe.fio.parse import parse_text
 from fioprobe.metrics.collector import ProbeCollector, ProbeOutcome
 from fioprobe.metrics.exposition import text_exposition
-from fioprobe.publish.totals import COUNT_LIMIT, GroupTotals, merge_run
-
-#: The limit as a message shows it.
-COUNT_LIMIT_SHOWN = f"2**{COUNT_LIMIT.bit_length() - 1}"
+from fioprobe.metrics.totals import COUNT_LIMIT_SHOWN, GroupTotals, merge_run
 
 
 class BeyondExactCounts(FioprobeError):

@@ -31,12 +31,13 @@ from fioprobe.fio.profiles import load_profile
 from fioprobe.gateway.pushgateway import PushError, Transport
 from fioprobe.gateway.shards import Shards
 from fioprobe.metrics.collector import ProbeOutcome
+from fioprobe.metrics.totals import GroupTotals
 from fioprobe.probe import volume_worker
 from fioprobe.probe.config import VolumeConfig
 from fioprobe.probe.stuck import Marker, Stuck
 from fioprobe.probe.volume_part import VolumeRequest, VolumeResult
 from fioprobe.probe.volumes import GP2_CREDIT_BUCKET, credit_units, model, next_gp2_balance
-from fioprobe.publish import totals as state
+from fioprobe.publish import state
 from fioprobe.publish.outcome import (
     WRITER_LEASE_SECONDS,
     Adjust,
@@ -45,7 +46,6 @@ from fioprobe.publish.outcome import (
     push_failure,
 )
 from fioprobe.publish.statefile import StateDir, StateError, StateFile, file_name, state_directory
-from fioprobe.publish.totals import GroupTotals
 
 #: The signals that stop a probe: the CronJob's SIGTERM, Ctrl-C, a closed terminal.
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)

@@ -1,4 +1,4 @@
 """Totals across runs and the one path to the gateway. In: one outcome; out: the group's new
-cumulative totals, saved (`statefile.py`, `totals.py`) and pushed (`outcome.py` calls
-`gateway`).
+cumulative totals (`fioprobe.metrics.totals`), saved (`state.py`, in the files of
+`statefile.py`) and pushed (`outcome.py` calls `gateway`).
 """

@@ -63,9 +63,10 @@ from fioprobe.gateway.pushgateway import (
 )
 from fioprobe.gateway.shards import Shards
 from fioprobe.metrics.collector import ProbeOutcome, registry_for
-from fioprobe.publish import totals as state
+from fioprobe.metrics.totals import COUNT_LIMIT, GroupTotals, combine, merge_run
+from fioprobe.publish import state
+from fioprobe.publish.state import GroupState
 from fioprobe.publish.statefile import StateError, StateFile
-from fioprobe.publish.totals import GroupState, GroupTotals
 
 WRITER_LEASE_SECONDS = push_defaults.WRITER_LEASE_SECONDS
 
@@ -158,8 +159,7 @@ def _publish_locked(
     if owns:
         group = before
         basis = group.push_id or 0
-        state.merge_run(group.totals, outcome.run, success=outcome.success,
-                        finished_at=finished_at)  # fmt: skip
+        merge_run(group.totals, outcome.run, success=outcome.success, finished_at=finished_at)
         state.save(file, group)
     else:
         # Look, decide, save, look again: a writer that pushed between the two looks would
@@ -181,13 +181,12 @@ def _publish_locked(
                         "than the writer lease ago",
                     )  # fmt: skip
                 took_over = True
-            group.totals = state.combine(_base(group, back, took_over), group.pending)
+            group.totals = combine(_base(group, back, took_over), group.pending)
             group.pending = GroupTotals()
             # A state claims the group only once it has outlived a run: a state that is new
             # at every run (a container without a volume) is no owner, just a reader-writer.
             group.claimed = loaded is not None
-            state.merge_run(group.totals, outcome.run, success=outcome.success,
-                            finished_at=finished_at)  # fmt: skip
+            merge_run(group.totals, outcome.run, success=outcome.success, finished_at=finished_at)
             state.save(file, group)
             basis = 0 if back is None else back.push_id or 0
             # A failed second look is a failed push: the run is saved in the totals, the next
@@ -201,7 +200,7 @@ def _publish_locked(
                 f"pushed by other writers at every one of {_LOOKS} looks",
             )  # fmt: skip
     assert group.totals is not None
-    push_id = secrets.randbelow(state.COUNT_LIMIT - 1) + 1
+    push_id = secrets.randbelow(COUNT_LIMIT - 1) + 1
     writer = group.writer if group.claimed else None
     pushgateway.push(
         transport,
@@ -275,8 +274,7 @@ def _read(
     try:
         return _look(transport, moved_from, key, unreadable)
     except PushError:
-        state.merge_run(group.pending, outcome.run, success=outcome.success,
-                        finished_at=finished_at)  # fmt: skip
+        merge_run(group.pending, outcome.run, success=outcome.success, finished_at=finished_at)
         state.save(file, group)
         raise
 
@@ -398,7 +396,7 @@ def _refuse(
     """This run cannot count now: keep it as pending (added when this writer takes the group
     over) and push the refusal into a group of its own, where FioProbeFailing sees it."""
     group = copy.deepcopy(group)
-    state.merge_run(group.pending, outcome.run, success=outcome.success, finished_at=finished_at)
+    merge_run(group.pending, outcome.run, success=outcome.success, finished_at=finished_at)
     state.save(file, group)
     refused = outcome.failed(FailureReason.WRITER_CONFLICT)
     pushgateway.push(

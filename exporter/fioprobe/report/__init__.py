@@ -2,7 +2,7 @@
 
 Pipeline: `discover` (files, nested folders, tar archives read in place) -> `load` (the
 exporter's own reader, `fioprobe.fio.parse`, plus grouping) -> `analysis` (fio's numbers into
-grids, baseline ratios, sweeps, steps; the contract's buckets via `fioprobe.publish.totals`) ->
+grids, baseline ratios, sweeps, steps; the contract's buckets via `fioprobe.metrics.histogram`) ->
 `content` (every table of the report, computed once) -> `sections` + `tables` (the document:
 one model, rendered as Markdown and self-contained HTML by `document`, with `charts` as PNG)
 and `report_json` (the same numbers for machines). `build` writes report.md, report.html,

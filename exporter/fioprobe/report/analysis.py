@@ -22,8 +22,7 @@ from fioprobe.fio.model import OPERATIONS, OpStats
 # The exporter's own IOPS rule (fsyncs per second of writing for sync), so that the report
 # and fioprobe_<op>_iops agree.
 from fioprobe.metrics.collector import operation_iops as exporter_iops
-from fioprobe.metrics.histogram import BUCKET_BOUNDS_SECONDS, cumulative
-from fioprobe.publish.totals import op_histogram
+from fioprobe.metrics.histogram import BUCKET_BOUNDS_SECONDS, cumulative, op_histogram
 from fioprobe.report.load import SWEEP_OPTIONS, Entry
 
 #: Latency metrics per operation, in table order, with fio's percentile key.

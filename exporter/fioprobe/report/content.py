@@ -12,9 +12,8 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fioprobe.metrics.histogram import cumulative
+from fioprobe.metrics.histogram import cumulative, op_histogram
 from fioprobe.metrics.table import EXPORTED_OPS
-from fioprobe.publish.totals import op_histogram
 from fioprobe.report import analysis as an
 from fioprobe.report.load import Entry, Loaded
 from fioprobe.report.options import ReportOptions

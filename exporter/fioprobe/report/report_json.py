@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import math
 
-from fioprobe.metrics.histogram import cumulative
+from fioprobe.metrics.histogram import cumulative, op_histogram
 from fioprobe.metrics.table import EXPORTED_OPS
-from fioprobe.publish.totals import op_histogram
 from fioprobe.report import analysis as an
 from fioprobe.report.content import ComparisonTable, Content, GridTable
 from fioprobe.report.load import Entry
