@@ -17,12 +17,12 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable
+from typing import Protocol
 
 from fioprobe.errors import ERRNO_REASONS, FailureReason, ProbeFailure
 from fioprobe.fio.model import Run
 from fioprobe.fio.parse import FioOutputError, parse_text
 from fioprobe.fio.profiles import Profile
-from fioprobe.probe.directory import RunDir
 
 #: fio 3.1 is the oldest with *_ns latencies and json+ bins the model relies on.
 MIN_FIO_VERSION = (3, 1)
@@ -33,6 +33,20 @@ FIO_ENVIRONMENT = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 _MESSAGE_REASONS = {os.strerror(number): reason for number, reason in ERRNO_REASONS.items()}
 JOB_FILE = "probe.fio"
 OUTPUT_FILE = "result.json"
+
+
+class RunDir(Protocol):
+    """The private directory fio runs in, as fio needs it. The probe opens, checks and
+    removes it (`fioprobe.probe.directory.RunDir`); running fio only needs a path pinned to
+    it and files written and read relative to it, so this layer does not import the probe's.
+    """
+
+    @property
+    def pinned_path(self) -> str: ...
+
+    def write_file(self, name: str, text: str) -> None: ...
+
+    def read_file(self, name: str) -> bytes | None: ...
 
 
 def fio_binary() -> str:
