@@ -1,11 +1,14 @@
-// fioprobe inside kube-prometheus (https://github.com/prometheus-operator/kube-prometheus),
-// with kube-prometheus's own addMixin for the alerts, recording rules and dashboards.
+// fioprobe inside kube-prometheus (https://github.com/prometheus-operator/kube-prometheus):
+// kube-prometheus's own example.jsonnet, plus addMixin for fioprobe's alerts, recording rules
+// and dashboards, fioprobe's objects, and fioprobe's namespaces for kube-prometheus's Prometheus.
 // Vendor both with jsonnet-bundler, then build as kube-prometheus's build.sh does:
-//   jb install github.com/prometheus-operator/kube-prometheus/jsonnet/kube-prometheus@main
+//   jb install github.com/prometheus-operator/kube-prometheus/jsonnet/kube-prometheus@v0.18.0
 //   (this repository vendored as `fioprobe/`, e.g. jb install <fioprobe repo>@<tag>)
+//   mkdir -p manifests/setup
 //   jsonnet -J vendor -m manifests example.jsonnet | xargs -I{} sh -c 'gojsontoyaml < {} > {}.yaml' -- {}
-// See docs/MANIFESTS.md. Not rendered by this repository's tests: kube-prometheus is not
-// vendored here (see manifests/kube-prometheus/README.md for what is tested).
+// Rendered with kube-prometheus v0.18.0 and applied to a kube-apiserver by
+// tests/test_kube_prometheus.py (manifests/kube-prometheus/README.md says what it checks).
+// See docs/MANIFESTS.md.
 local addMixin = import 'kube-prometheus/lib/mixin.libsonnet';
 
 local namespace = 'monitoring';
@@ -36,7 +39,8 @@ local kp = (import 'kube-prometheus/main.libsonnet') + {
     common+: { namespace: namespace },
     grafana+: { folderDashboards+: fioprobeMixin.grafanaDashboards },
     // kube-prometheus's Prometheus may discover targets only in the namespaces listed here
-    // (a Role in each): the Pushgateway's and those of the continuous stream's pods.
+    // (a Role in each): the Pushgateway's and those of the continuous stream's pods. Without
+    // them it selects fioprobe's ServiceMonitor and PodMonitor but never scrapes them.
     prometheus+: {
       namespaces+: std.set([fioprobe.config.namespace] + fioprobe.continuous.namespaces),
     },
@@ -52,6 +56,7 @@ local kp = (import 'kube-prometheus/main.libsonnet') + {
 { 'prometheus-operator-prometheusRule': kp.prometheusOperator.prometheusRule } +
 { 'kube-prometheus-prometheusRule': kp.kubePrometheus.prometheusRule } +
 { ['alertmanager-' + name]: kp.alertmanager[name] for name in std.objectFields(kp.alertmanager) } +
+{ ['blackbox-exporter-' + name]: kp.blackboxExporter[name] for name in std.objectFields(kp.blackboxExporter) } +
 { ['grafana-' + name]: kp.grafana[name] for name in std.objectFields(kp.grafana) } +
 { ['kube-state-metrics-' + name]: kp.kubeStateMetrics[name] for name in std.objectFields(kp.kubeStateMetrics) } +
 { ['kubernetes-' + name]: kp.kubernetesControlPlane[name] for name in std.objectFields(kp.kubernetesControlPlane) } +
