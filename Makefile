@@ -27,10 +27,13 @@ test: setup lint
 e2e: setup
 	@bash scripts/e2e/run.sh
 
-## ruff, and jsonnetfmt + jsonnet-lint over every jsonnet file (scripts/lint-jsonnet.sh).
+## ruff, mypy over the package (settings in pyproject.toml; it checks exporter/fioprobe of this
+## checkout, whatever the venv's editable install names), and jsonnetfmt + jsonnet-lint over every
+## jsonnet file (scripts/lint-jsonnet.sh).
 lint: setup
 	@$(VENV)/bin/ruff check exporter tests bench scripts
 	@$(VENV)/bin/ruff format --check exporter tests bench scripts
+	@$(VENV)/bin/mypy --config-file pyproject.toml
 	@bash scripts/lint-jsonnet.sh
 
 ## Regenerate every committed generated file (rules, dashboards, manifests, README metrics).

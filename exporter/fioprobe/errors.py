@@ -95,7 +95,8 @@ def reason_for_errno(number: int | None, default: FailureReason) -> FailureReaso
 class FioprobeError(Exception):
     """Base of every error fioprobe reports: a one-line message and an exit status."""
 
-    exit_code: ExitCode = ExitCode.USAGE
+    #: An ExitCode, or 128 + the signal number for an interruption.
+    exit_code: int = ExitCode.USAGE
     #: The failure reason a probe run reports when this error ends it.
     reason: FailureReason = FailureReason.FIO_ERROR
 
@@ -132,4 +133,4 @@ class Interrupted(FioprobeError):
         self.signum = signum
         #: What was done before the command ends, for the one line it prints.
         self.what_happened = what_happened
-        self.exit_code = 128 + signum  # type: ignore[assignment]
+        self.exit_code = 128 + signum

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO
 
@@ -185,7 +185,7 @@ def _forward(stderr: IO[str]) -> None:
             sys.stderr.flush()
 
 
-def _log_change(target_name: str) -> object:
+def _log_change(target_name: str) -> Callable[[str | None, str], None]:
     def log(reason: str | None, message: str) -> None:
         if reason is None:
             say(f"{target_name}: writing again")
@@ -199,7 +199,7 @@ def _log_change(target_name: str) -> object:
 def make_state(target_name: str, settings: WriterSettings) -> StreamState:
     return StreamState(
         stall_threshold_seconds=settings.stall_threshold_seconds,
-        on_change=_log_change(target_name),  # type: ignore[arg-type]
+        on_change=_log_change(target_name),
         resolve_device=block_device,
     )
 

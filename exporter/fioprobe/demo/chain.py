@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fioprobe.demo import servers as demo_services
 from fioprobe.errors import FioprobeError, Interrupted
@@ -216,7 +216,8 @@ def _fuse_unavailable() -> str | None:
 # --- the summary ------------------------------------------------------------------------------
 
 
-def _get_json(url: str) -> object:
+def _get_json(url: str) -> Any:
+    """The parsed JSON answer: its shape is the endpoint's, as the caller knows it."""
     with urllib.request.urlopen(url, timeout=5) as answer:
         return json.load(answer)
 
@@ -226,13 +227,13 @@ def alert_states(stack: Stack) -> dict[str, str]:
     states: dict[str, str] = {}
     with contextlib.suppress(OSError, ValueError):
         answer = _get_json(f"{stack.prometheus_url}/api/v1/alerts")
-        for alert in answer["data"]["alerts"]:  # type: ignore[index]
+        for alert in answer["data"]["alerts"]:
             if alert["labels"].get("alertname") == ALERT:
                 name = alert["labels"].get("storageclass", "")
                 if states.get(name) != "firing":
                     states[name] = alert["state"]
     with contextlib.suppress(OSError, ValueError):
-        for alert in _get_json(f"{stack.alertmanager_url}/api/v2/alerts"):  # type: ignore[union-attr]
+        for alert in _get_json(f"{stack.alertmanager_url}/api/v2/alerts"):
             if alert["labels"].get("alertname") == ALERT:
                 name = alert["labels"].get("storageclass", "")
                 states[name] = f"FIRING at Alertmanager ({alert['labels'].get('severity', '?')})"
@@ -247,7 +248,7 @@ def _last_p99(stack: Stack) -> dict[str, float]:
         )
     except demo_services.ServiceError:
         return {}
-    return {r["metric"].get("storageclass", ""): float(r["value"][1]) for r in result}  # type: ignore[index,arg-type]
+    return {r["metric"].get("storageclass", ""): float(r["value"][1]) for r in result}
 
 
 def _stream_worst_wait(stack: Stack, seconds: float) -> dict[str, float]:
@@ -259,7 +260,7 @@ def _stream_worst_wait(stack: Stack, seconds: float) -> dict[str, float]:
         result = demo_services.query(stack.prometheus_url, f"max by (storageclass) ({inflight})")
     except demo_services.ServiceError:
         return {}
-    return {r["metric"].get("storageclass", ""): float(r["value"][1]) for r in result}  # type: ignore[index,arg-type]
+    return {r["metric"].get("storageclass", ""): float(r["value"][1]) for r in result}
 
 
 def summary(stack: Stack, round_seconds: float) -> str:

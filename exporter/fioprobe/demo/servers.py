@@ -22,6 +22,7 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypedDict
 
 from fioprobe.errors import FioprobeError
 
@@ -68,13 +69,16 @@ def open_without_redirects(
     if context is not None:
         handlers.append(urllib.request.HTTPSHandler(context=context))
     opener = urllib.request.build_opener(*handlers)
-    return opener.open(request, timeout=timeout)  # type: ignore[no-any-return]
+    # typeshed leaves open()'s answer untyped; over http(s) it is an HTTPResponse.
+    response: http.client.HTTPResponse = opener.open(request, timeout=timeout)
+    return response
 
 
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((LOCALHOST, 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
 
 
 @dataclass
@@ -273,8 +277,11 @@ def alertmanager(workdir: Path, webhook_url: str | None = None) -> Service:
 
 def prometheus_api(
     prometheus_url: str, path: str, params: dict[str, str] | list[tuple[str, str]]
-) -> object:
-    """GET one Prometheus HTTP API endpoint; its `data`, or ServiceError with its error."""
+) -> Any:
+    """GET one Prometheus HTTP API endpoint; its `data`, or ServiceError with its error.
+
+    `data` is parsed JSON whose shape is the endpoint's (an object for a query, a list of
+    strings for label values), hence Any: the caller knows which endpoint it asked."""
     url = f"{prometheus_url}{path}?{urllib.parse.urlencode(params)}"
     try:
         with urllib.request.urlopen(url, timeout=30) as response:
@@ -286,9 +293,19 @@ def prometheus_api(
     return body["data"]
 
 
-def query(prometheus_url: str, promql: str, at: float | None = None) -> list[dict[str, object]]:
+class Series(TypedDict, total=False):
+    """One series of a query's result: `value` in an instant vector, `values` in a range
+    vector; a point is [unix time, the number as text]."""
+
+    metric: dict[str, str]
+    value: list[float | str]
+    values: list[list[float | str]]
+
+
+def query(prometheus_url: str, promql: str, at: float | None = None) -> list[Series]:
     """Instant query; returns the result vector (raises ServiceError on an API error)."""
     params = {"query": promql}
     if at is not None:
         params["time"] = f"{at:.3f}"
-    return prometheus_api(prometheus_url, "/api/v1/query", params)["result"]
+    result: list[Series] = prometheus_api(prometheus_url, "/api/v1/query", params)["result"]
+    return result

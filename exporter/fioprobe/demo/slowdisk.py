@@ -37,7 +37,10 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fuse import Operations
 
 # Polling interval of the control-file watcher: small enough that a delay change takes effect
 # within a fraction of a probe run, large enough to cost nothing.
@@ -62,7 +65,7 @@ class Delays:
         self.fail_errno = fail_errno
 
 
-def _build_operations(backing: str, delays: Delays) -> Any:
+def _build_operations(backing: str, delays: Delays) -> Operations:
     """Create the fusepy Operations object (imported lazily so that merely importing this
     module, e.g. for :func:`slow_fs` in a test process, never needs libfuse)."""
     from fuse import FuseOSError, Operations, fuse_get_context
@@ -76,7 +79,7 @@ def _build_operations(backing: str, delays: Delays) -> Any:
     # own user (no `allow_other`), so there is nothing to change.
     give_to_caller = os.geteuid() == 0
 
-    class SlowPassthrough(Operations):  # type: ignore[misc]
+    class SlowPassthrough(Operations):
         """Passthrough of every operation fio and etcd use to ``backing``.
 
         raw_fi=True is used so that open/create see the real open flags (fusepy's plain
@@ -140,8 +143,8 @@ def _build_operations(backing: str, delays: Delays) -> Any:
 
         def statfs(self, path: str) -> dict[str, int]:
             sv = os.statvfs(self._full(path))
-            keys = ("f_bavail", "f_bfree", "f_blocks", "f_bsize", "f_favail", "f_ffree")
-            keys += ("f_files", "f_flag", "f_frsize", "f_namemax")
+            keys: tuple[str, ...] = ("f_bavail", "f_bfree", "f_blocks", "f_bsize", "f_favail")
+            keys += ("f_ffree", "f_files", "f_flag", "f_frsize", "f_namemax")
             return {k: getattr(sv, k) for k in keys}
 
         # --- namespace --------------------------------------------------------------

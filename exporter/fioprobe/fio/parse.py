@@ -250,10 +250,9 @@ class _Fields:
     def number(self, key: str, default: float = 0.0) -> float:
         value = self.obj.get(key, default)
         # Fast path for the common case (a few thousand calls per large file).
-        kind = type(value)
-        if kind is float and value - value == 0.0:  # finite: inf - inf and nan - nan are nan
+        if type(value) is float and value - value == 0.0:  # finite: inf - inf and nan - nan are nan
             return value
-        if kind is int and -_COUNT_LIMIT < value < _COUNT_LIMIT:
+        if type(value) is int and -_COUNT_LIMIT < value < _COUNT_LIMIT:
             return float(value)
         if isinstance(value, bool) or not isinstance(value, int | float):
             # fio writes some numbers as strings in options, never in stats.

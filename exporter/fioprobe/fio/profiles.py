@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -62,7 +62,7 @@ def parse_size(text: str) -> int:
     if not match:
         raise ProfileError(f"not a size: {text!r} (use e.g. 4m, 64m, 1g)")
     number, unit = int(match.group(1)), match.group(2).lower()
-    return number * 1024 ** " kmgt".index(unit or " ")
+    return number << 10 * " kmgt".index(unit or " ")
 
 
 def parse_duration(text: str) -> float:
@@ -263,7 +263,7 @@ class Profile:
             rates.append(self._int("rate_iops", 0) * self.block_bytes)
         return min(rates) if rates else None
 
-    def with_overrides(self, overrides: dict[str, str | int]) -> Profile:
+    def with_overrides(self, overrides: Mapping[str, str | int]) -> Profile:
         """A copy with size/io_size/runtime overridden, each value checked, within budget."""
         clean: dict[str, str] = {}
         for key, value in overrides.items():
@@ -395,7 +395,9 @@ def parse_profile(name: str, path: Path, text: str) -> Profile:
     return profile
 
 
-def _section(where: str, line: str, sections: list[tuple[str, list]]) -> str:
+def _section(
+    where: str, line: str, sections: list[tuple[str, list[tuple[str, str | None]]]]
+) -> str:
     """A section header: at most one [global], first, then exactly one job section."""
     if not line.endswith("]"):
         raise ProfileError(f"{where}: {line!r} is not a [section] header")

@@ -53,7 +53,7 @@ class ProbeOutcome:
     run: Run | None
     success: bool
     duration_seconds: float
-    failure_reason: str | None = None
+    failure_reason: FailureReason | None = None
     volume_type: str = "unknown"
     provisioner: str = ""
     ran_on_node: str = ""
@@ -103,24 +103,25 @@ class ProbeCollector(Collector):
         self.push_ids = push_ids
 
     def collect(self) -> Iterator[Metric]:
-        if self.totals is None:
+        totals = self.totals
+        if totals is None:
             yield from self._health()
             return
-        yield from self._histograms()
+        yield from self._histograms(totals)
         if self.outcome.run is not None:
             yield from self._last_run(self.outcome.run)
         yield from self._health()
-        yield from self._cost()
+        yield from self._cost(totals)
         yield from self._volume()
         if self.writer is not None:
-            writer = self._family("fioprobe_writer_info")
+            writer = self._scalar("fioprobe_writer_info")
             writer.add_metric(self._values(self.writer), 1.0)
             yield writer
         if self.push_ids is not None:
             # Whole numbers below 2**53: exact as floats on the wire and in the read-back.
             for name, value in zip(("fioprobe_push_id", "fioprobe_push_basis_id"),
                                    self.push_ids, strict=True):  # fmt: skip
-                family = self._family(name)
+                family = self._scalar(name)
                 family.add_metric(self._values(), float(value))
                 yield family
 
@@ -137,28 +138,47 @@ class ProbeCollector(Collector):
             return GaugeMetricFamily(name, definition.help, labels=labels)
         return Metric(name, definition.help, "summary")
 
+    def _scalar(self, name: str) -> CounterMetricFamily | GaugeMetricFamily:
+        """A counter or gauge of the table: one value per label set."""
+        family = self._family(name)
+        if not isinstance(family, CounterMetricFamily | GaugeMetricFamily):
+            raise TypeError(f"{name} is not a counter or gauge in the metric table")
+        return family
+
+    def _histogram(self, name: str) -> HistogramMetricFamily:
+        family = self._family(name)
+        if not isinstance(family, HistogramMetricFamily):
+            raise TypeError(f"{name} is not a histogram in the metric table")
+        return family
+
     def _values(self, *extra: str) -> list[str]:
         return [*self.const_labels.values(), *extra]
 
     # -- families --------------------------------------------------------------------------
 
-    def _histograms(self) -> Iterator[Metric]:
+    def _histograms(self, group: GroupTotals) -> Iterator[Metric]:
         for op in EXPORTED_OPS:
-            totals = self.totals.histograms.get(op)
+            totals = group.histograms.get(op)
             if totals is None:
                 continue
-            family = self._family(f"fioprobe_{op}_latency_seconds")
+            family = self._histogram(f"fioprobe_{op}_latency_seconds")
             buckets = list(zip(LE_LABELS, map(float, cumulative(totals.counts)), strict=True))
             family.add_metric(self._values(), buckets, totals.sum_seconds)
             yield family
 
     def _last_run(self, run: Run) -> Iterator[Metric]:
-        families: dict[str, Metric] = {}
+        families: dict[str, Metric] = {}  # yielded in the order first asked for
+        scalars: dict[str, CounterMetricFamily | GaugeMetricFamily] = {}
 
         def family(name: str) -> Metric:
             if name not in families:
                 families[name] = self._family(name)
             return families[name]
+
+        def scalar(name: str) -> CounterMetricFamily | GaugeMetricFamily:
+            if name not in scalars:
+                families[name] = scalars[name] = self._scalar(name)
+            return scalars[name]
 
         for job in run.jobs:
             for op in EXPORTED_OPS:
@@ -166,11 +186,11 @@ class ProbeCollector(Collector):
                 if stats is None or not stats.did_io:
                     continue
                 self._summary(family(f"fioprobe_last_{op}_latency_seconds"), job, stats)
-                family(f"fioprobe_{op}_iops").add_metric(
+                scalar(f"fioprobe_{op}_iops").add_metric(
                     self._values(job.name), operation_iops(job, stats)
                 )
                 if op != "sync":
-                    family(f"fioprobe_{op}_bandwidth_bytes_per_second").add_metric(
+                    scalar(f"fioprobe_{op}_bandwidth_bytes_per_second").add_metric(
                         self._values(job.name), stats.bandwidth_bytes_per_second
                     )
         yield from families.values()
@@ -191,21 +211,21 @@ class ProbeCollector(Collector):
 
     def _health(self) -> Iterator[Metric]:
         outcome = self.outcome
-        success = self._family("fioprobe_success")
+        success = self._scalar("fioprobe_success")
         success.add_metric(self._values(), 1.0 if outcome.success else 0.0)
         yield success
-        duration = self._family("fioprobe_duration_seconds")
+        duration = self._scalar("fioprobe_duration_seconds")
         duration.add_metric(self._values(), outcome.pushed_duration_seconds)
         yield duration
         if self.totals is not None and self.totals.last_success_timestamp is not None:
-            last = self._family("fioprobe_last_success_timestamp_seconds")
+            last = self._scalar("fioprobe_last_success_timestamp_seconds")
             last.add_metric(self._values(), self.totals.last_success_timestamp)
             yield last
         if not outcome.success:
-            reason = self._family("fioprobe_failure_reason_info")
+            reason = self._scalar("fioprobe_failure_reason_info")
             reason.add_metric(self._values(outcome.failure_reason or "fio_error"), 1.0)
             yield reason
-        info = self._family("fioprobe_info")
+        info = self._scalar("fioprobe_info")
         run = outcome.run
         info.add_metric(
             self._values(
@@ -222,18 +242,18 @@ class ProbeCollector(Collector):
         yield info
         if outcome.owner is not None:
             # In every push, failures and refusals included: gc decides by it (see gc.py).
-            owner = self._family("fioprobe_owner_info")
+            owner = self._scalar("fioprobe_owner_info")
             owner.add_metric(self._values(outcome.owner), 1.0)
             yield owner
 
-    def _cost(self) -> Iterator[Metric]:
+    def _cost(self, totals: GroupTotals) -> Iterator[Metric]:
         for name, value in (
-            ("fioprobe_runs_total", self.totals.runs_total),
-            ("fioprobe_failures_total", self.totals.failures_total),
-            ("fioprobe_read_bytes_total", self.totals.read_bytes_total),
-            ("fioprobe_written_bytes_total", self.totals.written_bytes_total),
+            ("fioprobe_runs_total", totals.runs_total),
+            ("fioprobe_failures_total", totals.failures_total),
+            ("fioprobe_read_bytes_total", totals.read_bytes_total),
+            ("fioprobe_written_bytes_total", totals.written_bytes_total),
         ):
-            family = self._family(name)
+            family = self._scalar(name)
             family.add_metric(self._values(), float(value))
             yield family
 
@@ -254,7 +274,7 @@ class ProbeCollector(Collector):
             ("fioprobe_volume_burst_balance_ratio", volume.burst_balance_ratio),
         ):
             if value is not None:
-                family = self._family(name)
+                family = self._scalar(name)
                 family.add_metric(self._values(), float(value))
                 yield family
 

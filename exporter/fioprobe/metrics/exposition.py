@@ -94,7 +94,8 @@ def _number(value: float) -> str:
     """
     if type(value) is float and _MINUS_INF < value < 1e6:
         return repr(value)
-    return floatToGoString(value)
+    text: str = floatToGoString(value)
+    return text
 
 
 def _openmetrics_only(name: str) -> tuple[str, ...]:

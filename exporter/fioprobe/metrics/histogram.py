@@ -135,7 +135,7 @@ def op_histogram(stats: OpStats) -> tuple[list[int], float, str]:
     samples = stats.sample_count
     # fio's mean is exact; mean x N is the exact sum of all observed latencies.
     total_seconds = latency.mean_s * samples
-    if source == "bins":
+    if source == "bins" and latency.bins_ns is not None:  # "bins" says they are there
         return counts_from_bins(latency.bins_ns), total_seconds, source
     counts = counts_from_percentiles(latency, samples)
     if counts is None:

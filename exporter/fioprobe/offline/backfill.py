@@ -39,7 +39,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.openmetrics.exposition import generate_latest
 from prometheus_client.samples import Sample
 
-from fioprobe.errors import ExitCode, FioprobeError, UsageError
+from fioprobe.errors import ExitCode, FailureReason, FioprobeError, UsageError
 from fioprobe.fio.model import Run
 from fioprobe.metrics.collector import ProbeOutcome, registry_for
 from fioprobe.metrics.totals import GroupTotals, merge_run
@@ -177,7 +177,7 @@ def openmetrics_text(pushes: Sequence[Push]) -> tuple[bytes, int]:
             run=_single_job_run(last),
             success=success,
             duration_seconds=last.job.runtime_s,
-            failure_reason=None if success else "fio_error",
+            failure_reason=None if success else FailureReason.FIO_ERROR,
         )
         registry = registry_for(outcome, push.totals, push.labels)
         for family in registry.collect():

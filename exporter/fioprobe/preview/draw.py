@@ -20,6 +20,7 @@ import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.transforms import Bbox
 
 #: Grafana's named colours (the ones the dashboards use) and its classic palette.
 COLORS = {
@@ -119,6 +120,13 @@ def no_data(ax: Axes, text: str) -> None:
     ax.set_yticks([])
 
 
+def _figure_height(ax: Axes) -> float:
+    """Height in inches of the figure `ax` is on (every axes here is added to one)."""
+    figure = ax.get_figure(root=True)
+    assert figure is not None
+    return figure.get_figheight()
+
+
 def draw_timeseries(ax: Axes, panel: dict[str, Any], narrow: bool = False) -> None:
     unit = panel["fieldConfig"].get("unit", "")
     found = series_of(panel)
@@ -136,8 +144,13 @@ def draw_timeseries(ax: Axes, panel: dict[str, Any], narrow: bool = False) -> No
         ys = [v * factor for _, v in points]
         last, top = points[-1][1], max(v for _, v in points)
         calcs = f"last {fmt(last, unit)}" + ("" if narrow else f"   max {fmt(top, unit)}")
+        # matplotlib plots datetimes through its units registry; its stubs take only numbers.
         ax.plot(
-            times, ys, color=PALETTE[index % len(PALETTE)], linewidth=1.4, label=f"{name}   {calcs}"
+            times,  # type: ignore[arg-type]
+            ys,
+            color=PALETTE[index % len(PALETTE)],
+            linewidth=1.4,
+            label=f"{name}   {calcs}",
         )
     custom = panel["fieldConfig"].get("custom", {})
     if custom.get("thresholdsStyle", {}).get("mode", "off") != "off":
@@ -164,7 +177,7 @@ def draw_timeseries(ax: Axes, panel: dict[str, Any], narrow: bool = False) -> No
     ax.tick_params(labelsize=7)
     ax.grid(alpha=0.3)
     # Grafana's table legend on the right; the font shrinks so every line fits the panel.
-    height_pt = ax.get_position().height * ax.figure.get_figheight() * 72
+    height_pt = ax.get_position().height * _figure_height(ax) * 72
     size = max(4.5, min(6.5, height_pt / (1.35 * max(1, len(found)))))
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=size, frameon=False)
 
@@ -234,13 +247,13 @@ def draw_table(ax: Axes, panel: dict[str, Any]) -> None:
         tint = threshold_color(value, steps) if steps else "#ffffff"
         colors.append(["#ffffff"] * len(columns) + [tint])
     # Rows of ~0.17 in, shrunk when there are more than the panel can hold.
-    height_in = ax.get_position().height * ax.figure.get_figheight()
+    height_in = ax.get_position().height * _figure_height(ax)
     fraction = min(1.0, (len(cells) + 1) * 0.17 / height_in)
     table = ax.table(
         cellText=cells,
         colLabels=[*columns, "Value"],
         cellColours=colors,
-        bbox=[0, 1 - fraction, 1, fraction],
+        bbox=Bbox.from_bounds(0, 1 - fraction, 1, fraction),
         cellLoc="left",
     )
     table.auto_set_font_size(False)
@@ -346,7 +359,7 @@ def draw_dashboard(record: dict[str, Any], excused: dict[str, str], note: str) -
         if panel["type"] in ("stat", "table"):
             pad_x = 0.01
             axes_width = width - 0.02
-        box = [left + pad_x, top - (pos["h"] - 0.9) / total, axes_width, (pos["h"] - 1.9) / total]
+        box = (left + pad_x, top - (pos["h"] - 0.9) / total, axes_width, (pos["h"] - 1.9) / total)
         ax = figure.add_axes(box)
         ax.set_title(panel["title"], fontsize=10, loc="left", weight="bold")
         if panel["title"] in excused:

@@ -129,7 +129,8 @@ def resolve_variables(
         query = variable["query"]
         query = query.get("query", "") if isinstance(query, dict) else query
         match = _LABEL_VALUES.match(substitute(query, values))
-        require(match, f"${name}: only label_values(...) queries are handled: {query!r}")
+        if match is None:
+            raise PreviewError(f"${name}: only label_values(...) queries are handled: {query!r}")
         params: list[tuple[str, str]] = [("start", f"{start:.3f}"), ("end", f"{end:.3f}")]
         if match["match"]:
             params.append(("match[]", match["match"]))
@@ -163,7 +164,8 @@ def run_target(
         "/api/v1/query_range",
         {"query": expr, "start": f"{end - steps * step:.3f}", "end": f"{end:.3f}", "step": step},
     )
-    return data["result"]
+    matrix: list[dict[str, Any]] = data["result"]
+    return matrix
 
 
 def finite_values(series: list[dict[str, Any]]) -> list[float]:
@@ -265,7 +267,7 @@ def collect_results(
             "panels": [],
         }
         for panel, scoped in expand_repeats(dashboard, values, options):
-            entry = {
+            entry: dict[str, Any] = {
                 key: panel.get(key)
                 for key in (
                     "id",

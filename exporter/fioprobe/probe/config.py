@@ -41,6 +41,7 @@ import math
 import os
 import re
 import reprlib
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -153,7 +154,9 @@ class _StrictLoader(yaml.SafeLoader):
     """SafeLoader that refuses duplicate keys (PyYAML keeps the last one silently)."""
 
 
-def _mapping_without_duplicates(loader: _StrictLoader, node: yaml.MappingNode) -> dict:
+def _mapping_without_duplicates(
+    loader: _StrictLoader, node: yaml.MappingNode
+) -> dict[Hashable, Any]:
     seen: set[object] = set()
     for key_node, _ in node.value:
         key = loader.construct_object(key_node)

@@ -21,7 +21,7 @@ from fioprobe.publish.outcome import StateNotKept, WriterConflict
 def run_config(config: Config, *, only_node: str | None, jobs_dir: Path | None, quiet: bool) -> int:
     """Run every configured probe once; exit 0 only if all succeeded and were pushed."""
     transport = Shards.from_config(config.pushgateway)
-    status = ExitCode.OK
+    status: int = ExitCode.OK
     for target_config in config.targets:
         if target_config.node_local and not only_node:
             say(f"skipping node-local target {target_config.name}: no --node/NODE_NAME")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fioprobe.errors import FailureReason, Interrupted, ProbeFailure
 from fioprobe.fio.execute import run_fio
@@ -23,6 +24,13 @@ from fioprobe.fio.model import Run
 from fioprobe.fio.profiles import Profile
 from fioprobe.probe.directory import ProbeDirectory, open_probe_directory
 from fioprobe.probe.volume_worker import Report
+
+if TYPE_CHECKING:  # the publishing side, imported only by the child that publishes
+    from fioprobe.gateway.shards import Shards
+    from fioprobe.gateway.transport import Transport
+    from fioprobe.metrics.collector import ProbeOutcome
+    from fioprobe.probe.prober import ProbeTarget, RunResult
+    from fioprobe.publish.statefile import StateFile
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,9 +110,16 @@ def _run_in_run_dir(
             result.message = f"interrupted by {first}; fio stopped, its files removed"
 
 
-def publish_on_volume(*args: object, report: Report) -> object:
+def publish_on_volume(
+    result: RunResult,
+    target: ProbeTarget,
+    transport: Transport | Shards,
+    state_file: StateFile,
+    *,
+    report: Report,
+) -> tuple[ProbeOutcome, str]:
     """`probe.publish_result` for a probe whose state lives on the probed volume."""
     from fioprobe.probe.prober import publish_result
 
     report("publishing (the state is on the probed volume)")
-    return publish_result(*args)  # type: ignore[arg-type]
+    return publish_result(result, target, transport, state_file)

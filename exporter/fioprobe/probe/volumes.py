@@ -45,7 +45,7 @@ class VolumeModel:
     @property
     def burst_duration_seconds(self) -> float | None:
         """How long a full gp2 bucket lasts at the burst rate (AWS's published table)."""
-        if self.type != "gp2" or not self.bursts:
+        if self.type != "gp2" or not self.bursts or self.baseline_iops is None:
             return None
         return GP2_CREDIT_BUCKET / (GP2_BURST_IOPS - self.baseline_iops)
 

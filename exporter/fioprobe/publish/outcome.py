@@ -156,10 +156,10 @@ def _publish_locked(
         # whether or not the run counts; done first so that nothing slow comes between the
         # last look at the group and the push.
         outcome = adjust(outcome, before.totals or GroupTotals())
-    if owns:
+    if owns and before.totals is not None:  # `owns` says it is not None; mypy needs it here
         group = before
         basis = group.push_id or 0
-        merge_run(group.totals, outcome.run, success=outcome.success, finished_at=finished_at)
+        merge_run(before.totals, outcome.run, success=outcome.success, finished_at=finished_at)
         state.save(file, group)
     else:
         # Look, decide, save, look again: a writer that pushed between the two looks would
@@ -377,7 +377,7 @@ def _base(group: GroupState, back: ReadBack | None, took_over: bool) -> GroupTot
 class WriterConflict(StateError):
     """Another writer owns the group; the refusal was pushed (exit 1)."""
 
-    exit_code = 1  # type: ignore[assignment]
+    exit_code = 1
 
     def __init__(self, message: str, outcome: ProbeOutcome) -> None:
         super().__init__(message, FailureReason.WRITER_CONFLICT)

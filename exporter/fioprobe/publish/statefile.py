@@ -289,10 +289,11 @@ class StateFile:
         if len(raw) > MAX_STATE_BYTES:
             raise StateError(f"{self.path}: state is corrupt (larger than {MAX_STATE_BYTES} bytes)")
         try:
-            return json.loads(raw.decode("utf-8"))
+            parsed: object = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             problem = getattr(exc, "msg", None) or type(exc).__name__
             raise StateError(f"{self.path}: state is corrupt (not JSON: {problem})") from None
+        return parsed
 
     def write(self, data: object) -> None:
         """Write atomically: a crash leaves the old or the new file, never half of one."""

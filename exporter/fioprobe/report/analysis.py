@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from fioprobe.fio.model import OPERATIONS, OpStats
@@ -175,8 +175,8 @@ def ordered_groups(entries: Iterable[Entry], baseline: str | None) -> list[str]:
 
 def grid(
     entries: Sequence[Entry],
-    value_of,
-    column_of=lambda e: e.group,
+    value_of: Callable[[Entry], Value | None],
+    column_of: Callable[[Entry], str] = lambda e: e.group,
     columns: list[str] | None = None,
 ) -> Grid:
     """Rows (sorted) x columns of `value_of(entry)`; rows without any value are left out."""

@@ -10,6 +10,7 @@ import io
 import math
 from collections.abc import Sequence
 
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -32,7 +33,7 @@ def _ms(seconds: float | None) -> float:
     return math.nan if seconds is None else seconds * 1e3
 
 
-def _thresholds(axes, warn_ms: float, crit_ms: float, vertical: bool) -> None:
+def _thresholds(axes: Axes, warn_ms: float, crit_ms: float, vertical: bool) -> None:
     line = axes.axvline if vertical else axes.axhline
     line(warn_ms, color="#d4a200", linestyle="--", linewidth=1, label=f"{warn_ms:g} ms")
     line(crit_ms, color="#c00000", linestyle="--", linewidth=1, label=f"{crit_ms:g} ms")
@@ -147,7 +148,7 @@ def timeline(line: Timeline, warn_ms: float, crit_ms: float) -> bytes:
     return _png(figure)
 
 
-def _log_if_wide(axes, values: Sequence[float], axis: str) -> None:
+def _log_if_wide(axes: Axes, values: Sequence[float | None], axis: str) -> None:
     positive = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
     if positive and max(positive) / min(positive) > 100:
         (axes.set_xscale if axis == "x" else axes.set_yscale)("log")

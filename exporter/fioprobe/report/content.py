@@ -7,6 +7,7 @@ number in the other.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 from collections.abc import Callable
@@ -149,7 +150,7 @@ def comparison_tables(
     for op in ops:
         for metric, kind in (("p99", "latency"), ("mean", "latency"), ("iops", "count")):
             if metric == "iops":
-                grid = an.grid(entries, lambda e, op=op: an.iops_value(e, op))
+                grid = an.grid(entries, functools.partial(an.iops_value, op=op))
             else:
                 grid = an.grid(entries, _latency_of(metric, op))
             comparisons = an.compare(grid, baseline)

@@ -16,15 +16,15 @@ from __future__ import annotations
 import bz2
 import collections
 import gzip
+import io
 import lzma
 import os
 import stat
 import tarfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 
 #: File names read inside folders and archives.
 RESULT_SUFFIXES = (".json", ".txt", ".log", ".out")
@@ -98,7 +98,7 @@ def discover(paths: list[str | os.PathLike[str]]) -> Iterator[Source | Unreadabl
             yield Unreadable(str(path), "no such file or folder")
 
 
-def count_candidates(paths: list[str | os.PathLike[str]]) -> int | None:
+def count_candidates(paths: Sequence[str | os.PathLike[str]]) -> int | None:
     """How many plain files `discover` will read (for a progress bar); None if archives make
     the total unknown without reading them."""
     total = 0
@@ -199,7 +199,7 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def _open_regular(path: Path) -> tuple[BinaryIO, os.stat_result]:
+def _open_regular(path: Path) -> tuple[io.BufferedReader, os.stat_result]:
     """`path` opened for reading if, and only if, it is a regular file (a symbolic link to
     one included): looked at before it is opened, so a FIFO or device is never opened, and
     opened non-blocking and checked again with fstat, so a file swapped for a FIFO between
@@ -320,12 +320,13 @@ _DAMAGED = (tarfile.TarError, OSError, EOFError, zlib.error, lzma.LZMAError)
 
 
 def _walk_tar_stream(
-    handle: BinaryIO, display: str, parts: tuple[str, ...], walk: _Walk, depth: int
+    handle: io.BufferedReader, display: str, parts: tuple[str, ...], walk: _Walk, depth: int
 ) -> Iterator[Source | Unreadable]:
     try:
         stream = _TarBytes(_decompressed(handle), display)
         stream.limit = MAX_HEADER_BYTES  # opening reads the first member's headers
-        archive = tarfile.open(fileobj=stream, mode="r|")  # noqa: SIM115 (closed below)
+        # Stream mode only reads; typeshed's fileobj protocol also asks for write, seek, tell.
+        archive = tarfile.open(fileobj=stream, mode="r|")  # type: ignore[call-overload]  # noqa: SIM115 (closed below)
     except _DAMAGED as exc:
         yield Unreadable(display, f"not a readable tar archive: {exc}")
         return
@@ -364,19 +365,19 @@ def _walk_tar_stream(
         yield Unreadable(display, f"archive is damaged: {exc}")
 
 
-def _decompressed(handle: BinaryIO) -> BinaryIO:
+def _decompressed(handle: io.BufferedReader) -> io.BufferedIOBase:
     """`handle`'s bytes uncompressed by the magic of gzip, bzip2 or xz (else as they are).
 
     Python's own readers, not tarfile's stream mode, which takes a compressed stream that
     ends early for one that ends: these raise EOFError there and check gzip's CRC.
     """
-    head = handle.peek(6)[:6]  # type: ignore[attr-defined]  (a file or a tarfile member)
+    head = handle.peek(6)[:6]
     if head.startswith(b"\x1f\x8b"):
-        return gzip.GzipFile(fileobj=handle, mode="rb")  # type: ignore[return-value]
+        return gzip.GzipFile(fileobj=handle, mode="rb")
     if head.startswith(b"BZh"):
-        return bz2.BZ2File(handle)  # type: ignore[return-value]
+        return bz2.BZ2File(handle)
     if head.startswith(b"\xfd7zXZ\x00"):
-        return lzma.LZMAFile(handle)  # type: ignore[return-value]
+        return lzma.LZMAFile(handle)
     return handle
 
 
@@ -388,7 +389,7 @@ class _TarBytes:
     #: past the block it looks at, whatever sizes the decompressor hands out.
     KEEP_BYTES = 4 * tarfile.RECORDSIZE
 
-    def __init__(self, inner: BinaryIO, display: str) -> None:
+    def __init__(self, inner: io.BufferedIOBase, display: str) -> None:
         self.inner = inner
         self.display = display
         self.position = 0
@@ -444,7 +445,8 @@ def _member(
     nested = is_archive(leaf)
     if nested and depth < MAX_ARCHIVE_DEPTH and not any(p.startswith(".") for p in member_parts):
         extracted = archive.extractfile(member)
-        if extracted is not None:
+        # tarfile's member reader is a BufferedReader (typeshed says IO[bytes]): it can peek.
+        if isinstance(extracted, io.BufferedReader):
             inner = (*parts, *member_parts[:-1], _archive_stem(leaf))
             # Streamed from inside the outer stream: never the whole member in memory.
             yield from _walk_tar_stream(extracted, name, inner, walk, depth + 1)

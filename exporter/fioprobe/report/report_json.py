@@ -20,7 +20,7 @@ def report_data(content: Content, charts: list[str]) -> dict[str, object]:
     """The whole report.json; `charts` are the document's chart paths, in order."""
     options = content.options
     loaded = content.loaded
-    return _finite(
+    return _finite_fields(
         {
             "version": JSON_VERSION,
             "title": options.title,
@@ -168,6 +168,11 @@ def _step(step: an.Step | None) -> dict[str, float] | None:
     if step is None:
         return None
     return {"at": step.at, "before": step.before, "after": step.after, "ratio": step.ratio}
+
+
+def _finite_fields(obj: dict[str, object]) -> dict[str, object]:
+    """`_finite` of a JSON object, whose keys stay as they are."""
+    return {k: _finite(v) for k, v in obj.items()}
 
 
 def _finite(obj: object) -> object:

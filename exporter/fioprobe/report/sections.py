@@ -6,6 +6,7 @@ Markdown and HTML; the charts are drawn here, numbered in the order they appear.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -133,7 +134,7 @@ class _Sections:
                     self.image(
                         f"cmp-{table.op}-{comparison.candidate}",
                         f"{table.op} p99: {comparison.candidate} against {baseline}",
-                        lambda c=comparison, op=table.op: charts.comparison_bars(c, f"{op} p99"),
+                        functools.partial(charts.comparison_bars, comparison, f"{table.op} p99"),
                     )
                 )
         if len(section.blocks) == 1:
@@ -154,7 +155,7 @@ class _Sections:
                     self.image(
                         f"curve-{sweep.family}-{sweep.option}",
                         f"response curve of {sweep.family}",
-                        lambda s=sweep: charts.response_curve(s, o.warn_ms, o.crit_ms),
+                        functools.partial(charts.response_curve, sweep, o.warn_ms, o.crit_ms),
                     )
                 )
             section.blocks.append(_sweep_table(index, sweep, o))
@@ -179,7 +180,7 @@ class _Sections:
                 self.image(
                     f"timeline-{line.group}-{line.family}",
                     f"{line.family} along consecutive jobs in {line.group}",
-                    lambda t=line: charts.timeline(t, o.warn_ms, o.crit_ms),
+                    functools.partial(charts.timeline, line, o.warn_ms, o.crit_ms),
                 )
             )
         return section
