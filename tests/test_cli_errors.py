@@ -474,7 +474,7 @@ def test_usage_error_is_one_clean_line(case: Case, tmp_path: Path) -> None:
 
 def test_every_command_that_takes_input_has_cases() -> None:
     """A new subcommand with options gets its error cases here too."""
-    from fioprobe.cli import build_parser
+    from fioprobe.cli.main import build_parser
 
     parser = build_parser()
     commands = set(parser._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
@@ -584,7 +584,7 @@ def test_numeric_option_out_of_bounds_is_one_exact_line(
 def test_every_numeric_option_is_bounded_and_in_the_table() -> None:
     """A new numeric option gets a bounded type from fioprobe.cli.argtypes and a row above: no
     bare int or float reaches a command."""
-    from fioprobe.cli import build_parser
+    from fioprobe.cli.main import build_parser
 
     parser = build_parser()
     typed = set()

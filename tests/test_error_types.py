@@ -13,7 +13,7 @@ import pkgutil
 
 import fioprobe
 import pytest
-from fioprobe import cli
+from fioprobe.cli import main as cli
 from fioprobe.errors import ExitCode, FioprobeError
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import fuzz
 import pytest
 from conftest import corpus_files, fioprobe
-from fioprobe import cli
+from fioprobe.cli import main as cli
 from fioprobe.fio.parse import FioOutputError, parse_text
 from fioprobe.probe.config import ConfigError, load_config
 from hypothesis import HealthCheck, assume, given, settings

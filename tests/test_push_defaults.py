@@ -7,7 +7,7 @@ import json
 import subprocess
 
 from conftest import REPO
-from fioprobe.cli import build_parser
+from fioprobe.cli.main import build_parser
 from fioprobe.gateway import defaults as push_defaults
 from fioprobe.gateway.pushgateway import Transport
 from fioprobe.probe.config import PushgatewayConfig

@@ -46,7 +46,7 @@ def test_yellow_threshold_is_the_dashboards(mixin_config: dict[str, object]) -> 
 
 
 def test_report_and_cli_default_to_them() -> None:
-    from fioprobe.cli import build_parser
+    from fioprobe.cli.main import build_parser
     from fioprobe.report.build import ReportOptions
 
     options = ReportOptions()

@@ -2,6 +2,6 @@
 
 import sys
 
-from fioprobe.cli import main
+from fioprobe.cli.main import main
 
 sys.exit(main())

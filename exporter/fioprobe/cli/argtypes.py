@@ -5,8 +5,9 @@ command sensible whatever is passed: a value below the range would make a loop s
 --every 0.01` runs fio back to back), a value above it would overflow or wait forever (`run
 --every 1e300`), and NaN or infinity compare false with every bound. A refused value is one
 line through argparse (`fioprobe: error: run: argument --every: ...`), exit 2, before
-anything runs. The bounds of each option live beside the option (cli.py, continuous/options.py);
-the types, and so the messages, are these.
+anything runs. The bounds of each option live beside the option (the command's module,
+cli/options.py for the shared ones, continuous/options.py); the types, and so the messages,
+are these.
 """
 
 from __future__ import annotations
