@@ -34,8 +34,8 @@ local u = import '../lib/util.libsonnet';
     local c = $._config,
     local w = c.windows,
     local by = u.probeBy(c),
-    local identity = 'storageclass, profile, node',
-    local perNodeIdentity = '%s, storageclass, profile, node' % c.clusterLabel,
+    local identity = std.join(', ', u.groupingLabels),
+    local perNodeIdentity = std.join(', ', [c.clusterLabel] + u.groupingLabels),
     local staleAfter = u.num(w.staleAfterSeconds),
     // A group the Pushgateway lost (restart without persistence, `fioprobe gc`) is remembered
     // by its push time (probe:push_time_seconds:max) for lostGroupMemory: Stale while it is,

@@ -17,9 +17,17 @@
   // The configured selector of fioprobe's pushed series plus `extra`.
   matchers(c, extra=[]):: $.matcherList([c.fioprobeSelector] + extra),
 
-  // The labels that identify one probe within one cluster (the pushed grouping key after
-  // job). Never job/instance (see config).
-  probeLabels:: ['storageclass', 'node', 'profile'],
+  // The Pushgateway grouping key after job, in the order fioprobe pushes it; node only on
+  // node-local probes. exporter/fioprobe/grouping.py's PROBE_LABELS (tests/test_single_home.py
+  // holds the two equal). Never job/instance (see config).
+  groupingLabels:: ['storageclass', 'profile', 'node'],
+
+  // The labels that identify one probed volume: the grouping key without profile (every
+  // profile of a StorageClass, or of a node-local path, probes the same kind of volume).
+  volumeLabels:: std.filter(function(label) label != 'profile', $.groupingLabels),
+
+  // The labels that identify one probe within one cluster: its volume's, then profile.
+  probeLabels:: $.volumeLabels + ['profile'],
 
   // The labels that identify one probe, across clusters.
   probeBy(c):: std.join(', ', [c.clusterLabel] + $.probeLabels),
@@ -29,9 +37,9 @@
   // join on it with volumeBy; nothing selects etcd disks by label shape.
   etcdDiskRecord:: 'probe:fioprobe_etcd_disk:info',
 
-  // The labels that identify one probed volume: every profile of a StorageClass (or of a
-  // node-local path) probes the same kind of volume, so volume-model gauges join on these.
-  volumeBy(c):: std.join(', ', [c.clusterLabel, 'storageclass', 'node']),
+  // The labels that identify one probed volume across clusters: volume-model gauges join on
+  // these.
+  volumeBy(c):: std.join(', ', [c.clusterLabel] + $.volumeLabels),
 
   // Anchors are the lower-cased alert names: GitHub's anchors for docs/runbooks.md headings.
   // Added to every alert by alerts/alerts.libsonnet, from the alert's name.

@@ -6,8 +6,9 @@
 // their defaults and types (docs/MANIFESTS.md, "Configuration keys", has the table). A key
 // that is not there or a value of the wrong type stops `make generate` with a line naming it.
 {
-  // Image of the probe (built from the Dockerfile at the repository root).
-  image: { name: 'registry.example.com/fioprobe', tag: '0.1.0' },
+  // Image of the probe (built from the Dockerfile at the repository root). Its tag is
+  // fioprobe's version unless `tag` is set here.
+  image: { name: 'registry.example.com/fioprobe' },
 
   // Namespace of the Pushgateway and the StorageClass probes (Pod Security "restricted").
   namespace: 'fioprobe',

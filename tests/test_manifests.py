@@ -323,7 +323,12 @@ def test_prometheus_rule_and_dashboards_come_from_the_mixin() -> None:
     rules = {r["metadata"]["name"]: r for r in of_kind("PrometheusRule").values()}
     assert sorted(rules) == ["fioprobe", "fioprobe-expected"]
     rendered = subprocess.run(
-        ["jsonnet", "-J", str(REPO), str(REPO / "alerts" / "rules.jsonnet")],
+        [
+            str(REPO / ".tools" / "bin" / "go-jsonnet"),
+            "-J",
+            str(REPO),
+            str(REPO / "alerts" / "rules.jsonnet"),
+        ],
         capture_output=True,
         check=True,
         timeout=60,

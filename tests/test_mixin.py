@@ -184,7 +184,7 @@ def render(config: dict[str, Any] | None = None, *tla: str) -> str:
     source = scenarios.RULES_JSONNET if tla else "alerts/rules.jsonnet"
     args = [a for pair in (("--tla-str", t) for t in tla) for a in pair]
     return run(
-        tool("jsonnet"), "-J", ".", "--tla-code", f"config={json.dumps(config or {})}",
+        tool("go-jsonnet"), "-J", ".", "--tla-code", f"config={json.dumps(config or {})}",
         *args, source,
     ).stdout  # fmt: skip
 
@@ -202,7 +202,7 @@ def alerts_of(text: str) -> list[dict[str, Any]]:
 def default_config() -> dict[str, Any]:
     """The rules' keys of config.libsonnet's _config, as jsonnet evaluates them. The
     dashboards' own keys (`dashboards`) reach no rule: tests/test_dashboards.py checks them."""
-    out = run(tool("jsonnet"), "-J", ".", "-e", "(import 'config.libsonnet')._config").stdout
+    out = run(tool("go-jsonnet"), "-J", ".", "-e", "(import 'config.libsonnet')._config").stdout
     config: dict[str, Any] = json.loads(out)
     del config["dashboards"]
     return config
@@ -420,7 +420,7 @@ def test_committed_rules_are_what_the_generator_renders(tmp_path: Path) -> None:
 def test_mixin_entry_point_fields() -> None:
     """The mixin exposes what kube-prometheus' addMixin and the dashboards engineer expect."""
     out = run(
-        tool("jsonnet"),
+        tool("go-jsonnet"),
         "-J",
         ".",
         "-e",
@@ -692,7 +692,7 @@ def test_derived_keys_change_the_rules(key: str) -> None:
 def test_windows_shorter_than_two_runs_fail_to_render(config: dict[str, Any], message: str) -> None:
     """A window that cannot see two runs makes the rules silently blind: refuse to render."""
     proc = run(
-        tool("jsonnet"), "-J", ".", "--tla-code", f"config={json.dumps(config)}",
+        tool("go-jsonnet"), "-J", ".", "--tla-code", f"config={json.dumps(config)}",
         "alerts/rules.jsonnet", check=False,
     )  # fmt: skip
     assert proc.returncode != 0
@@ -711,7 +711,7 @@ def test_the_mixin_alone_knows_no_deployment() -> None:
     assert "fioprobe.expected" not in groups and "fioprobe.rules" in groups
     manifests = json.loads(
         run(
-            tool("jsonnet"), "-J", ".", "-e",
+            tool("go-jsonnet"), "-J", ".", "-e",
             "local m = (import 'manifests/main.libsonnet')(); "
             "{ every: m.config.everyMinutes, mixin: m.mixinConfig }",
         ).stdout
@@ -767,7 +767,7 @@ def test_every_deployment_loads_the_same_mixin_rules() -> None:
     assert expected["spec"]["groups"] == yaml.safe_load(EXPECTED.read_text())["groups"]
     assert mixin_groups(render({}, "example=per-node", "part=mixin")) == committed
     kube_prometheus = run(
-        tool("jsonnet"), "-J", ".", "-e",
+        tool("go-jsonnet"), "-J", ".", "-e",
         "local fioprobe = (import 'manifests/kube-prometheus/fioprobe.libsonnet')('monitoring'); "
         "local m = (import 'mixin.libsonnet') + "
         "{ _config+:: fioprobe.mixinConfig { perNodeInventory: true } }; "

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from fioprobe import __version__
 from fioprobe.metrics.table import LATENCY_BUCKETS_SECONDS
 from scenarios import DEPLOYMENTS, GROUP_ORDER, RUNBOOKS
 
@@ -321,7 +322,7 @@ def scrape(s: Stream, horizon_s: int, prometheus_gaps: list[tuple[int, int]]) ->
                         "device": "nvme1n1" if s.node else "nvme2n1",
                         "disk": "nvme1n1" if s.node else "nvme2n1",
                         "major_minor": "259:1" if s.node else "259:4",
-                        "version": "0.1.0",
+                        "version": __version__,
                     },
                     1,
                     True,

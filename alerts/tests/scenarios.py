@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from fioprobe import __version__
 
 SCRAPE_S = 30
 #: A staleness marker (promtool's `stale`).
@@ -316,7 +317,7 @@ class Scenario:
                 put(s, "fioprobe_last_success_timestamp_seconds", {}, last_success_ts, pod)
             info = {
                 "fio_version": "fio-3.33",
-                "version": "0.1.0",
+                "version": __version__,
                 "volume_type": p.volume_type,
                 "provisioner": "ebs.csi.aws.com",
                 "ran_on_node": p.node or "worker-1",

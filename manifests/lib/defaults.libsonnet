@@ -81,13 +81,13 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
   // Parts used in several places, for the documentation (not configuration keys: hidden).
   parts:: { volume: volume(false), profile: profile.types[1] },
 
-  '#version':: 'app.kubernetes.io/version of every object.',
-  version: '0.1.0',
+  '#version':: "app.kubernetes.io/version of every object: fioprobe's version (its `__version__`).",
+  version: import 'version.libsonnet',
   '#image':: 'The probe image (built from the Dockerfile).',
   image: {
     '#name':: 'Image name without tag.',
     name: 'registry.example.com/fioprobe',
-    '#tag':: 'Image tag.',
+    '#tag':: 'Image tag; `version` by default.',
     tag: $.version,
     '#pullPolicy':: 'imagePullPolicy of the probe containers.',
     pullPolicy: p.check('IfNotPresent', function(v) std.member(['Always', 'IfNotPresent', 'Never'], v), 'must be Always, IfNotPresent or Never'),

@@ -193,8 +193,10 @@ images() {
 
   # The project's image from its unmodified Dockerfile, named as the manifests name it.
   local probe_image
-  probe_image=$(awk -F"'" '/image: \{ name:/ {print $2 ":" $4; exit}' "$REPO/manifests/config.libsonnet")
-  [[ $probe_image == *:* ]] || die "cannot read the image name from manifests/config.libsonnet"
+  # manifests/config.libsonnet's image over the defaults (the tag: fioprobe's version).
+  probe_image=$("$REPO/.tools/bin/go-jsonnet" -J "$REPO" -S -e \
+    "local i = (import 'manifests/main.libsonnet')().config.image; i.name + ':' + i.tag") ||
+    die "cannot read the probe image from manifests/config.libsonnet"
   say "building $probe_image from the Dockerfile"
   local t0=$SECONDS
   podman_ build --runtime runc --network host --pull=never --ulimit nofile=1024:1024 \

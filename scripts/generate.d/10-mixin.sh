@@ -5,9 +5,11 @@
 # alerts/out/expected.yaml for the shipped manifests configuration and
 # alerts/out/expected-per-node.yaml with the per-node probes and the node inventory, which the
 # promtool tests load beside rules.yaml. Deterministic: jsonnet sorts object keys, rules keep
-# the order of alerts/alerts.libsonnet, and the YAML writer below has no other freedom. jsonnet
-# renders JSON and PyYAML writes the YAML because std.manifestYamlDoc takes seconds in C++
-# jsonnet.
+# the order of alerts/alerts.libsonnet, and the YAML writer below has no other freedom.
+# Rendered with go-jsonnet (.tools/bin/go-jsonnet, scripts/setup.d/31-go-jsonnet.sh), as every
+# generated file is: one interpreter, whose numbers print as written (0.005, where C++ jsonnet
+# prints 0.0050000000000000001). jsonnet renders JSON and PyYAML writes the YAML, in block
+# style for the PromQL, so the file reads like hand-written rules.
 # Usage: 10-mixin.sh [output dir, default alerts/out] (tests render into a temporary
 # directory and compare with the committed files).
 set -euo pipefail
@@ -21,7 +23,7 @@ render() { # render <output file name> <jsonnet arguments...>
   tmp=$(mktemp "$out/.$name.XXXXXX")
   # shellcheck disable=SC2064 # the file name is meant to be fixed now
   trap "rm -f '$tmp'" EXIT
-  jsonnet -J . "$@" | .venv/bin/python -c '
+  .tools/bin/go-jsonnet -J . "$@" | .venv/bin/python -c '
 import json, sys
 import yaml
 

@@ -3,7 +3,7 @@
 # manifests/config.libsonnet) into manifests/generated/*.yaml and manifests/kustomization.yaml
 # (committed; CI checks that regenerating changes nothing). Deterministic: jsonnet sorts object
 # keys. Files in manifests/generated/ that no object produces any more are removed. Rendered
-# with go-jsonnet (.tools/bin/go-jsonnet, scripts/setup.d/31-go-jsonnet.sh): C++ jsonnet takes
+# with go-jsonnet, as every generated file is (see 10-mixin.sh); C++ jsonnet would also take
 # over a minute here.
 # Usage: 30-manifests.sh [output dir, default manifests] (tests render into a temporary
 # directory); extra jsonnet options after it, e.g. --tla-code overrides='{...}'.

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from fioprobe.demo import servers as demo_services
 from fioprobe.errors import FioprobeError, Interrupted
 from fioprobe.gateway.pushgateway import Transport
+from fioprobe.grouping import PROBE_LABELS
 from fioprobe.probe.prober import ProbeTarget, run_and_publish
 from fioprobe.thresholds import ETCD_FSYNC_P99_SECONDS
 
@@ -125,7 +126,7 @@ def render_rules(path: Path, interval_seconds: float, targets: list[DemoTarget])
     config = {
         "probeIntervalSeconds": interval_seconds,
         "expectedProbes": [
-            {"storageclass": t.probe.storageclass, "profile": PROFILE, "node": t.probe.node}
+            dict(zip(PROBE_LABELS, (t.probe.storageclass, PROFILE, t.probe.node), strict=True))
             for t in targets
         ],
     }

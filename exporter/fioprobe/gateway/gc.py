@@ -57,12 +57,13 @@ from fioprobe.gateway.pushgateway import (
     list_groups,
 )
 from fioprobe.gateway.shards import Shards, identity
+from fioprobe.grouping import NODE, PROBE_LABELS, PROFILE, STORAGECLASS, WRITER
 from fioprobe.probe.config import Config
 
 OWNER_INFO = "fioprobe_owner_info"
-_SHARED_KEY = frozenset({"job", "storageclass", "profile"})
-_NODE_KEY = _SHARED_KEY | {"node"}
-_CONFLICT_KEYS = (_SHARED_KEY | {"writer"}, _NODE_KEY | {"writer"})
+_SHARED_KEY = frozenset({"job", STORAGECLASS, PROFILE})
+_NODE_KEY = _SHARED_KEY | {NODE}
+_CONFLICT_KEYS = (_SHARED_KEY | {WRITER}, _NODE_KEY | {WRITER})
 
 
 @dataclass(slots=True)
@@ -113,16 +114,15 @@ def is_wanted(
     nodes: Collection[str] | None,
 ) -> bool:
     """Whether a fioprobe group (its grouping-key labels) belongs to a configured probe."""
-    node = labels.get("node")
-    if (labels["storageclass"], labels["profile"], node is not None) not in probes:
+    node = labels.get(NODE)
+    if (labels[STORAGECLASS], labels[PROFILE], node is not None) not in probes:
         return False
     return node is None or nodes is None or node in nodes
 
 
 def grouping_key(labels: dict[str, str]) -> dict[str, str]:
     """The labels after `job`, in the order fioprobe pushes them."""
-    order = ("storageclass", "profile", "node", "writer")
-    return {name: labels[name] for name in order if name in labels}
+    return {name: labels[name] for name in (*PROBE_LABELS, WRITER) if name in labels}
 
 
 def collect(
@@ -163,9 +163,9 @@ def collect(
             continue
         key = grouping_key(labels)
         owner = _owner(group)
-        conflict = "writer" in labels
+        conflict = WRITER in labels
         if conflict and owner is None:  # a refused writer without an owner: its probe's
-            probe_labels = {k: v for k, v in labels.items() if k != "writer"}
+            probe_labels = {k: v for k, v in labels.items() if k != WRITER}
             owner = owner_of.get(frozenset(probe_labels.items()))
         if owner is None and not unowned:
             result.unowned.append(key)

@@ -41,6 +41,7 @@ from prometheus_client.samples import Sample
 
 from fioprobe.errors import ExitCode, FailureReason, FioprobeError, UsageError
 from fioprobe.fio.model import Run
+from fioprobe.grouping import JOB, PROBE_LABELS, probe_key
 from fioprobe.metrics.collector import ProbeOutcome, registry_for
 from fioprobe.metrics.totals import GroupTotals, merge_run
 from fioprobe.offline.convert import refuse_inexact
@@ -51,7 +52,7 @@ from fioprobe.text import printable
 
 #: Labels the exporter sets itself; --label may not override them.
 RESERVED_LABELS = frozenset(
-    {"job", "storageclass", "profile", "node", "le", "quantile", "fio_job", "reason",
+    {"job", *PROBE_LABELS, "le", "quantile", "fio_job", "reason",
      "fio_version", "version", "volume_type", "provisioner", "ran_on_node", "histogram_source",
      "__name__", "instance"}
 )  # fmt: skip
@@ -115,10 +116,7 @@ def parse_labels(pairs: Iterable[str]) -> dict[str, str]:
 
 def series_labels(entry: Entry, extra: dict[str, str]) -> dict[str, str]:
     """The Pushgateway grouping key the live exporter would have used, plus extra labels."""
-    labels = {"job": "fioprobe", "storageclass": entry.group, "profile": entry.row}
-    if entry.node:
-        labels["node"] = entry.node
-    return {**labels, **extra}
+    return {"job": JOB, **probe_key(entry.group, entry.row, entry.node), **extra}
 
 
 def plan(entries: Sequence[Entry], extra: dict[str, str] | None = None) -> list[Push]:

@@ -30,6 +30,7 @@ from fioprobe.fio.model import Run
 from fioprobe.fio.profiles import load_profile
 from fioprobe.gateway.pushgateway import PushError, Transport
 from fioprobe.gateway.shards import Shards
+from fioprobe.grouping import PROFILE, probe_key
 from fioprobe.metrics.collector import ProbeOutcome
 from fioprobe.metrics.totals import GroupTotals
 from fioprobe.probe import volume_worker
@@ -86,10 +87,7 @@ class ProbeTarget:
 
     @property
     def grouping_key(self) -> dict[str, str]:
-        key = {"storageclass": self.storageclass, "profile": self.profile}
-        if self.node:
-            key["node"] = self.node
-        return key
+        return probe_key(self.storageclass, self.profile, self.node)
 
     @property
     def state_inside(self) -> bool:
@@ -510,7 +508,7 @@ def _credit_model(result: RunResult, target: ProbeTarget, state_file: StateFile)
     if volume.type != "gp2" or not volume.dedicated:
         return None
     vmodel = model("gp2", volume.size_bytes)
-    volume_key = {k: v for k, v in target.grouping_key.items() if k != "profile"}
+    volume_key = {k: v for k, v in target.grouping_key.items() if k != PROFILE}
     credits_file = state_file.directory.file(file_name(volume_key, "credits-"))
 
     def adjust(outcome: ProbeOutcome, _totals: GroupTotals) -> ProbeOutcome:

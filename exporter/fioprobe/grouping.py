@@ -1,0 +1,32 @@
+"""The Pushgateway grouping key: the labels that name one probe's group.
+
+Every probe pushes to /metrics/job/fioprobe/storageclass/<name>/profile/<profile>, plus
+/node/<node> when it probes a node-local disk. The probe, the backfill, gc, the demo and the
+command line build or read that key; the mixin's rules aggregate by the same labels
+(lib/util.libsonnet's groupingLabels, held equal to PROBE_LABELS by
+tests/test_single_home.py). Foundation: imports nothing of fioprobe.
+"""
+
+from __future__ import annotations
+
+#: The `job` label of every fioprobe group.
+JOB = "fioprobe"
+
+STORAGECLASS = "storageclass"
+PROFILE = "profile"
+#: Only node-local probes have it: a StorageClass probe's volume is the same on every node.
+NODE = "node"
+#: The labels after `job`, in the order fioprobe pushes them: the push URL and the name of
+#: the group's state file follow this order.
+PROBE_LABELS: tuple[str, str, str] = (STORAGECLASS, PROFILE, NODE)
+
+#: What a refused writer's conflict group adds to its probe's key (publish/outcome.py).
+WRITER = "writer"
+
+
+def probe_key(storageclass: str, profile: str, node: str | None = None) -> dict[str, str]:
+    """A probe's grouping key after `job`, in push order; `node` only when it is set."""
+    key = {STORAGECLASS: storageclass, PROFILE: profile}
+    if node:
+        key[NODE] = node
+    return key
