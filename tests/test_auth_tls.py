@@ -23,7 +23,8 @@ from pathlib import Path
 import bcrypt
 import pytest
 from conftest import CORPUS, REPO, fioprobe
-from fioprobe.gateway.pushgateway import JOB, Transport, list_groups
+from fioprobe.gateway.api import JOB, list_groups
+from fioprobe.gateway.transport import Transport
 from support import services
 
 USER = "fioprobe"

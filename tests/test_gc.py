@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO, corpus_files, fioprobe
 from fioprobe.gateway import shards
-from fioprobe.gateway.pushgateway import Transport, push
+from fioprobe.gateway.api import push
+from fioprobe.gateway.transport import Transport
 from prometheus_client import CollectorRegistry, Gauge
 from support import services
 

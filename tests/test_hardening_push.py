@@ -22,14 +22,16 @@ from conftest import REPO, fioprobe, gateway_group, gauge
 from fioprobe.errors import FailureReason
 from fioprobe.fio.parse import parse_file
 from fioprobe.gateway import shards
-from fioprobe.gateway.pushgateway import JOB, Transport, printable
+from fioprobe.gateway.api import JOB
 from fioprobe.gateway.shards import Shards
+from fioprobe.gateway.transport import Transport
 from fioprobe.metrics.collector import ProbeOutcome
 from fioprobe.metrics.totals import COUNT_LIMIT, GroupTotals, HistogramTotals
 from fioprobe.publish import state
 from fioprobe.publish.outcome import StateNotKept, publish
 from fioprobe.publish.state import GroupState
 from fioprobe.publish.statefile import StateDir, StateFile
+from fioprobe.text import printable
 from support import services
 
 SAMPLE = (

@@ -24,7 +24,7 @@ from conftest import REPO
 from fioprobe.errors import FailureReason
 from fioprobe.fio.model import Run
 from fioprobe.fio.parse import parse_file
-from fioprobe.gateway.pushgateway import Transport
+from fioprobe.gateway.transport import Transport
 from fioprobe.metrics.collector import ProbeOutcome
 from fioprobe.preview import evaluate
 from fioprobe.publish.outcome import publish

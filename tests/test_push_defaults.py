@@ -9,7 +9,7 @@ import subprocess
 from conftest import REPO
 from fioprobe.cli.main import build_parser
 from fioprobe.gateway import defaults as push_defaults
-from fioprobe.gateway.pushgateway import Transport
+from fioprobe.gateway.transport import Transport
 from fioprobe.probe.config import PushgatewayConfig
 
 EXPECTED = (push_defaults.TIMEOUT_SECONDS, push_defaults.ATTEMPTS)

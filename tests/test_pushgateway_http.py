@@ -21,18 +21,14 @@ from pathlib import Path
 
 import pytest
 from fioprobe.errors import ExitCode, UsageError
-from fioprobe.gateway.pushgateway import (
+from fioprobe.gateway.api import delete_group, list_groups, push
+from fioprobe.gateway.readback import ReadBack, read_group, read_totals
+from fioprobe.gateway.transport import (
     ENV_PASSWORD,
     ENV_USERNAME,
     PushError,
-    ReadBack,
     Transport,
     TransportConfigError,
-    delete_group,
-    list_groups,
-    push,
-    read_group,
-    read_totals,
     redact,
 )
 from fioprobe.metrics.collector import ProbeOutcome, registry_for

@@ -18,8 +18,9 @@ import pytest
 from conftest import REPO, fioprobe
 from fioprobe.fio.parse import parse_file
 from fioprobe.gateway import gc, shards
-from fioprobe.gateway.pushgateway import JOB, Transport
+from fioprobe.gateway.api import JOB
 from fioprobe.gateway.shards import Shards
+from fioprobe.gateway.transport import Transport
 from fioprobe.metrics.collector import ProbeOutcome
 from fioprobe.probe.config import Config, load_config
 from fioprobe.probe.schedule import spread_offset

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import wait_for
 from fioprobe.errors import FailureReason, FioprobeError, Interrupted, ProbeFailure
-from fioprobe.gateway.pushgateway import PushError
+from fioprobe.gateway.transport import PushError
 from fioprobe.metrics.collector import ProbeOutcome
 from fioprobe.probe import volume_worker
 from fioprobe.publish.outcome import StateNotKept, WriterConflict

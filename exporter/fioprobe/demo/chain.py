@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from fioprobe.demo import servers as demo_services
 from fioprobe.errors import FioprobeError, Interrupted
-from fioprobe.gateway.pushgateway import Transport
+from fioprobe.gateway.transport import Transport
 from fioprobe.grouping import PROBE_LABELS
 from fioprobe.probe.prober import ProbeTarget, run_and_publish
 from fioprobe.thresholds import ETCD_FSYNC_P99_SECONDS

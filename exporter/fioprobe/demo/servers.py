@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from fioprobe.errors import FioprobeError
+from fioprobe.gateway.transport import RefuseRedirects
 
 LOCALHOST = "127.0.0.1"
 
@@ -42,22 +43,23 @@ class RedirectRefused(ServiceError, OSError):
     """
 
 
-class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
-    """Takes urllib's redirect handler's place: every redirect it would follow is an error."""
+#: The answers urllib's redirect handler follows when they name a Location.
+_FOLLOWED = frozenset({301, 302, 303, 307, 308})
 
-    def redirect_request(
-        self,
-        req: urllib.request.Request,
-        fp: object,
-        code: int,
-        msg: str,
-        headers: object,
-        newurl: str,
-    ) -> urllib.request.Request | None:
-        raise RedirectRefused(
-            f"{req.full_url} answered {code} {msg} to {newurl[:200]!r}: not followed "
-            "(the request carries credentials)"
-        )
+
+def _redirect_refused(error: urllib.error.HTTPError) -> Exception:
+    """RedirectRefused for a redirect urllib would have followed, the HTTPError for any other
+    3xx."""
+    headers = error.headers
+    location = headers["location"] if "location" in headers else headers.get("uri")
+    if error.code not in _FOLLOWED or location is None:
+        return error
+    error.close()
+    target = urllib.parse.urljoin(error.url, location)
+    return RedirectRefused(
+        f"{error.url} answered {error.code} {error.msg} to {target[:200]!r}: not followed "
+        "(the request carries credentials)"
+    )
 
 
 def open_without_redirects(
@@ -65,7 +67,7 @@ def open_without_redirects(
 ) -> http.client.HTTPResponse:
     """urlopen that never follows a redirect: a 301/302/303/307/308 raises RedirectRefused,
     any other 3xx is an HTTPError as urllib makes it."""
-    handlers: list[urllib.request.BaseHandler] = [_RefuseRedirects()]
+    handlers: list[urllib.request.BaseHandler] = [RefuseRedirects(_redirect_refused)]
     if context is not None:
         handlers.append(urllib.request.HTTPSHandler(context=context))
     opener = urllib.request.build_opener(*handlers)

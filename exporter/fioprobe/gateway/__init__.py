@@ -1,4 +1,5 @@
 """The Pushgateway. In: metric families and a grouping key; out: a push, a read-back, a deletion.
-The HTTP client knows no metric; `shards.py` picks the replica; `gc.py` deletes groups no longer
-configured.
+The HTTP client (`transport.py`, `deadline.py`) knows no metric; `api.py` is the Pushgateway's API;
+`readback.py` decides what a group read back may be trusted with; `shards.py` picks the replica;
+`gc.py` deletes groups no longer configured.
 """

@@ -1,6 +1,6 @@
 """How long and how often fioprobe tries each Pushgateway request, unless configured.
 
-One home for the values the HTTP client (`pushgateway.Transport`), the configuration file
+One home for the values the HTTP client (`transport.Transport`), the configuration file
 (`pushgateway:` in config.yaml) and the command line (`--timeout`, `--attempts`) default to;
 apart from the client so that parsing the command line does not import it.
 """

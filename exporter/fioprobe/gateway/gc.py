@@ -46,18 +46,12 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from fioprobe.errors import UsageError
-from fioprobe.gateway.pushgateway import (
-    COUNT_LIMIT,
-    COUNTERS,
-    JOB,
-    PUSH_IDS,
-    PUSH_TIME,
-    Transport,
-    delete_group,
-    list_groups,
-)
+from fioprobe.gateway.api import JOB, delete_group, list_groups
+from fioprobe.gateway.readback import COUNTERS, PUSH_IDS, PUSH_TIME
 from fioprobe.gateway.shards import Shards, identity
+from fioprobe.gateway.transport import Transport
 from fioprobe.grouping import NODE, PROBE_LABELS, PROFILE, STORAGECLASS, WRITER
+from fioprobe.metrics.totals import COUNT_LIMIT
 from fioprobe.probe.config import Config
 
 OWNER_INFO = "fioprobe_owner_info"

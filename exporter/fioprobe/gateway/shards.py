@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from fioprobe.gateway.pushgateway import Transport, TransportConfigError
+from fioprobe.gateway.transport import Transport, TransportConfigError
 
 if TYPE_CHECKING:  # config imports yaml; a push must not pay for it
     from fioprobe.probe.config import PushgatewayConfig

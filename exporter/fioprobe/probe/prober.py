@@ -28,8 +28,8 @@ from fioprobe.errors import FailureReason, FioprobeError, Interrupted, ProbeFail
 from fioprobe.fio.execute import fio_binary
 from fioprobe.fio.model import Run
 from fioprobe.fio.profiles import load_profile
-from fioprobe.gateway.pushgateway import PushError, Transport
 from fioprobe.gateway.shards import Shards
+from fioprobe.gateway.transport import PushError, Transport
 from fioprobe.grouping import PROFILE, probe_key
 from fioprobe.metrics.collector import ProbeOutcome
 from fioprobe.metrics.totals import GroupTotals

@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 from fioprobe.errors import ExitCode, FailureReason, FioprobeError, Interrupted
-from fioprobe.gateway.pushgateway import PushError, Transport
 from fioprobe.gateway.shards import Shards
+from fioprobe.gateway.transport import PushError, Transport
 from fioprobe.probe.config import Config, TargetConfig
 from fioprobe.probe.prober import ProbeTarget, run_and_publish
 from fioprobe.publish.outcome import StateNotKept, WriterConflict

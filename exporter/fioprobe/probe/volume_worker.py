@@ -328,7 +328,7 @@ def _envelope(exc: FioprobeError) -> dict[str, Any]:
 def _rebuilt(envelope: dict[str, Any]) -> FioprobeError:
     """The child's error as the parent raises it: the same class for the ones callers
     handle apart, a FioprobeError with the same message, reason and exit status else."""
-    from fioprobe.gateway.pushgateway import PushError
+    from fioprobe.gateway.transport import PushError
     from fioprobe.publish.outcome import StateNotKept, WriterConflict
     from fioprobe.publish.statefile import StateError
 

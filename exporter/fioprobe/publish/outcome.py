@@ -52,21 +52,17 @@ import time
 from collections.abc import Callable
 
 from fioprobe.errors import FailureReason
+from fioprobe.gateway import api, readback
 from fioprobe.gateway import defaults as push_defaults
-from fioprobe.gateway import pushgateway
-from fioprobe.gateway.pushgateway import (
-    PushError,
-    ReadBack,
-    Transport,
-    TransportConfigError,
-    printable,
-)
+from fioprobe.gateway.readback import ReadBack
 from fioprobe.gateway.shards import Shards
+from fioprobe.gateway.transport import PushError, Transport, TransportConfigError
 from fioprobe.metrics.collector import ProbeOutcome, registry_for
 from fioprobe.metrics.totals import COUNT_LIMIT, GroupTotals, combine, merge_run
 from fioprobe.publish import state
 from fioprobe.publish.state import GroupState
 from fioprobe.publish.statefile import StateError, StateFile
+from fioprobe.text import printable
 
 WRITER_LEASE_SECONDS = push_defaults.WRITER_LEASE_SECONDS
 
@@ -202,7 +198,7 @@ def _publish_locked(
     assert group.totals is not None
     push_id = secrets.randbelow(COUNT_LIMIT - 1) + 1
     writer = group.writer if group.claimed else None
-    pushgateway.push(
+    api.push(
         transport,
         key,
         registry_for(outcome, group.totals, writer=writer, push_ids=(push_id, basis)),
@@ -295,12 +291,12 @@ def _look(
     to delete), so the state keeps the replica it named before, and a later run deletes an
     old copy there once it answers.
     """
-    back = pushgateway.read_group(transport, key)
+    back = readback.read_group(transport, key)
     for previous in moved_from if back is None else ():
         if previous.url in unreadable:
             continue
         try:
-            back = pushgateway.read_group(previous, key)
+            back = readback.read_group(previous, key)
         except PushError as exc:
             unreadable.add(previous.url)
             print(
@@ -338,7 +334,7 @@ def _replaced(transport: Transport, key: dict[str, str], push_id: int, settle: f
     """
     time.sleep(settle)
     try:
-        after = pushgateway.read_group(transport, key)
+        after = readback.read_group(transport, key)
     except PushError:
         return False
     if after is None:  # deleted since (`fioprobe gc`, an operator): nothing was replaced
@@ -399,7 +395,7 @@ def _refuse(
     merge_run(group.pending, outcome.run, success=outcome.success, finished_at=finished_at)
     state.save(file, group)
     refused = outcome.failed(FailureReason.WRITER_CONFLICT)
-    pushgateway.push(
+    api.push(
         transport,
         {**key, "writer": group.writer},
         registry_for(refused, None, writer=group.writer),
@@ -415,14 +411,14 @@ def _refuse(
 def push_failure(transport: Transport | Shards, key: dict[str, str], outcome: ProbeOutcome) -> None:
     """POST only the failure's gauges into the group: its counters stay as they are."""
     target = Shards.of(transport).for_key(key)
-    pushgateway.push(target, key, registry_for(outcome, None), replace=False)
+    api.push(target, key, registry_for(outcome, None), replace=False)
 
 
 def _delete_quietly(transport: Transport, key: dict[str, str]) -> bool:
     """Delete a left-over group (a refusal, a moved group's old copy); False if that failed:
     the caller retries later, or `fioprobe gc` removes it."""
     try:
-        pushgateway.delete_group(transport, key)
+        api.delete_group(transport, key)
     except PushError:
         return False
     return True
