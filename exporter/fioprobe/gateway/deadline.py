@@ -16,7 +16,17 @@ import ssl
 import threading
 import time
 import urllib.request
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, TypeAlias
+
+#: One answer of `socket.getaddrinfo`: family, socket type, protocol, canonical name, address.
+_AddressInfo: TypeAlias = tuple[
+    socket.AddressFamily,
+    socket.SocketKind,
+    int,
+    str,
+    tuple[str, int] | tuple[str, int, int, int] | tuple[int, bytes],
+]
 
 
 class DeadlineHit(TimeoutError):
@@ -109,8 +119,8 @@ class Deadline:
                 last = exc
         raise last or OSError(f"no address for {host}")
 
-    def _resolve(self, host: str, port: int) -> list[tuple[Any, ...]]:
-        result: list[list[tuple[Any, ...]] | OSError] = []
+    def _resolve(self, host: str, port: int) -> Sequence[_AddressInfo]:
+        result: list[Sequence[_AddressInfo] | OSError] = []
 
         def run() -> None:
             try:
@@ -129,9 +139,11 @@ class Deadline:
         return found
 
 
+# urllib chooses the connection's arguments (host, timeout, TLS context); they are handed on
+# unchanged to http.client's own constructor, which types them.
 class _DeadlineHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, *args: object, deadline: Deadline, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, *args: Any, deadline: Deadline, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self._create_connection = deadline.connect
 
 
