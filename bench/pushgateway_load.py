@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fioprobe.fio.parse import parse_file
-from fioprobe.gateway.api import JOB
 from fioprobe.gateway.transport import Transport
+from fioprobe.grouping import JOB
 from fioprobe.metrics.collector import ProbeOutcome
 from fioprobe.publish.outcome import publish
 from fioprobe.publish.statefile import StateDir

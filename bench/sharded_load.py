@@ -41,9 +41,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fioprobe.fio.parse import parse_file
-from fioprobe.gateway.api import JOB
 from fioprobe.gateway.shards import Shards
 from fioprobe.gateway.transport import PushError, Transport
+from fioprobe.grouping import JOB
 from fioprobe.metrics.collector import ProbeOutcome
 from fioprobe.metrics.totals import GroupTotals
 from fioprobe.probe.schedule import spread_offset

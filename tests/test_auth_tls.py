@@ -23,8 +23,9 @@ from pathlib import Path
 import bcrypt
 import pytest
 from conftest import CORPUS, REPO, fioprobe
-from fioprobe.gateway.api import JOB, list_groups
+from fioprobe.gateway.api import list_groups
 from fioprobe.gateway.transport import Transport
+from fioprobe.grouping import JOB
 from support import services
 
 USER = "fioprobe"

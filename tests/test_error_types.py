@@ -40,14 +40,24 @@ def public_error_types() -> dict[str, type[BaseException]]:
     return found
 
 
+#: Control flow shared by the modules of one subpackage and caught inside it: public so that
+#: its sibling modules may import it, never raised to a caller outside the subpackage.
+SUBPACKAGE_CONTROL_FLOW = {
+    # the read-back's and the listing's "this answer is malformed", turned into PushError
+    "fioprobe.gateway.api.Shape",
+    # the HTTP handlers' "no answer in time", turned into PushError by the transport
+    "fioprobe.gateway.deadline.DeadlineHit",
+}
+
+
 def test_every_error_type_derives_from_the_one_base() -> None:
     errors = public_error_types()
     assert len(errors) >= 10, sorted(errors)  # the scan found the package's errors
     outside = sorted(name for name, kind in errors.items() if not issubclass(kind, FioprobeError))
-    assert outside == []
+    assert outside == sorted(SUBPACKAGE_CONTROL_FLOW)
 
 
-@pytest.mark.parametrize("name", sorted(public_error_types()))
+@pytest.mark.parametrize("name", sorted(set(public_error_types()) - SUBPACKAGE_CONTROL_FLOW))
 def test_each_error_type_has_a_documented_exit_status(name: str) -> None:
     kind = public_error_types()[name]
     assert kind.exit_code in set(ExitCode), f"{name}: exit {kind.exit_code}"

@@ -415,7 +415,7 @@ def _copy(push_time: float, runs: int, push_id: int, basis: int = 0) -> dict[str
 def test_which_copy_is_old_follows_the_push_link_before_the_clocks() -> None:
     """Replicas' clocks may disagree: a copy that continued from another's push is the newer
     one whatever its push time says; a contradiction (a cycle) deletes nothing."""
-    from fioprobe.gateway.gc import Copy, _old_and_live
+    from fioprobe.probe.gc import Copy, _old_and_live
 
     a, b, c = (Transport(f"http://127.0.0.1:{port}") for port in (1, 2, 3))
     first = Copy.of(_copy(push_time=200.0, runs=2, push_id=11))

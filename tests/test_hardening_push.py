@@ -22,9 +22,9 @@ from conftest import REPO, fioprobe, gateway_group, gauge
 from fioprobe.errors import FailureReason
 from fioprobe.fio.parse import parse_file
 from fioprobe.gateway import shards
-from fioprobe.gateway.api import JOB
 from fioprobe.gateway.shards import Shards
 from fioprobe.gateway.transport import Transport
+from fioprobe.grouping import JOB
 from fioprobe.metrics.collector import ProbeOutcome
 from fioprobe.metrics.totals import COUNT_LIMIT, GroupTotals, HistogramTotals
 from fioprobe.publish import state

@@ -91,17 +91,8 @@ RULES: tuple[Rule, ...] = (
 )
 
 #: Imports that break a layer or a rule today: (importer, imported module) -> why it stays.
-EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("fioprobe.gateway.transport", "fioprobe.probe.config"): (
-        "type-only: Transport.from_config takes the probe's PushgatewayConfig"
-    ),
-    ("fioprobe.gateway.shards", "fioprobe.probe.config"): (
-        "type-only: Shards.from_config takes the probe's PushgatewayConfig"
-    ),
-    ("fioprobe.gateway.gc", "fioprobe.probe.config"): (
-        "gc reads the probe configurations (Config) to tell configured groups from stale ones"
-    ),
-}
+#: Empty: every import follows the layers. A new entry needs a reason a reviewer accepts.
+EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 class Import(NamedTuple):

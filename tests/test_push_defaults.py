@@ -9,8 +9,8 @@ import subprocess
 from conftest import REPO
 from fioprobe.cli.main import build_parser
 from fioprobe.gateway import defaults as push_defaults
+from fioprobe.gateway.settings import PushgatewayConfig
 from fioprobe.gateway.transport import Transport
-from fioprobe.probe.config import PushgatewayConfig
 
 EXPECTED = (push_defaults.TIMEOUT_SECONDS, push_defaults.ATTEMPTS)
 

@@ -1,7 +1,7 @@
 """Sharded Pushgateways: each group on the replica fioprobe.gateway.shards picks, and N -> N+1.
 
 Real Pushgateways (services.pushgateway), real state files, `fioprobe.publish.outcome` and
-`fioprobe.gateway.gc` as `fioprobe run` and `fioprobe gc` use them. After every step the test reads
+`fioprobe.probe.gc` as `fioprobe run` and `fioprobe gc` use them. After every step the test reads
 every replica and checks that each group is on exactly one replica, its own, with exactly the
 runs pushed so far: counters never go backwards and never count a run twice.
 """
@@ -17,11 +17,12 @@ from pathlib import Path
 import pytest
 from conftest import REPO, fioprobe
 from fioprobe.fio.parse import parse_file
-from fioprobe.gateway import gc, shards
-from fioprobe.gateway.api import JOB
+from fioprobe.gateway import shards
 from fioprobe.gateway.shards import Shards
 from fioprobe.gateway.transport import Transport
+from fioprobe.grouping import JOB
 from fioprobe.metrics.collector import ProbeOutcome
+from fioprobe.probe import gc
 from fioprobe.probe.config import Config, load_config
 from fioprobe.probe.schedule import spread_offset
 from fioprobe.publish import state

@@ -11,6 +11,7 @@ import sys
 
 from fioprobe.cli.options import add_group_options, add_input_argument, read_input
 from fioprobe.errors import ExitCode
+from fioprobe.grouping import PROBE_LABELS
 
 DESCRIPTION = (
     "Print the metrics of one fio output on stdout, e.g. for node_exporter's textfile "
@@ -27,14 +28,14 @@ def run(args: argparse.Namespace) -> int:
     from fioprobe.offline.convert import convert_text
 
     text, name = read_input(args.file)
+    # Labels, not a checked grouping key: convert prints text and pushes nothing, so an unset
+    # --storageclass or --profile is left out rather than refused.
     labels = {
-        k: v
-        for k, v in (
-            ("storageclass", args.storageclass),
-            ("profile", args.profile),
-            ("node", args.node),
+        name: value
+        for name, value in zip(
+            PROBE_LABELS, (args.storageclass, args.profile, args.node), strict=True
         )
-        if v
+        if value
     }
     sys.stdout.buffer.write(convert_text(text, name, labels))
     return ExitCode.OK

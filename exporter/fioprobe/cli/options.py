@@ -20,6 +20,7 @@ from fioprobe import bounds
 from fioprobe.cli.argtypes import seconds, whole
 from fioprobe.errors import UsageError
 from fioprobe.gateway import defaults as push_defaults
+from fioprobe.grouping import probe_key
 
 if TYPE_CHECKING:
     from fioprobe.gateway.transport import Transport
@@ -67,9 +68,7 @@ def add_group_options(parser: argparse.ArgumentParser, *, required: bool) -> Non
 
 def grouping_key(args: argparse.Namespace) -> dict[str, str]:
     """The Pushgateway grouping key of the group options, each value checked."""
-    key: dict[str, str] = {"storageclass": args.storageclass, "profile": args.profile}
-    if args.node:
-        key["node"] = args.node
+    key = probe_key(args.storageclass, args.profile, args.node)
     for name, value in key.items():
         if not value or "/" in value or not value.isprintable() or len(value) > 253:
             raise UsageError(

@@ -14,9 +14,9 @@ from prometheus_client import CollectorRegistry, push_to_gateway, pushadd_to_gat
 from prometheus_client.exposition import delete_from_gateway
 
 from fioprobe.gateway.transport import Transport
+from fioprobe.grouping import JOB
 from fioprobe.text import printable
 
-JOB = "fioprobe"
 METRICS_API = "/api/v1/metrics"
 
 #: The most fioprobe reads of a /api/v1/metrics answer. The answer holds every group of the

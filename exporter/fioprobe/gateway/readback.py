@@ -13,8 +13,9 @@ import math
 import re
 from dataclasses import dataclass
 
-from fioprobe.gateway.api import JOB, METRICS_API, Shape, list_groups, show, string_map
+from fioprobe.gateway.api import METRICS_API, Shape, list_groups, show, string_map
 from fioprobe.gateway.transport import Transport
+from fioprobe.grouping import JOB
 from fioprobe.metrics.histogram import BUCKET_BOUNDS_SECONDS, BUCKET_COUNT, le_label
 from fioprobe.metrics.table import EXPORTED_OPS
 from fioprobe.metrics.totals import COUNT_LIMIT, GroupTotals, HistogramTotals

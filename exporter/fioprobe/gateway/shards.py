@@ -20,15 +20,13 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from fioprobe.gateway.settings import PushgatewayConfig
 from fioprobe.gateway.transport import Transport, TransportConfigError
-
-if TYPE_CHECKING:  # config imports yaml; a push must not pay for it
-    from fioprobe.probe.config import PushgatewayConfig
+from fioprobe.grouping import WRITER
 
 #: Labels that never choose a replica: a conflict group stays beside its probe's group.
-_NOT_HASHED = frozenset({"writer"})
+_NOT_HASHED = frozenset({WRITER})
 
 
 def identity(url: str) -> str:

@@ -29,7 +29,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import IO, TypedDict, TypeVar, Unpack
 
 from fioprobe.errors import ExitCode, FioprobeError, UsageError
 from fioprobe.gateway import defaults as push_defaults
@@ -39,10 +39,8 @@ from fioprobe.gateway.deadline import (
     DeadlineHTTPHandler,
     DeadlineHTTPSHandler,
 )
+from fioprobe.gateway.settings import PushgatewayConfig
 from fioprobe.text import printable
-
-if TYPE_CHECKING:  # config imports yaml; a push must not pay for it
-    from fioprobe.probe.config import PushgatewayConfig
 
 T = TypeVar("T")
 
@@ -83,6 +81,17 @@ def redact(url: str) -> str:
     if at < 0:
         return url
     return f"{scheme}{separator}***@{rest[at + 1 :]}"
+
+
+class TransportOptions(TypedDict, total=False):
+    """What `Transport.from_sources` hands on to the Transport as it is."""
+
+    ca_file: str | None
+    cert_file: str | None
+    key_file: str | None
+    timeout_seconds: float
+    attempts: int
+    backoff_seconds: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +146,7 @@ class Transport:
         *,
         username_file: str | None = None,
         password_file: str | None = None,
-        **options: object,
+        **options: Unpack[TransportOptions],
     ) -> Transport:
         """Credentials from files when given, else from the environment.
 
@@ -152,7 +161,7 @@ class Transport:
             url = f"{scheme.lower()}://{rest}"
         username = _read_secret(username_file) if username_file else os.environ.get(ENV_USERNAME)
         password = _read_secret(password_file) if password_file else os.environ.get(ENV_PASSWORD)
-        return cls(url=url.rstrip("/"), username=username, password=password, **options)  # type: ignore[arg-type]
+        return cls(url=url.rstrip("/"), username=username, password=password, **options)
 
     @classmethod
     def from_config(cls, config: PushgatewayConfig, url: str | None = None) -> Transport:
@@ -403,12 +412,12 @@ class RefuseRedirects(urllib.request.HTTPRedirectHandler):
     def refuse(
         self,
         req: urllib.request.Request,
-        fp: object,
+        fp: IO[bytes],
         code: int,
         msg: str,
-        headers: object,
+        headers: http.client.HTTPMessage,
     ) -> None:
-        error = urllib.error.HTTPError(req.full_url, code, msg, headers, fp)  # type: ignore[arg-type]
+        error = urllib.error.HTTPError(req.full_url, code, msg, headers, fp)
         raise error if self._refusal is None else self._refusal(error)
 
 

@@ -52,6 +52,7 @@ from fioprobe import bounds
 from fioprobe.errors import UsageError
 from fioprobe.fio.profiles import OVERRIDABLE, ProfileError, load_profile
 from fioprobe.gateway import defaults as push_defaults
+from fioprobe.gateway.settings import PushgatewayConfig
 from fioprobe.probe.volumes import VOLUME_TYPES, model
 
 _QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)\s*(Ki|Mi|Gi|Ti|K|M|G|T)?$")
@@ -70,26 +71,6 @@ _QUANTITY_SCALE = {
 
 class ConfigError(UsageError):
     """A configuration problem; the message names the file and the key (exit 2)."""
-
-
-@dataclass(frozen=True, slots=True)
-class PushgatewayConfig:
-    url: str
-    username_file: str | None = None
-    password_file: str | None = None
-    ca_file: str | None = None
-    cert_file: str | None = None
-    key_file: str | None = None
-    timeout_seconds: float = push_defaults.TIMEOUT_SECONDS
-    attempts: int = push_defaults.ATTEMPTS
-    writer_lease_seconds: float = push_defaults.WRITER_LEASE_SECONDS
-    #: The replicas of a sharded Pushgateway (`url` is then the first); empty: `url` alone.
-    shards: tuple[str, ...] = ()
-
-    @property
-    def urls(self) -> tuple[str, ...]:
-        """Every replica a group may live on (see fioprobe.gateway.shards)."""
-        return self.shards or (self.url,)
 
 
 @dataclass(frozen=True, slots=True)

@@ -57,6 +57,7 @@ from fioprobe.gateway import defaults as push_defaults
 from fioprobe.gateway.readback import ReadBack
 from fioprobe.gateway.shards import Shards
 from fioprobe.gateway.transport import PushError, Transport, TransportConfigError
+from fioprobe.grouping import WRITER
 from fioprobe.metrics.collector import ProbeOutcome, registry_for
 from fioprobe.metrics.totals import COUNT_LIMIT, GroupTotals, combine, merge_run
 from fioprobe.publish import state
@@ -224,7 +225,7 @@ def _publish_locked(
     with contextlib.suppress(StateError):
         state.save(file, group)
     if took_over:
-        _delete_quietly(transport, {**key, "writer": group.writer})
+        _delete_quietly(transport, {**key, WRITER: group.writer})
     return outcome
 
 
@@ -397,7 +398,7 @@ def _refuse(
     refused = outcome.failed(FailureReason.WRITER_CONFLICT)
     api.push(
         transport,
-        {**key, "writer": group.writer},
+        {**key, WRITER: group.writer},
         registry_for(refused, None, writer=group.writer),
     )
     raise WriterConflict(

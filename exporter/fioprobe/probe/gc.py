@@ -46,11 +46,11 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from fioprobe.errors import UsageError
-from fioprobe.gateway.api import JOB, delete_group, list_groups
+from fioprobe.gateway.api import delete_group, list_groups
 from fioprobe.gateway.readback import COUNTERS, PUSH_IDS, PUSH_TIME
 from fioprobe.gateway.shards import Shards, identity
 from fioprobe.gateway.transport import Transport
-from fioprobe.grouping import NODE, PROBE_LABELS, PROFILE, STORAGECLASS, WRITER
+from fioprobe.grouping import JOB, NODE, PROBE_LABELS, PROFILE, STORAGECLASS, WRITER
 from fioprobe.metrics.totals import COUNT_LIMIT
 from fioprobe.probe.config import Config
 
@@ -226,8 +226,10 @@ class Copy:
         # 0 is no push (a first push names basis 0): never a link between two copies.
         push_id, basis_id = (_whole(group, name) or None for name in PUSH_IDS)
         counts = tuple(_whole(group, name, absent=0) for name in COUNTERS)
-        known = None if any(count is None for count in counts) else counts
-        return cls(_push_time(group), push_id, basis_id, known)  # type: ignore[arg-type]
+        known = tuple(count for count in counts if count is not None)
+        return cls(
+            _push_time(group), push_id, basis_id, known if len(known) == len(counts) else None
+        )
 
     def superseded_by(self, other: Copy) -> bool:
         """Whether `other` holds everything this copy does and came after it: `other` was
