@@ -2,7 +2,8 @@
 take: one home, so `--timeout 0.01` and `timeout_seconds: 0.01` are refused alike.
 
 Each is (lowest, highest), inclusive. The command line checks them with the types of
-`fioprobe.cli.argtypes` (cli.py), the configuration file where it reads the key (config.py).
+`fioprobe.cli.argtypes`, the configuration file where it reads the key
+(`fioprobe.probe.config`).
 """
 
 from __future__ import annotations
