@@ -26,9 +26,10 @@ from conftest import REPO
 #: contain (this file is excluded: it names them).
 #: Split so that this line is not itself a match.
 OUTSIDE_READS = [r"\.\./" + "shared", r'/ *"' + 'shared"', r"\bREPO\.parent\b"]
-#: The one sanctioned exception: the setup's offline fallback for jsonnet-bundler, the git
-#: mirror beside the repository, used only when GitHub cannot be reached (never by a test).
-VENDOR_SETUP = "scripts/setup.d/15-jsonnet-vendor.sh"
+#: The sanctioned exceptions: the setup's offline fallbacks for jsonnet-bundler (the mixin's
+#: grafonnet, the kube-prometheus test's dependencies), the git mirror beside the repository,
+#: used only when GitHub cannot be reached (never by a test).
+VENDOR_SETUPS = ("scripts/setup.d/15-jsonnet-vendor.sh", "scripts/setup.d/16-kube-prometheus.sh")
 
 
 def clean_env(clone: Path) -> dict[str, str]:
@@ -85,7 +86,7 @@ def test_clone_has_no_reads_outside_the_repository(clone: Path) -> None:
     pattern = "|".join(OUTSIDE_READS)
     result = subprocess.run(
         ["git", "grep", "-n", "-E", pattern, "--", "tests", "bench", "scripts", "exporter",
-         ":!tests/test_clone.py", f":!{VENDOR_SETUP}"],
+         ":!tests/test_clone.py", *(f":!{path}" for path in VENDOR_SETUPS)],
         cwd=clone,
         capture_output=True,
         text=True,
