@@ -4,7 +4,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH=$PWD/.tools/bin:$PWD/.venv/bin:$PATH
-.venv/bin/python -m pytest "$@"
+# --durations: every run (CI's too) says where its time went, for docs/BENCHMARKS.md.
+.venv/bin/python -m pytest --durations=40 --durations-min=5 "$@"
 rc=$?
 if [[ $rc -eq 5 ]]; then
   echo "run-tests: pytest collected no tests; failing on purpose" >&2
