@@ -25,6 +25,14 @@ function(config=(import 'config.libsonnet'), overrides={})
   local monitoring = (import 'components/monitoring.libsonnet')(c);
   local perNode = (import 'components/pernode.libsonnet')(c, probes);
   local continuous = (import 'components/continuous.libsonnet')(c);
+  local openshift = (import 'components/openshift.libsonnet')(c, [
+    pushgateway,
+    probes.storageClasses,
+    probes.etcd,
+    perNode,
+    continuous.etcd,
+    continuous.storageClasses,
+  ]);
   {
     config:: c,
     // The monitoring mixin's _config keys this configuration implies (probe interval,
@@ -34,5 +42,6 @@ function(config=(import 'config.libsonnet'), overrides={})
     probes: probes,
     perNode: perNode,
     continuous: continuous,
+    openshift: openshift,
     monitoring: monitoring,
   }

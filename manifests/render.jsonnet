@@ -18,6 +18,7 @@ function(overrides={})
     ['continuous', all.continuous],
     ['continuous-etcd', all.continuous.etcd],
     ['continuous-storageclasses', all.continuous.storageClasses],
+    ['openshift', all.openshift],
     ['dashboard', all.monitoring.dashboards],
   ];
   local pairs = std.flattenArrays([

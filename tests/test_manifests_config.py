@@ -32,7 +32,7 @@ PREFIX = "fioprobe manifests config: "
 #: Keys of the top level, as every "unknown key" message at that level lists them.
 TOP_LEVEL = (
     "configMountPath, continuous, dns, etcd, everyMinutes, failedJobsHistoryLimit, image, "
-    "monitoring, namespace, perNode, probeMountPath, probeResources, probeUser, "
+    "monitoring, namespace, perNode, platform, probeMountPath, probeResources, probeUser, "
     "profileTimeoutSeconds, pushgateway, startingDeadlineSeconds, stateHostPath, "
     "storageClasses, successfulJobsHistoryLimit, version"
 )
@@ -189,6 +189,10 @@ BAD = [
         ['image.pullPolicy: must be Always, IfNotPresent or Never, got "Sometimes"'],
     ),
     ("{ etcd: { nodes: ['a', 'a'] } }", ['etcd.nodes: must not name a node twice, got ["a","a"]']),
+    (
+        "{ platform: 'OpenShift' }",
+        ["platform: must be 'kubernetes' or 'openshift', got \"OpenShift\""],
+    ),
     # Items of lists: required keys, at least one profile, unique names.
     (
         "{ storageClasses: [{ name: 'gp2' }] }",

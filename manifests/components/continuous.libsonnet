@@ -101,13 +101,14 @@ function(config) {
     ],
   },
 
-  local podSpec(configKey, extra) = {
+  // `security`: common.podSecurity's, for the pod's volume (hostPath or its own PVC).
+  local podSpec(configKey, security, extra) = {
     serviceAccountName: name,
     automountServiceAccountToken: false,
     enableServiceLinks: false,
     // SIGTERM ends the stream within 2 s (a writer stuck in the kernel is abandoned).
     terminationGracePeriodSeconds: 10,
-    securityContext: common.podSecurityContext(c.probeUser),
+    securityContext: security.securityContext,
     containers: [container],
     volumes: [
       {
@@ -147,6 +148,7 @@ function(config) {
   },
 
   // --- on each etcd node -----------------------------------------------------------------
+  local etcdSecurity = common.podSecurity(c, c.probeUser, hostPath=true),
   etcd: if !etcdOn then {} else {
     serviceAccount: serviceAccount(e.namespace),
     networkPolicy: networkPolicy(e.namespace),
@@ -170,8 +172,8 @@ function(config) {
         // One node at a time: the old pod has removed its file before the new one starts.
         updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1 } },
         template: {
-          metadata: { labels: common.labels(c, component, e.name) },
-          spec: podSpec(e.name + '.yaml', {
+          metadata: { labels: common.labels(c, component, e.name) } + etcdSecurity.metadata,
+          spec: podSpec(e.name + '.yaml', etcdSecurity, {
             volumes+: [
               // The etcd CronJobs' dedicated directory (type Directory: prepared once per
               // node, never created by the kubelet); the stream writes only in its own
@@ -199,6 +201,7 @@ function(config) {
 
   // --- per StorageClass ------------------------------------------------------------------
   local scName(sc) = common.dnsName('fioprobe-continuous-' + sc.name),
+  local pvcSecurity = common.podSecurity(c, c.probeUser),
 
   storageClasses: if std.length(scs) == 0 then {} else {
     serviceAccount: serviceAccount(c.namespace),
@@ -242,8 +245,8 @@ function(config) {
         // the StatefulSet deletes its PVC.
         persistentVolumeClaimRetentionPolicy: { whenDeleted: 'Delete' },
         template: {
-          metadata: { labels: common.labels(c, component, sc.name) },
-          spec: podSpec(sc.name + '.yaml', {}),
+          metadata: { labels: common.labels(c, component, sc.name) } + pvcSecurity.metadata,
+          spec: podSpec(sc.name + '.yaml', pvcSecurity, {}),
         },
         volumeClaimTemplates: [{
           metadata: { name: 'probe', labels: common.labels(c, component, sc.name) },

@@ -89,6 +89,8 @@ function(config, probes)
     }
     for sc in p.storageClasses
   ];
+  // hostPath volumes: the pinned IDs on every platform (its prepared directories are probeUser's).
+  local security = common.podSecurity(c, c.probeUser, hostPath=true);
   // The node's state directory must be no probed directory, nor hold one, nor be inside
   // one: fio and the probed directory's tenants would write the state.
   local within(a, b) = a == b || std.startsWith(a, b + '/');
@@ -128,14 +130,14 @@ function(config, probes)
         // its first run waits for the node's slot, so a rollout makes no burst of pushes.
         updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: '10%' } },
         template: {
-          metadata: { labels: common.labels(c, 'probe', 'per-node') },
+          metadata: { labels: common.labels(c, 'probe', 'per-node') } + security.metadata,
           spec: {
             serviceAccountName: 'fioprobe',
             automountServiceAccountToken: false,
             enableServiceLinks: false,
             // A run in progress pushes its failure (interrupted) before the pod goes.
             terminationGracePeriodSeconds: 60,
-            securityContext: common.podSecurityContext(c.probeUser),
+            securityContext: security.securityContext,
             containers: [container],
             volumes: volumes,
             nodeSelector: p.nodeSelector,

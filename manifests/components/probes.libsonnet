@@ -118,7 +118,10 @@ function(config) {
                                                },
                                              ] else []),
 
+  // A hostPath probe keeps its pinned IDs on every platform: its prepared directories are
+  // probeUser's.
   local cronJob(name, namespace, instance, schedule, profiles, configKey, probeVolume, podExtra) = {
+    local security = common.podSecurity(c, c.probeUser, hostPath=std.objectHas(probeVolume, 'hostPath')),
     apiVersion: 'batch/v1',
     kind: 'CronJob',
     metadata: common.metadata(c, 'probe', name, namespace, instance),
@@ -139,14 +142,14 @@ function(config) {
           template: {
             metadata: {
               labels: common.labels(c, 'probe', instance),
-            },
+            } + security.metadata,
             spec: {
               restartPolicy: 'Never',
               serviceAccountName: 'fioprobe',
               automountServiceAccountToken: false,
               enableServiceLinks: false,
               terminationGracePeriodSeconds: 30,
-              securityContext: common.podSecurityContext(c.probeUser),
+              securityContext: security.securityContext,
               containers: [container],
               volumes: volumes(configKey, probeVolume),
             } + podExtra,

@@ -59,6 +59,7 @@ function(config) {
     if pgw.auth.enabled then { tcpSocket: { port: 'web' } }
     else { httpGet: { path: path, port: 'web', scheme: scheme } },
 
+  local security = common.podSecurity(c, pgw.user),
   local deployment = {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
@@ -69,12 +70,12 @@ function(config) {
       strategy: { type: 'Recreate' },
       selector: { matchLabels: selector },
       template: {
-        metadata: { labels: common.labels(c, 'pushgateway') },
+        metadata: { labels: common.labels(c, 'pushgateway') } + security.metadata,
         spec: {
           serviceAccountName: pgw.name,
           automountServiceAccountToken: false,
           enableServiceLinks: false,
-          securityContext: common.podSecurityContext(pgw.user),
+          securityContext: security.securityContext,
           containers: [{
             name: 'pushgateway',
             image: pgw.image,

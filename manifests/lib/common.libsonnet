@@ -19,12 +19,34 @@
   } + (if namespace == null then {} else { namespace: namespace }),
 
   // Pod Security Standard "restricted", pod level. fsGroup makes PVCs writable by the user.
-  podSecurityContext(user, fsGroup=true):: {
+  // `pinIds` false: no user, group or fsGroup, for a platform that assigns them (OpenShift's
+  // SCCs refuse a pod that pins IDs outside the namespace's range); runAsNonRoot stays, and
+  // OnRootMismatch applies to the fsGroup the platform sets.
+  podSecurityContext(user, pinIds=true):: {
     runAsNonRoot: true,
-    runAsUser: user,
-    runAsGroup: user,
     seccompProfile: { type: 'RuntimeDefault' },
-  } + (if fsGroup then { fsGroup: user, fsGroupChangePolicy: 'OnRootMismatch' } else {}),
+    fsGroupChangePolicy: 'OnRootMismatch',
+  } + (if pinIds then { runAsUser: user, runAsGroup: user, fsGroup: user } else {}),
+
+  // Whether the platform assigns user and fsGroup to pods that pin none (lib/defaults.libsonnet,
+  // `platform`).
+  assignsIds(config):: config.platform == 'openshift',
+
+  // The SCC of the hostPath probes on OpenShift (components/openshift.libsonnet).
+  hostPathScc:: 'fioprobe-hostpath',
+
+  // A pod's securityContext, and what its template's metadata adds, on the configured platform.
+  // On OpenShift every pod names the SCC it must be admitted by (openshift.io/required-scc,
+  // a constant of github.com/openshift/api security/v1): the hostPath probes theirs, every
+  // other pod restricted-v2, the SCC that assigns an fsGroup; without the annotation an SCC
+  // of higher priority that a ServiceAccount may also use (anyuid assigns no fsGroup) could
+  // admit the pod with a volume it cannot write.
+  podSecurity(config, user, hostPath=false):: {
+    securityContext: $.podSecurityContext(user, pinIds=hostPath || !$.assignsIds(config)),
+    metadata: if !$.assignsIds(config) then {} else {
+      annotations: { 'openshift.io/required-scc': if hostPath then $.hostPathScc else 'restricted-v2' },
+    },
+  },
 
   // ... and container level.
   containerSecurityContext:: {

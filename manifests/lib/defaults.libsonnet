@@ -110,8 +110,15 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
   failedJobsHistoryLimit: wholeNumber(3, 0),
   // Numeric IDs so that runAsNonRoot can be checked by the kubelet; the Dockerfile creates
   // this user. fsGroup makes the PVC writable by it.
-  '#probeUser':: "Numeric user and group of the probes (the Dockerfile's user); fsGroup of their volumes.",
+  '#probeUser':: "Numeric user and group of the probes (the Dockerfile's user); fsGroup of their volumes. On OpenShift only the hostPath probes pin it (their SCC allows exactly it).",
   probeUser: wholeNumber(65532, 1),
+  // Plain Kubernetes assigns no IDs: a pod that pins none runs as its image's user, and a
+  // fresh PVC stays root's, so every pod pins its user and fsGroup. OpenShift assigns both
+  // from the namespace's range (SCC restricted-v2) and refuses pods that pin others; there
+  // only the hostPath probes pin theirs (the prepared directories are owned by probeUser),
+  // allowed by an SCC of their own (docs/MANIFESTS.md, "OpenShift").
+  '#platform':: 'kubernetes: every pod pins its user and fsGroup. openshift: the platform assigns them, except to the hostPath probes, which pin theirs under an SCC of their own (docs/MANIFESTS.md, OpenShift).',
+  platform: p.check('kubernetes', function(v) std.member(['kubernetes', 'openshift'], v), "must be 'kubernetes' or 'openshift'"),
   '#probeResources':: 'Resources of a probe container.',
   probeResources: resources({ cpu: '50m', memory: '64Mi' }, { cpu: '1', memory: '256Mi' }),
 
@@ -203,11 +210,13 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
   pushgateway: {
     '#name':: 'Name of its Deployment or StatefulSet, Service and ServiceAccount.',
     name: 'fioprobe-pushgateway',
+    // The one place of its tag: make e2e builds Debian's prometheus-pushgateway under this
+    // name (scripts/e2e/cluster.sh reads this line).
     '#image':: 'Pushgateway image.',
-    image: 'quay.io/prometheus/pushgateway:v1.11.1',
+    image: 'quay.io/prometheus/pushgateway:v1.11.3',
     '#port':: 'Listen port.',
     port: wholeNumber(9091, 1, 65535),
-    '#user':: 'Numeric user and group it runs as.',
+    '#user':: 'Numeric user and group it runs as, and its fsGroup (platform kubernetes; OpenShift assigns them).',
     user: wholeNumber(65534, 1),  // nobody, as in the upstream image
     '#storage':: 'Size of its persistence volume (per replica).',
     storage: '1Gi',
