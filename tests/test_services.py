@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,21 @@ def test_a_taken_port_is_reported_not_mistaken_for_ours(tmp_path: Path) -> None:
     finally:
         second.stop()
         first.stop()
+
+
+def test_a_port_held_by_a_silent_listener_is_reported_as_taken(tmp_path: Path) -> None:
+    """The other order: our process fails to bind and exits before anything answered the
+    readiness check (the port's holder accepts connections and never answers). The message
+    says the same, whichever comes first."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen(16)
+        service = services.pushgateway(tmp_path / "a", port=holder.getsockname()[1])
+        try:
+            with pytest.raises(services.ServiceError, match="port was probably taken"):
+                service.start()
+        finally:
+            service.stop()
 
 
 def test_wait_for_is_bounded() -> None:

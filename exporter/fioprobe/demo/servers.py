@@ -127,7 +127,7 @@ class Service:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process is not None and self.process.poll() is not None:
-                raise ServiceError(f"{self.name} exited {self.process.returncode}: {self.tail()}")
+                raise ServiceError(self._exit_message())
             try:
                 request = urllib.request.Request(
                     self.url + self.ready_path, headers=self.ready_headers
@@ -144,6 +144,19 @@ class Service:
             time.sleep(0.1)
         self.stop()
         raise ServiceError(f"{self.name} did not answer on {self.url} within {timeout}s")
+
+    def _exit_message(self) -> str:
+        """Why the process ended before it answered. A port taken between free_port() and our
+        bind shows as an exit (status 0 for some daemons) whose log says so: say it plainly,
+        whichever came first, that exit or the other process's answer to our readiness check."""
+        tail = self.tail()
+        code = self.process.returncode if self.process is not None else None
+        if "address already in use" in tail.lower():
+            return (
+                f"{self.name} exited {code}: the port was probably taken by another process "
+                f"({tail})"
+            )
+        return f"{self.name} exited {code}: {tail}"
 
     def _check_still_ours(self) -> None:
         """The port came from free_port(), which releases it before we bind it: another
