@@ -13,8 +13,8 @@ OpenShift cluster allows.
   `fioprobe-hostpath` admits exactly the hostPath probes and refuses a pod asking for more.
 - The SCC's fields are those documented for security.openshift.io/v1, and the API server
   accepts it (strict field validation) under the SCC CustomResourceDefinition of
-  github.com/openshift/api, pinned below: `go mod download` fetches it from the Go module
-  proxy into GOMODCACHE once (5.5 MB, under a second), and the test checks its hash.
+  github.com/openshift/api at a pinned commit, which the setup downloads from the Go module
+  proxy and checks by its hash (scripts/setup.d/32-openshift-crd.sh).
 - The ClusterRole and RoleBindings are applied for real, and `kubectl auth can-i use` says
   that exactly the hostPath probes' ServiceAccounts may use the SCC, each in its own
   namespace.
@@ -23,10 +23,7 @@ OpenShift cluster allows.
 from __future__ import annotations
 
 import copy
-import json
-import os
 import re
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -122,13 +119,10 @@ RESTRICTED_V2: dict[str, Any] = {
                 "persistentVolumeClaim", "projected", "secret"],
 }  # fmt: skip
 
-#: The SecurityContextConstraints CRD of OpenShift's API module at a pinned commit, and the
-#: module's hash (go.sum's h1:). The checksum database does not list this pseudo-version, so
-#: the download skips it (GONOSUMDB) and the pinned hash verifies it instead.
-OPENSHIFT_API = "github.com/openshift/api"
-OPENSHIFT_API_VERSION = "v0.0.0-20251021124544-a2cb0c5d994d"
-OPENSHIFT_API_SUM = "h1:qV7SZW35RjLL0Hq8yW1Cbsa4F4zb6Fc+jFfUAKvHIbE="
-SCC_CRD = "payload-manifests/crds/0000_03_config-operator_01_securitycontextconstraints.crd.yaml"
+#: The SecurityContextConstraints CRD of OpenShift's API module at a pinned commit, installed
+#: by the setup (scripts/setup.d/32-openshift-crd.sh, which checks the module's hash): a test
+#: reaches no registry.
+SCC_CRD = REPO / ".tools" / "kube-openshift" / "scc.crd.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -412,22 +406,11 @@ def test_the_pushgateway_tag_has_one_place_that_make_e2e_reads() -> None:
 
 
 @pytest.fixture(scope="module")
-def scc_crd(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The SCC CRD of the pinned github.com/openshift/api, from GOMODCACHE (fetched once)."""
-    if shutil.which("go") is None:
-        pytest.fail("go is missing: the SCC CRD comes from the Go module proxy")
-    d = tmp_path_factory.mktemp("openshift-api")
-    proc = subprocess.run(
-        ["go", "mod", "download", "-json", f"{OPENSHIFT_API}@{OPENSHIFT_API_VERSION}"],
-        cwd=d, env={**os.environ, "GONOSUMDB": OPENSHIFT_API},
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-    info = json.loads(proc.stdout)
-    assert "Error" not in info, info
-    assert info["Sum"] == OPENSHIFT_API_SUM, info
-    crd = d / "scc-crd.yaml"
-    shutil.copyfile(Path(info["Dir"]) / SCC_CRD, crd)
-    return crd
+def scc_crd() -> Path:
+    """The SCC CRD of the pinned github.com/openshift/api, as the setup installed it."""
+    if not SCC_CRD.is_file():
+        pytest.fail(f"{SCC_CRD} is missing: run scripts/setup.sh (make setup)")
+    return SCC_CRD
 
 
 def _wait_established(kube: Kube, crd: str) -> None:
