@@ -83,7 +83,11 @@ def wait_until(what: str, check: object, timeout: float, step: float = 0.2) -> f
 
 
 @contextmanager
-def stream(tmp_path: Path, *args: str, name: str = "stream") -> Iterator[Stream]:
+def stream(
+    tmp_path: Path, *args: str, name: str = "stream", extra_groups: list[int] | None = None
+) -> Iterator[Stream]:
+    """`fioprobe continuous` on a free port; `extra_groups` (root only) are its supplementary
+    groups, as a pod's fsGroup is."""
     port = services.free_port()
     log = tmp_path / f"{name}.log"
     with log.open("wb") as err:
@@ -91,6 +95,7 @@ def stream(tmp_path: Path, *args: str, name: str = "stream") -> Iterator[Stream]
             [sys.executable, "-m", "fioprobe", "continuous", "--listen", f"127.0.0.1:{port}",
              *args],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, cwd=REPO,
+            extra_groups=extra_groups,
         )  # fmt: skip
     handle = Stream(process, port, log)
     try:
@@ -315,6 +320,9 @@ def test_a_disk_hung_from_the_start_shows_while_the_stream_sets_up(
 
 # --- bad targets -------------------------------------------------------------------------------
 
+#: The stream's fsGroup in the bad-targets test: one of its supplementary groups, not gid 0.
+FSGROUP = 4242
+
 
 def test_bad_targets_get_an_error_metric_and_a_line_each_and_the_good_one_goes_on(
     tmp_path: Path,
@@ -335,10 +343,17 @@ def test_bad_targets_get_an_error_metric_and_a_line_each_and_the_good_one_goes_o
     (loose / ".fioprobe-continuous").mkdir(mode=0o777)
     os.chmod(loose / ".fioprobe-continuous", 0o777)  # writable by anyone: not its own
     # Group-writable: the kubelet does that for the pod's fsGroup (one of the stream's own
-    # groups), which is fine; another group's write access is not.
+    # groups, FSGROUP here), which is fine; another group's write access is not, nor group 0's
+    # (every container's primary group unless it sets runAsGroup), though it is this
+    # process's own primary group.
     fsgroup = tmp_path / "fsgroup"
     (fsgroup / ".fioprobe-continuous").mkdir(parents=True)
+    os.chown(fsgroup / ".fioprobe-continuous", os.geteuid(), FSGROUP)
     os.chmod(fsgroup / ".fioprobe-continuous", 0o2770)
+    root_group = tmp_path / "root-group"
+    (root_group / ".fioprobe-continuous").mkdir(parents=True)
+    os.chown(root_group / ".fioprobe-continuous", os.geteuid(), 0)
+    os.chmod(root_group / ".fioprobe-continuous", 0o2770)
     foreign = tmp_path / "foreign-group"
     (foreign / ".fioprobe-continuous").mkdir(parents=True)
     os.chown(foreign / ".fioprobe-continuous", os.geteuid(), 54321)
@@ -348,6 +363,7 @@ def test_bad_targets_get_an_error_metric_and_a_line_each_and_the_good_one_goes_o
         "good": good,
         "fsgroup": fsgroup,
         "foreign-group": foreign,
+        "root-group": root_group,
         "missing": tmp_path / "missing",
         "symlinked": link,
         "not-a-dir": a_file,
@@ -367,8 +383,11 @@ def test_bad_targets_get_an_error_metric_and_a_line_each_and_the_good_one_goes_o
         "planted": "unsafe_target",
         "loose": "unsafe_target",
         "foreign-group": "unsafe_target",
+        "root-group": "unsafe_target",
     }
-    with stream(tmp_path, "--config", str(config), "--interval", "0.2") as s:
+    with stream(
+        tmp_path, "--config", str(config), "--interval", "0.2", extra_groups=[FSGROUP]
+    ) as s:
 
         def all_reported() -> bool:
             return all(
@@ -395,6 +414,7 @@ def test_bad_targets_get_an_error_metric_and_a_line_each_and_the_good_one_goes_o
     assert list(real.iterdir()) == []
     assert list((loose / ".fioprobe-continuous").iterdir()) == []
     assert list((foreign / ".fioprobe-continuous").iterdir()) == []
+    assert list((root_group / ".fioprobe-continuous").iterdir()) == []
 
 
 def test_an_unwritable_directory_is_an_error_with_its_own_words(tmp_path: Path) -> None:

@@ -233,10 +233,13 @@ def _setup_error(where: str, exc: OSError, default: FailureReason) -> ProbeFailu
 def _own_directory(info: os.stat_result) -> bool:
     """Owned by this user and writable by no one else, except its own group: the kubelet
     makes a volume's files group-writable for the pod's fsGroup, which is one of this
-    process's groups. World-writable, or another group's, is someone else's place."""
+    process's groups. World-writable, or another group's, is someone else's place. Never
+    gid 0, whatever this process's groups: it is the primary group of every container that
+    sets no runAsGroup (OpenShift's default), so group 0 is everyone's (as the probe's state
+    files see it, `fioprobe.publish.statefile`)."""
     if info.st_uid != os.geteuid() or info.st_mode & 0o002:
         return False
-    own_groups = {os.getegid(), *os.getgroups()}
+    own_groups = {os.getegid(), *os.getgroups()} - {0}
     return not (info.st_mode & 0o020 and info.st_gid not in own_groups)
 
 
