@@ -242,7 +242,7 @@ def test_configurations_of_one_owner_are_given_together(
 def test_stale_writer_conflict_groups_go_fresh_ones_stay(
     pushgateway: services.Service, tmp_path: Path
 ) -> None:
-    """Real refusals (publish.py): a second writer's push into a group another writer owns
+    """Real refusals (publish/outcome.py): a second writer's push into a group another writer owns
     leaves a group with `writer`; gc deletes it once older than the writer lease."""
     lease = 4.0
     config = write_config(tmp_path / "config.yaml", pushgateway)

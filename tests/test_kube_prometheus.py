@@ -125,6 +125,23 @@ def applied(
     return rendered
 
 
+def test_the_example_writes_every_component_of_the_manifests() -> None:
+    """A component that manifests/main.libsonnet gains (the OpenShift SCC did) must reach the
+    example's output too, or a kube-prometheus user silently misses its objects: every
+    visible field of main.libsonnet is named in the example's component lists."""
+    fields = json.loads(
+        subprocess.run(
+            [str(JSONNET), "-J", str(REPO), "-e",
+             "std.objectFields((import 'manifests/main.libsonnet')())"],
+            capture_output=True, text=True, check=True, timeout=120,
+        ).stdout
+    )  # fmt: skip
+    assert "openshift" in fields  # the scan reads the real component list
+    source = EXAMPLE.read_text()
+    missing = [f for f in fields if f"'{f}'" not in source and f"fioprobe.{f}[" not in source]
+    assert missing == [], f"components of main.libsonnet the example does not write: {missing}"
+
+
 def test_fioprobe_rules_and_dashboards_are_in_the_render(rendered: dict[str, dict]) -> None:
     """addMixin's PrometheusRule holds the mixin's groups, the same as every other install
     loads, and the expected probes of the deployed ones; kube-prometheus's Grafana provisions

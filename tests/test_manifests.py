@@ -232,7 +232,8 @@ def test_cronjobs_are_bounded_and_spread() -> None:
         job = spec["jobTemplate"]["spec"]
         assert job["backoffLimit"] == 0, name
         # Every profile may run to its deadline and publish on its volume, every push take
-        # all its attempts (probe.py's limits, the manifests' defaults: 60 s profiles, 3 x 10 s).
+        # all its attempts (probe/prober.py's limits, the manifests' defaults: 60 s profiles,
+        # 3 x 10 s).
         profiles = len(_config_of(cj)["targets"][0]["profiles"])
         worst = VOLUME_MARGIN_SECONDS + PUBLISH_ON_VOLUME_SECONDS + 60 + 2 * 3 * 10
         assert job["activeDeadlineSeconds"] >= profiles * worst + 60, name

@@ -7,7 +7,7 @@
 // is 12,000 Jobs and Pods created and deleted per hour (API server, scheduler, kubelet,
 // and a new ephemeral volume provisioned and deleted for each StorageClass every run). A
 // DaemonSet pod lives as long as the node, keeps its volumes, and spreads its runs over the
-// interval by itself (fioprobe.probe.runner.spread_offset of the node name).
+// interval by itself (fioprobe.probe.schedule.spread_offset of the node name).
 // Returns {key: object}; empty when perNode.enabled is false.
 local common = import '../lib/common.libsonnet';
 

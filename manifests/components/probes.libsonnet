@@ -62,7 +62,7 @@ function(config) {
   // volume (its worker's limit, PUBLISH_ON_VOLUME_SECONDS, 60 s), and two Pushgateway calls
   // (the read-back and the push), every attempt to its timeout; then a minute for the pod.
   // Past it the Job ends even while a pod stuck on a hung volume stays Terminating, and the
-  // next scheduled run starts (tests/test_manifests.py keeps these in step with probe.py).
+  // next scheduled run starts (tests/test_manifests.py keeps these in step with probe/prober.py).
   local volumeMarginSeconds = 25,
   local publishOnVolumeSeconds = 60,
   local activeDeadline(profiles) =

@@ -63,11 +63,12 @@ local kp = (import 'kube-prometheus/main.libsonnet') + {
 { ['node-exporter-' + name]: kp.nodeExporter[name] for name in std.objectFields(kp.nodeExporter) } +
 { ['prometheus-' + name]: kp.prometheus[name] for name in std.objectFields(kp.prometheus) } +
 { ['prometheus-adapter-' + name]: kp.prometheusAdapter[name] for name in std.objectFields(kp.prometheusAdapter) } +
-// fioprobe: the mixin's PrometheusRule (from addMixin) and every fioprobe object.
+// fioprobe: the mixin's PrometheusRule (from addMixin) and every fioprobe object (`openshift`:
+// the hostPath probes' SCC and its bindings, present only with platform: 'openshift').
 { 'fioprobe-prometheusRule': fioprobeMixin.prometheusRules } +
 {
   ['fioprobe-' + component + '-' + key]: fioprobe[component][key]
-  for component in ['pushgateway', 'monitoring', 'perNode', 'continuous']
+  for component in ['pushgateway', 'monitoring', 'perNode', 'continuous', 'openshift']
   for key in std.objectFields(fioprobe[component])
   if fioprobe[component][key] != null && std.objectHas(fioprobe[component][key], 'kind')
 } +

@@ -16,7 +16,7 @@ labels. Which groups go (docs/GC.md has the whole story):
   configuration has (a node-local one: of that name and profile on any node, unless `nodes`
   lists the nodes that still exist);
 - a writer conflict group (the probe's key plus `writer`, pushed when a second writer was
-  refused; see publish.py) of a given owner (its own, or else its probe group's) once its
+  refused; see publish/outcome.py) of a given owner (its own, or else its probe group's) once its
   last push is older than the writer lease: a refused writer that still runs pushes it again
   at every run, so an older one is a writer that stopped or took the group over; or at once,
   when its probe is no longer configured;
