@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import wait_for
+from conftest import gateway_group, wait_for
 from fioprobe.errors import FailureReason, FioprobeError, Interrupted, ProbeFailure
 from fioprobe.gateway.transport import PushError
 from fioprobe.metrics.collector import ProbeOutcome
@@ -113,6 +113,60 @@ def test_a_prober_killed_from_outside_takes_its_child_along(
             prober.kill()
             prober.wait(timeout=30)
         for pid in fio:  # fio, orphaned like a SIGKILLed prober's always was, ends here
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+
+
+def test_a_worker_killed_from_outside_takes_fio_along_and_its_failure_is_pushed(
+    tmp_path: Path, pushgateway: services.Service
+) -> None:
+    """The OOM killer's SIGKILL on the volume worker (not on the prober): fio, in a session of
+    its own, is killed with it (it would go on writing in a directory the next run removes),
+    and the prober pushes the run as failed, naming the worker, within seconds, not at the
+    profile's timeout."""
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    (jobs / "long.fio").write_text(
+        "# fioprobe-budget-bytes: 1048576\n# fioprobe-budget-seconds: 30\n"
+        "[long]\nioengine=sync\nrw=write\nbs=4k\nsize=1m\ntime_based=1\nruntime=20\n"
+        "rate_iops=10\n"
+    )
+    target = tmp_path / "probe"
+    target.mkdir()
+    env = {**os.environ, "FIOPROBE_STATE_DIR": str(tmp_path / "state")}
+    prober = subprocess.Popen(
+        [sys.executable, "-m", "fioprobe", "probe", "--profile", "long", "--jobs-dir", str(jobs),
+         "--dir", str(target), "--gateway", pushgateway.url, "--storageclass", "oom"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+    )  # fmt: skip
+    worker: list[int] = []
+    fio: list[int] = []
+    try:
+        wait_for(lambda: worker.extend(p for p in _children(prober.pid)
+                                       if "volume_worker" in _cmdline(p)) or worker,
+                 timeout=30, what="the volume worker to start")  # fmt: skip
+        wait_for(lambda: fio.extend(_children(worker[0])) or fio, timeout=30,
+                 what="fio to start")  # fmt: skip
+        time.sleep(1.0)  # fio's process group is reported to the prober once fio runs
+        killed_at = time.monotonic()
+        os.kill(worker[0], signal.SIGKILL)
+        _, stderr = prober.communicate(timeout=60)
+        took = time.monotonic() - killed_at
+        assert prober.returncode == 1, stderr.decode()
+        assert took < 15, f"the prober took {took:.1f} s after its worker died"
+        wait_for(lambda: all(not _cmdline(pid) for pid in fio), timeout=10,
+                 what="fio to end with its worker")  # fmt: skip
+        group = gateway_group(pushgateway, storageclass="oom", profile="long")
+        assert group is not None
+        assert group["fioprobe_success"][0]["value"] == "0"
+        (info,) = group["fioprobe_failure_reason_info"]
+        assert info["labels"]["reason"] == FailureReason.FIO_ERROR.value
+        assert "ended without a result" in stderr.decode(), stderr.decode()
+    finally:
+        if prober.poll() is None:
+            prober.kill()
+            prober.wait(timeout=30)
+        for pid in fio:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
 
