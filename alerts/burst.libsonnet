@@ -53,7 +53,7 @@ local u = import '../lib/util.libsonnet';
       gapFraction: u.num(c.burstDepletedGapFraction),
       minRatio: u.num(c.burstMinBurstToBaselineRatio),
       nonBursting: u.matchers(c, [
-        'volume_type=~"%s"' % std.join('|', c.burstNonBurstingVolumeTypes),
+        u.anyOf('volume_type', c.burstNonBurstingVolumeTypes),
       ]),
     },
     groups+: [

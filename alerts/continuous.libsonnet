@@ -52,7 +52,7 @@ local u = import '../lib/util.libsonnet';
   local allThresholds = std.set(
     thresholdValues + [c.continuousEtcdObjectiveSeconds, c.storageClassFsyncP99DefaultWarningSeconds]
   ),
-  local leMatcher = 'le=~"%s"' % std.join('|', [u.num(t) for t in allThresholds]),
+  local leMatcher = u.anyOf('le', [u.num(t) for t in allThresholds]),
 
   local indent(text, n) =
     std.strReplace(std.rstripChars(text, '\n'), '\n', '\n' + std.repeat(' ', n)),
@@ -134,7 +134,7 @@ local u = import '../lib/util.libsonnet';
                 '%s\nand on (%s)\n%s' % [streams([]), by, etcdRole]
               ),
               types: indent(std.join('\nor\n', [
-                threshold(value, streams(['volume_type=~"%s"' % std.join('|', [t for t in knownTypes if typeThresholds[t] == value])]))
+                threshold(value, streams([u.anyOf('volume_type', [t for t in knownTypes if typeThresholds[t] == value])]))
                 for value in thresholdValues
               ] + [
                 threshold(

@@ -255,7 +255,7 @@ local u = import '../lib/util.libsonnet';
               '%s * max by (%s) (fioprobe_info{%s})' % [
                 u.num(value),
                 by,
-                scMatchers(['volume_type=~"%s"' % std.join('|', [t for t in knownTypes if thresholds[t] == value])]),
+                scMatchers([u.anyOf('volume_type', [t for t in knownTypes if thresholds[t] == value])]),
               ]
               for value in thresholdValues
             ] + [

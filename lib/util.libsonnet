@@ -17,6 +17,13 @@
   // The configured selector of fioprobe's pushed series plus `extra`.
   matchers(c, extra=[]):: $.matcherList([c.fioprobeSelector] + extra),
 
+  // A matcher for a label that takes any of `values` (plain names, not patterns): `=` for one
+  // value, as a regexp on a static string costs a regexp match for nothing (pint's
+  // promql/regexp), `=~` for several.
+  anyOf(label, values)::
+    if std.length(values) == 1 then '%s="%s"' % [label, values[0]]
+    else '%s=~"%s"' % [label, std.join('|', values)],
+
   // The Pushgateway grouping key after job, in the order fioprobe pushes it; node only on
   // node-local probes. exporter/fioprobe/grouping.py's PROBE_LABELS (tests/test_single_home.py
   // holds the two equal). Never job/instance (see config).
