@@ -76,9 +76,10 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
-def test_a_prober_killed_from_outside_takes_its_child_along(
-    tmp_path: Path, pushgateway: services.Service
-) -> None:
+def _long_probe(
+    tmp_path: Path, pushgateway: services.Service, storageclass: str, stderr: int
+) -> subprocess.Popen[bytes]:
+    """`fioprobe probe` of a 20-second, 10-IOPS write profile: long enough to kill its parts."""
     jobs = tmp_path / "jobs"
     jobs.mkdir()
     (jobs / "long.fio").write_text(
@@ -89,19 +90,33 @@ def test_a_prober_killed_from_outside_takes_its_child_along(
     target = tmp_path / "probe"
     target.mkdir()
     env = {**os.environ, "FIOPROBE_STATE_DIR": str(tmp_path / "state")}
-    prober = subprocess.Popen(
+    return subprocess.Popen(
         [sys.executable, "-m", "fioprobe", "probe", "--profile", "long", "--jobs-dir", str(jobs),
-         "--dir", str(target), "--gateway", pushgateway.url, "--storageclass", "killed"],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+         "--dir", str(target), "--gateway", pushgateway.url, "--storageclass", storageclass],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, env=env,
     )  # fmt: skip
+
+
+def _wait_for_worker_and_fio(
+    prober: subprocess.Popen[bytes], worker: list[int], fio: list[int]
+) -> None:
+    """Fill `worker` with the prober's volume worker and `fio` with that worker's children
+    (the caller's lists, so its clean-up sees what was found even after a timeout)."""
+    wait_for(lambda: worker.extend(p for p in _children(prober.pid)
+                                   if "volume_worker" in _cmdline(p)) or worker,
+             timeout=30, what="the volume worker to start")  # fmt: skip
+    wait_for(lambda: fio.extend(_children(worker[0])) or fio, timeout=30,
+             what="fio to start")  # fmt: skip
+
+
+def test_a_prober_killed_from_outside_takes_its_child_along(
+    tmp_path: Path, pushgateway: services.Service
+) -> None:
+    prober = _long_probe(tmp_path, pushgateway, "killed", subprocess.DEVNULL)
     worker: list[int] = []
     fio: list[int] = []
     try:
-        wait_for(lambda: worker.extend(p for p in _children(prober.pid)
-                                       if "volume_worker" in _cmdline(p)) or worker,
-                 timeout=30, what="the volume worker to start")  # fmt: skip
-        wait_for(lambda: fio.extend(_children(worker[0])) or fio, timeout=30,
-                 what="fio to start")  # fmt: skip
+        _wait_for_worker_and_fio(prober, worker, fio)
         prober.kill()
         prober.wait(timeout=30)
         deadline = time.monotonic() + 10
@@ -124,29 +139,11 @@ def test_a_worker_killed_from_outside_takes_fio_along_and_its_failure_is_pushed(
     its own, is killed with it (it would go on writing in a directory the next run removes),
     and the prober pushes the run as failed, naming the worker, within seconds, not at the
     profile's timeout."""
-    jobs = tmp_path / "jobs"
-    jobs.mkdir()
-    (jobs / "long.fio").write_text(
-        "# fioprobe-budget-bytes: 1048576\n# fioprobe-budget-seconds: 30\n"
-        "[long]\nioengine=sync\nrw=write\nbs=4k\nsize=1m\ntime_based=1\nruntime=20\n"
-        "rate_iops=10\n"
-    )
-    target = tmp_path / "probe"
-    target.mkdir()
-    env = {**os.environ, "FIOPROBE_STATE_DIR": str(tmp_path / "state")}
-    prober = subprocess.Popen(
-        [sys.executable, "-m", "fioprobe", "probe", "--profile", "long", "--jobs-dir", str(jobs),
-         "--dir", str(target), "--gateway", pushgateway.url, "--storageclass", "oom"],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
-    )  # fmt: skip
+    prober = _long_probe(tmp_path, pushgateway, "oom", subprocess.PIPE)
     worker: list[int] = []
     fio: list[int] = []
     try:
-        wait_for(lambda: worker.extend(p for p in _children(prober.pid)
-                                       if "volume_worker" in _cmdline(p)) or worker,
-                 timeout=30, what="the volume worker to start")  # fmt: skip
-        wait_for(lambda: fio.extend(_children(worker[0])) or fio, timeout=30,
-                 what="fio to start")  # fmt: skip
+        _wait_for_worker_and_fio(prober, worker, fio)
         time.sleep(1.0)  # fio's process group is reported to the prober once fio runs
         killed_at = time.monotonic()
         os.kill(worker[0], signal.SIGKILL)
