@@ -93,6 +93,10 @@ def test_good_file_exports_fio_numbers(path: Path) -> None:
                     got = [s.value for s in summary if s.labels.get("quantile") == quantile]
                     assert want in got, (op, key, want, got)
                     checked_percentiles += 1
+            # fio's max (one stall no percentile shows) is a gauge of its own, in seconds.
+            maxima = [s.value for s in families.get(f"fioprobe_last_{op}_latency_max_seconds", [])]
+            if clat.get("max"):
+                assert clat["max"] / per_second in maxima, (op, clat["max"], maxima)
     # The cumulative histogram counts fio's N (summed over jobs) where fio reports it.
     for op in ("read", "write"):
         n_values = [_clat(job, op).get("N") for job in jobs]

@@ -186,6 +186,10 @@ class ProbeCollector(Collector):
                 if stats is None or not stats.did_io:
                     continue
                 self._summary(family(f"fioprobe_last_{op}_latency_seconds"), job, stats)
+                if stats.latency is not None and stats.latency.has_data:
+                    scalar(f"fioprobe_last_{op}_latency_max_seconds").add_metric(
+                        self._values(job.name), stats.latency.max_s
+                    )
                 scalar(f"fioprobe_{op}_iops").add_metric(
                     self._values(job.name), operation_iops(job, stats)
                 )

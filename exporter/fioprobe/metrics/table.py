@@ -60,6 +60,13 @@ def _op_metrics(op: str, fio_field: str) -> tuple[MetricDef, ...]:
             ("fio_job",),
         ),
         MetricDef(
+            f"fioprobe_last_{op}_latency_max_seconds",
+            "gauge",
+            f"Slowest {what} of the last run (fio max): a single stall that no percentile of "
+            "a run of thousands shows",
+            ("fio_job",),
+        ),
+        MetricDef(
             f"fioprobe_{op}_iops",
             "gauge",
             f"{op} operations per second in the last run"
