@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup setup-core demo test e2e lint generate bench soak
+.PHONY: setup setup-core demo test e2e ceph lint generate bench soak
 setup:
 	@bash scripts/setup.sh
 
@@ -26,6 +26,13 @@ test: setup lint
 ## only on a disposable machine: it refuses unless CI=true or FIOPROBE_E2E_ALLOW=1.
 e2e: setup
 	@bash scripts/e2e/run.sh
+
+## The Ceph scenarios (tests/ceph) on a real single-host Ceph 16.2 the tests build under one
+## work directory (scripts/ceph/run.sh): healthy, an OSD killed, degraded, below min_size, full,
+## recovery; then a check that no daemon, mount or loop device was left. Root only; never beside
+## another suite. Not part of `make test` (docs/CEPH.md says why and how long it takes).
+ceph: setup
+	@bash scripts/ceph/run.sh
 
 ## ruff, mypy over the package (settings in pyproject.toml; it checks exporter/fioprobe of this
 ## checkout, whatever the venv's editable install names), jsonnetfmt + jsonnet-lint over every
