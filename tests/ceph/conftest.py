@@ -121,12 +121,11 @@ class Bed:
         (summary,) = self.group()["fioprobe_last_sync_latency_seconds"]
         return float(summary["quantiles"][quantile])
 
-    def slow_fsyncs_pushed(self) -> float:
-        """The probe's fsyncs above 10 ms, all runs so far: the pushed cumulative histogram's
-        count minus its 10 ms bucket."""
+    def slow_fsyncs_pushed(self, above: str = "0.01") -> float:
+        """The probe's fsyncs slower than the bucket `above` (seconds, as the `le` label),
+        all runs so far: the pushed cumulative histogram's count minus that bucket."""
         (histogram,) = self.group()["fioprobe_sync_latency_seconds"]
-        buckets = histogram["buckets"]
-        return float(histogram["count"]) - float(buckets["0.01"])
+        return float(histogram["count"]) - float(histogram["buckets"][above])
 
     def query(self, expr: str) -> list[dict[str, Any]]:
         result: list[dict[str, Any]] = services.query(self.prometheus.url, expr)
