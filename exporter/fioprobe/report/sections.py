@@ -21,6 +21,7 @@ from fioprobe.report.load import Entry
 from fioprobe.report.options import ReportOptions
 from fioprobe.report.run_time import format_run_time, run_time_problem
 from fioprobe.report.tables import comparison_table, grid_table, level
+from fioprobe.report.verdict_view import spread_section, summary_lines, verdict_section
 
 #: At most this many charts of one kind (tables always hold everything).
 MAX_CHARTS_PER_KIND = 12
@@ -58,6 +59,9 @@ class _Sections:
             doc.sections.append(self.node_section())
         if self.options.baseline is not None:
             doc.sections.append(self.comparison_section())
+            doc.sections.append(verdict_section(content.verdicts, self.options.baseline))
+        if content.spreads:
+            doc.sections.append(spread_section(content.spreads))
         if content.sweeps:
             doc.sections.append(self.sweep_section())
         if content.timelines:
@@ -88,6 +92,7 @@ class _Sections:
             "buckets the way Prometheus's histogram_quantile does",
             f"fioprobe {__version__}, {time.strftime('%Y-%m-%d %H:%M:%S %Z')}",
         ]
+        items += [f"verdict: {line}" for line in summary_lines(content.verdicts)]
         return Section("Summary", [Bullets(items)])
 
     def op_section(self, op: str) -> list[Section]:
