@@ -104,6 +104,11 @@ def _sweep(sweep: an.Sweep) -> dict[str, object]:
                     "mean": p.mean_s,
                     "p99": p.p99_s,
                     "source": p.source,
+                    "runs": p.runs,
+                    "iops_sd": p.iops_sd,
+                    "mean_sd": p.mean_sd,
+                    "p99_sd": p.p99_sd,
+                    "sources": p.sources,
                 }
                 for p in points
             ]

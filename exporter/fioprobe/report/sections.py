@@ -234,6 +234,7 @@ class _Sections:
 
 
 def _sweep_table(index: int, sweep: an.Sweep, options: ReportOptions) -> Table:
+    repeated = any(p.runs > 1 for points in sweep.curves.values() for p in points)
     rows = []
     for group, points in sorted(sweep.curves.items()):
         for point in points:
@@ -249,15 +250,33 @@ def _sweep_table(index: int, sweep: an.Sweep, options: ReportOptions) -> Table:
                         Cell(fmt_count(point.iops), point.iops),
                         Cell(fmt_ms(point.mean_s), point.mean_s, level(point.mean_s, options)),
                         p99,
+                        *_sweep_spread(point, repeated),
                     ],
                 )
             )
+    columns = ["group, setting", "IOPS", "mean (ms)", "p99 (ms)"]
+    if repeated:
+        columns += ["runs", "IOPS sd", "mean sd (ms)", "p99 sd (ms)"]
     return Table(
         f"curve-{index}",
-        f"{sweep.family}: {sweep.op} along the {sweep.option} sweep",
-        ["group, setting", "IOPS", "mean (ms)", "p99 (ms)"],
+        f"{sweep.family}: {sweep.op} along the {sweep.option} sweep"
+        + (" (means over repeated runs)" if repeated else ""),
+        columns,
         rows,
     )
+
+
+def _sweep_spread(point: an.SweepPoint, repeated: bool) -> list[Cell]:
+    """Runs and standard deviations of a point, when some setting ran more than once."""
+    if not repeated:
+        return []
+    p99_sd = Cell("–") if point.p99_sd is None else Cell(fmt_ms(point.p99_sd), point.p99_sd)
+    return [
+        Cell(str(point.runs), point.runs),
+        Cell(fmt_count(point.iops_sd), point.iops_sd),
+        Cell(fmt_ms(point.mean_sd), point.mean_sd),
+        p99_sd,
+    ]
 
 
 def _step_texts(line: an.Timeline) -> list[str]:
