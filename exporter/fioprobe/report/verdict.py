@@ -251,11 +251,11 @@ def verdicts(
                 if base.values and cand.values:
                     tests.append(MetricTest(row, op, metric, base, cand))
         if tests:
-            result.append(CandidateVerdict(baseline, candidate, settings, _decide(tests, settings)))
+            result.append(CandidateVerdict(baseline, candidate, settings, decide(tests, settings)))
     return result
 
 
-def _decide(tests: list[MetricTest], settings: Settings) -> list[MetricTest]:
+def decide(tests: list[MetricTest], settings: Settings) -> list[MetricTest]:
     """Run the family's tests, correct them together, and give each its verdict."""
     for test in tests:
         n, m = len(test.baseline.values), len(test.candidate.values)

@@ -86,9 +86,8 @@ def _verdict_table(verdict: CandidateVerdict) -> Table:
         p = test.test.p if test.test else None
         rows.append(
             (
-                f"{test.row} ({test.op})",
+                f"{test.row} ({test.op}): {test.metric.title}",
                 [
-                    Cell(test.metric.title),
                     _sample_cell(test.metric, test.baseline),
                     _sample_cell(test.metric, test.candidate),
                     Cell(effect_text(test) if test.effect is not None else "–", test.effect),
@@ -113,8 +112,7 @@ def _verdict_table(verdict: CandidateVerdict) -> Table:
         f"verdict-{verdict.candidate}",
         f"{verdict.candidate} against {verdict.baseline}",
         [
-            "job (operation)",
-            "metric",
+            "job (operation): metric",
             f"{verdict.baseline} (baseline)",
             verdict.candidate,
             "effect",
