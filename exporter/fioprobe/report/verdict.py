@@ -313,7 +313,7 @@ def _conclude(test: MetricTest, family_size: int, settings: Settings) -> None:
     if test.p_corrected <= alpha:
         if large_enough(test):
             test.verdict = REGRESSION if worse(test) else IMPROVEMENT
-            test.reason = f"{p_text}; {effect_text(test)}"
+            test.reason = f"{p_text}; {effect_text(test)} beyond {minimum_text(test)}"
         else:
             test.verdict = NO_CHANGE
             test.reason = (

@@ -97,6 +97,7 @@ def _verdict_table(verdict: CandidateVerdict) -> Table:
                         test.p_corrected,
                     ),
                     Cell(test.verdict, None, _LEVEL.get(test.verdict, 0), test.reason),
+                    Cell(test.reason),
                 ],
             )
         )
@@ -106,7 +107,7 @@ def _verdict_table(verdict: CandidateVerdict) -> Table:
         f"{verdict.settings.min_runs} runs per group); the smallest p reachable with n and m "
         f"runs is 2 / C(n+m, n), so {family} tests need at least "
         f"{runs_needed(max(family, 1), verdict.settings.alpha)} runs per group. "
-        "Hover over a verdict for its reason."
+        f"p: {TEST_NAME}; effect: Hodges-Lehmann, candidate against baseline."
     )
     return Table(
         f"verdict-{verdict.candidate}",
@@ -119,6 +120,7 @@ def _verdict_table(verdict: CandidateVerdict) -> Table:
             "p",
             f"p ({CORRECTION_NAME})",
             "verdict",
+            "why",
         ],
         rows,
         note,
@@ -252,7 +254,9 @@ def command_lines(verdicts: Sequence[CandidateVerdict]) -> list[str]:
             lines.append(
                 f"regression: {test.row} {test.metric.title} in {verdict.candidate}: "
                 f"{fmt_value(test.metric, test.baseline.median)} -> "
-                f"{fmt_value(test.metric, test.candidate.median)} (medians, "
-                f"{effect_text(test)}; {test.reason})"
+                f"{fmt_value(test.metric, test.candidate.median)} (medians of "
+                f"{len(test.baseline.values)} and {len(test.candidate.values)} runs), "
+                f"{effect_text(test)}, p = {test.p_corrected:.3g} ({CORRECTION_NAME} over "
+                f"{len(verdict.family)} tests)"
             )
     return lines
