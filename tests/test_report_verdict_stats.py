@@ -79,12 +79,17 @@ def _enumerated_p(base: list[int], cand: list[int]) -> float:
 
 
 def test_normal_approximation_beyond_the_exact_limit() -> None:
-    base = [float(i) for i in range(40)]
-    cand = [float(i) + 25 for i in range(40)]
+    base = [float(i) for i in range(60)]
+    cand = [float(i) + 45 for i in range(60)]
     result = sig.mann_whitney(base, cand)
-    # Candidates 25..39 are above 25..39 baselines and tie one each; 40..64 are above all 40.
-    assert not result.exact and result.u == sum(range(25, 40)) + 15 * 0.5 + 25 * 40
-    assert 0 < result.p < 1e-4
+    # Candidates 45..59 are above 45..59 baselines and tie one each; 60..104 are above all 60.
+    assert not result.exact and result.u == sum(range(45, 60)) + 15 * 0.5 + 45 * 60
+    assert 0 < result.p < 1e-10
+    # Where both apply (25 + 25 overlapping runs), the approximation is close to the count.
+    low, high = base[:25], [v - 40 for v in cand[:25]]
+    near = sig.mann_whitney(low, high)
+    assert near.exact
+    assert near.p == pytest.approx(sig._normal_p(near.u, 25, 25, sorted(low + high)), rel=0.1)
 
 
 def test_smallest_p_and_runs_needed() -> None:

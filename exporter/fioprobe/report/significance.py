@@ -23,9 +23,10 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-#: Up to this many pooled runs the exact distribution is counted (0.1 s at 30 + 30 runs);
-#: beyond it the normal approximation is already good and counting would take seconds.
-EXACT_LIMIT = 60
+#: Up to this many pooled runs the exact distribution is counted (8 ms at 30 + 30 runs, 80 ms
+#: at 50 + 50); beyond it the normal approximation is good (p within 10 % of the exact one at
+#: 50 + 50) and counting grows as N^4 (2.4 s at 100 + 100).
+EXACT_LIMIT = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,15 +105,26 @@ def _doubled_midranks(ordered: Sequence[float]) -> list[int]:
 
 
 def _subset_sum_counts(weights: Sequence[int], size: int) -> dict[int, int]:
-    """How many subsets of `size` of `weights` have each sum (the rank-sum distribution)."""
-    # by_size[k] maps a sum to the number of k-subsets of the weights seen so far with it.
-    by_size: list[dict[int, int]] = [{0: 1}] + [{} for _ in range(size)]
-    for weight in weights:
-        for k in range(size, 0, -1):
-            target = by_size[k]
-            for s, count in by_size[k - 1].items():
-                target[s + weight] = target.get(s + weight, 0) + count
-    return by_size[size]
+    """How many subsets of `size` of `weights` have each sum (the rank-sum distribution).
+
+    The counting polynomial of k-subsets (coefficient of x^s: subsets with sum s) is held
+    as one Python integer with a fixed-width field per power of x, so adding a weight is a
+    shift and an addition of whole integers: C speed, no loop over the sums.
+    """
+    width = (math.comb(len(weights), size).bit_length() + 8) // 8 * 8  # bits, whole bytes
+    polys = [1] + [0] * size  # polys[k]: the polynomial of the k-subsets seen so far
+    for seen, weight in enumerate(weights):
+        shift = weight * width
+        for k in range(min(size, seen + 1), 0, -1):
+            polys[k] += polys[k - 1] << shift
+    field_bytes = width // 8
+    data = polys[size].to_bytes((polys[size].bit_length() + 7) // 8 + field_bytes, "little")
+    counts = {}
+    for total in range(len(data) // field_bytes):
+        count = int.from_bytes(data[total * field_bytes : (total + 1) * field_bytes], "little")
+        if count:
+            counts[total] = count
+    return counts
 
 
 def smallest_p(n: int, m: int) -> float:
