@@ -22,6 +22,7 @@ from fioprobe.report.verdict import (
     Metric,
     MetricTest,
     Sample,
+    Settings,
     effect_text,
     minimum_text,
     runs_needed,
@@ -58,17 +59,17 @@ def _sample_cell(metric: Metric, sample: Sample) -> Cell:
 
 def verdict_section(verdicts: Sequence[CandidateVerdict], baseline: str) -> Section:
     """Per candidate, one row per job and metric: both groups' runs, the test, the verdict."""
-    settings = verdicts[0].settings if verdicts else None
+    settings = verdicts[0].settings if verdicts else Settings()
     intro = (
         f"Repeated runs of a job in the baseline and in a candidate group, compared metric by "
         f"metric with the {TEST_NAME} test; the p-values of one candidate are corrected "
-        f"together ({CORRECTION_NAME}, family-wise alpha "
-        f"{settings.alpha if settings else 0.05:g}). A regression or improvement is called only "
-        "beyond the runs' noise and when the Hodges-Lehmann effect (the median over all pairs "
-        "of runs: a ratio, or a shift per run for counts) reaches the metric's minimum "
-        "(×1.1 either way, ×1.5 for the max latency, one slow fsync per run). Cells show "
-        'mean ± standard deviation over the runs. "No significant change" means these runs '
-        "cannot tell the groups apart at that size of effect, not that they are equal."
+        f"together ({CORRECTION_NAME}, family-wise alpha {settings.alpha:g}), and fewer than "
+        f"{settings.min_runs} runs per group get no test. A regression or improvement is "
+        "called only beyond the runs' noise and when the Hodges-Lehmann effect (the median "
+        "over all pairs of runs: a ratio, or a shift per run for counts) reaches the metric's "
+        f"minimum ({_minimums()}). Cells show mean ± standard deviation over the runs. "
+        '"No significant change" means these runs cannot tell the groups apart at that size '
+        "of effect, not that they are equal."
     )
     section = Section(f"Verdict against the baseline {baseline}", [Paragraph(intro)])
     if not verdicts:
@@ -78,6 +79,20 @@ def verdict_section(verdicts: Sequence[CandidateVerdict], baseline: str) -> Sect
     for verdict in verdicts:
         section.blocks.append(_verdict_table(verdict))
     return section
+
+
+def _minimums() -> str:
+    """The minimum effect of every metric, from METRICS (never restated by hand)."""
+    texts = []
+    for metric in METRICS:
+        if metric.unit == "count":
+            texts.append(
+                f"{metric.title}: {metric.min_shift:g} per run or "
+                f"{metric.min_effect:.0%} of the baseline's median, whichever is more"
+            )
+        else:
+            texts.append(f"{metric.title}: ×{1 + metric.min_effect:g} either way")
+    return "; ".join(texts)
 
 
 def _verdict_table(verdict: CandidateVerdict) -> Table:
