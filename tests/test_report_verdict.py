@@ -207,9 +207,10 @@ def test_slow_disk_is_a_regression(report) -> None:
     assert p50["effect_kind"] == "ratio" and p50["effect"] > 2
     assert min(p50["candidate"]["values"]) >= SLOW_FSYNC_MS / 1e3
     # Said where a user looks: the command's output and the report's summary.
-    assert "fioprobe: verdict: slow against base: regression in etcd-fsync (iops" in stderr
-    assert "regression: etcd-fsync p50 latency in slow:" in stderr
-    assert "verdict: same against base: no significant change" in stderr
+    assert "fioprobe: verdict against base (Mann-Whitney U, two-sided, exact; " in stderr
+    assert "fioprobe:   slow: etcd-fsync: regression (iops ×" in stderr
+    assert "fioprobe: regression: etcd-fsync p50 latency in slow:" in stderr
+    assert "fioprobe:   same: etcd-fsync: no significant change (iops, bandwidth, p50, " in stderr
     markdown = (out / "report.md").read_text()
     assert "- verdict: slow against base: regression in etcd-fsync" in markdown
     cells = html_cells(out / "report.html")["verdict-slow"]

@@ -14,7 +14,9 @@ from fioprobe.report.document import Bullets, Cell, Paragraph, Section, Table
 from fioprobe.report.format import fmt_count, fmt_ms
 from fioprobe.report.verdict import (
     CORRECTION_NAME,
+    IMPROVEMENT,
     METRICS,
+    NO_CHANGE,
     REGRESSION,
     TEST_NAME,
     TOO_FEW,
@@ -262,8 +264,22 @@ def spread_data(
 
 
 def command_lines(verdicts: Sequence[CandidateVerdict]) -> list[str]:
-    """What `fioprobe report` prints: the summary, and each regression with its numbers."""
-    lines = [f"verdict: {line}" for line in summary_lines(verdicts)]
+    """What `fioprobe report` prints: the test, then per candidate and job the verdict of
+    every metric, then each regression with its numbers."""
+    if not verdicts:
+        return []
+    settings = verdicts[0].settings
+    lines = [
+        f"verdict against {verdicts[0].baseline} ({TEST_NAME}; {CORRECTION_NAME} over each "
+        f"candidate's tests, alpha {settings.alpha:g}; at least {settings.min_runs} runs per "
+        "group):"
+    ]
+    for verdict in verdicts:
+        by_row: dict[str, list[MetricTest]] = {}
+        for test in verdict.tests:
+            by_row.setdefault(test.row, []).append(test)
+        for row, tests in by_row.items():
+            lines.append(f"  {verdict.candidate}: {row}: {_row_verdicts(tests)}")
     for verdict in verdicts:
         for test in verdict.regressions:
             lines.append(
@@ -275,3 +291,24 @@ def command_lines(verdicts: Sequence[CandidateVerdict]) -> list[str]:
                 f"{len(verdict.family)} tests)"
             )
     return lines
+
+
+def _row_verdicts(tests: Sequence[MetricTest]) -> str:
+    """`regression (p50 ×11.3 p=0.048, ...); no significant change (slow_fsyncs)` for one job."""
+    order = [REGRESSION, IMPROVEMENT, TOO_FEW, NO_CHANGE]
+    parts = []
+    for kind in order:
+        found = [t for t in tests if t.verdict == kind]
+        if not found:
+            continue
+        items = []
+        for test in found:
+            text = test.metric.key
+            if kind in (REGRESSION, IMPROVEMENT) and test.p_corrected is not None:
+                text += f" {effect_text(test)} p={test.p_corrected:.2g}"
+            items.append(text)
+        why = {t.reason for t in found}
+        # "too few runs" says how many would do, once when every metric has the same reason
+        suffix = f": {found[0].reason}" if kind == TOO_FEW and len(why) == 1 else ""
+        parts.append(f"{kind} ({', '.join(items)}){suffix}")
+    return "; ".join(parts)
