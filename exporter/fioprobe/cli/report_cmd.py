@@ -70,4 +70,6 @@ def run(args: argparse.Namespace) -> int:
         f"report of {result.files_parsed} of {result.files_read} files "
         f"({len(result.unreadable)} unreadable) in {result.html}",
     )
+    for line in result.verdict_lines:
+        options.say(args, line)
     return ExitCode.OK if result.files_parsed else ExitCode.BAD_INPUT

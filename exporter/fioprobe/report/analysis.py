@@ -252,11 +252,20 @@ def compare(table: Grid, baseline: str) -> list[Comparison]:
 
 @dataclass(slots=True)
 class SweepPoint:
+    """One setting of a sweep: the mean over its repeated runs (one run: that run's values),
+    with the runs' sample standard deviations for the error bars."""
+
     setting: int
     iops: float
     mean_s: float
     p99_s: float | None
+    #: The last run of the setting (every run's file is in `sources`).
     source: str
+    runs: int = 1
+    iops_sd: float = 0.0
+    mean_sd: float = 0.0
+    p99_sd: float | None = None
+    sources: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -273,7 +282,7 @@ def sweeps(entries: Sequence[Entry], minimum_points: int = 3) -> list[Sweep]:
     """Job families run at >= `minimum_points` iodepth (or numjobs) settings in one group."""
     found: list[Sweep] = []
     for option in SWEEP_OPTIONS:
-        families: dict[tuple[str, str], dict[str, dict[int, Entry]]] = defaultdict(
+        families: dict[tuple[str, str], dict[str, dict[int, list[Entry]]]] = defaultdict(
             lambda: defaultdict(dict)
         )
         for entry in entries:
@@ -282,36 +291,50 @@ def sweeps(entries: Sequence[Entry], minimum_points: int = 3) -> list[Sweep]:
             if setting is None or op is None:
                 continue
             key = (_without_option(entry.family, option), op)
-            # the latest run of a setting stands for it
-            families[key][entry.group][setting] = entry
+            families[key][entry.group].setdefault(setting, []).append(entry)
         for (family, op), groups in sorted(families.items()):
             curves: dict[str, list[SweepPoint]] = {}
             for group, by_setting in sorted(groups.items()):
                 if len(by_setting) < minimum_points:
                     continue
-                points = []
-                for setting, entry in sorted(by_setting.items()):
-                    stats = entry.job.ops[op]
-                    mean = latency_value(stats, "mean")
-                    p99 = latency_value(stats, "p99")
-                    iops = (
-                        total_iops(entry)
-                        if op != "sync"
-                        else ((iops_value(entry, "sync") or Value(0.0)).value)
-                    )
-                    points.append(
-                        SweepPoint(
-                            setting,
-                            iops,
-                            mean.value if mean else math.nan,
-                            p99.value if p99 else None,
-                            entry.source,
-                        )
-                    )
-                curves[group] = points
+                curves[group] = [
+                    _sweep_point(setting, runs, op) for setting, runs in sorted(by_setting.items())
+                ]
             if curves:
                 found.append(Sweep(option, family, op, curves))
     return found
+
+
+def _sweep_point(setting: int, runs: list[Entry], op: str) -> SweepPoint:
+    """Repeated runs of one setting: their means and sample standard deviations."""
+    iops, means, p99s = [], [], []
+    for entry in runs:
+        stats = entry.job.ops[op]
+        mean = latency_value(stats, "mean")
+        p99 = latency_value(stats, "p99")
+        iops.append(
+            total_iops(entry) if op != "sync" else (iops_value(entry, "sync") or Value(0.0)).value
+        )
+        means.append(mean.value if mean else math.nan)
+        p99s.append(p99.value if p99 else None)
+    known = [v for v in p99s if v is not None]
+    every_p99 = len(known) == len(p99s)
+    return SweepPoint(
+        setting,
+        statistics.fmean(iops),
+        statistics.fmean(means),
+        statistics.fmean(known) if every_p99 else None,
+        runs[-1].source,
+        len(runs),
+        _sd(iops),
+        _sd(means),
+        _sd(known) if every_p99 else None,
+        [entry.source for entry in runs],
+    )
+
+
+def _sd(values: Sequence[float]) -> float:
+    return statistics.stdev(values) if len(values) > 1 else 0.0
 
 
 def _int(text: str | None) -> int | None:

@@ -10,7 +10,7 @@ import json
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
@@ -23,6 +23,7 @@ from fioprobe.report.document import to_html, to_markdown
 from fioprobe.report.load import Loaded, load_with_progress
 from fioprobe.report.options import ReportOptions
 from fioprobe.report.report_json import report_data
+from fioprobe.report.verdict_view import command_lines
 
 __all__ = ["BaselineError", "ReportOptions", "ReportResult", "build_report"]
 
@@ -40,6 +41,8 @@ class ReportResult:
     files_parsed: int
     unreadable: list[Unreadable]
     groups: list[str]
+    #: The verdict against the baseline as the command prints it (empty without one).
+    verdict_lines: list[str] = field(default_factory=list)
 
 
 class BaselineError(UsageError):
@@ -93,4 +96,5 @@ def build_report(
         loaded.files_parsed,
         loaded.unreadable,
         groups,
+        command_lines(content.verdicts),
     )

@@ -104,11 +104,18 @@ def response_curve(sweep: Sweep, warn_ms: float, crit_ms: float) -> bytes:
         color = f"C{index % 10}"
         xs = [p.iops for p in points]
         means = [_ms(p.mean_s) for p in points]
-        axes.plot(xs, means, marker="o", color=color, label=f"{group} mean")
+        # Repeated runs of a setting: error bars of one standard deviation both ways.
+        repeated = any(p.runs > 1 for p in points)
+        xerr = [p.iops_sd for p in points] if repeated else None
+        label = f"{group} mean" + (" (± 1 sd over runs)" if repeated else "")
+        axes.errorbar(xs, means, yerr=[_ms(p.mean_sd) for p in points] if repeated else None,
+                      xerr=xerr, marker="o", color=color, label=label, capsize=3)  # fmt: skip
         latencies += means
         if all(p.p99_s is not None for p in points):
             p99s = [_ms(p.p99_s) for p in points]
-            axes.plot(xs, p99s, marker="s", linestyle="--", color=color, label=f"{group} p99")
+            p99_err = [_ms(p.p99_sd or 0.0) for p in points] if repeated else None
+            axes.errorbar(xs, p99s, yerr=p99_err, xerr=xerr, marker="s", linestyle="--",
+                          color=color, label=f"{group} p99", capsize=3)  # fmt: skip
             latencies += p99s
         for point, y in zip(points, means, strict=True):
             axes.annotate(f"{sweep.option}={point.setting}", (point.iops, y), fontsize=7,

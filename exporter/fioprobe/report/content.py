@@ -11,11 +11,13 @@ import functools
 import math
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fioprobe.metrics.histogram import cumulative, op_histogram
 from fioprobe.metrics.table import EXPORTED_OPS
 from fioprobe.report import analysis as an
+from fioprobe.report import significance as sig
+from fioprobe.report import verdict as vd
 from fioprobe.report.load import Entry, Loaded
 from fioprobe.report.options import ReportOptions
 
@@ -68,6 +70,10 @@ class Content:
     contract_tables: list[GridTable]
     sweeps: list[an.Sweep]
     timelines: list[an.Timeline]
+    #: Per candidate group, the statistical verdict against the baseline.
+    verdicts: list[vd.CandidateVerdict] = field(default_factory=list)
+    #: row -> group -> metric -> mean and standard deviation of repeated runs.
+    spreads: dict[str, dict[str, dict[str, sig.Spread]]] = field(default_factory=dict)
 
     @property
     def entries(self) -> list[Entry]:
@@ -95,6 +101,8 @@ def collect(loaded: Loaded, options: ReportOptions, groups: list[str], paths: li
         contract_tables=contract_tables(entries, groups),
         sweeps=an.sweeps(entries),
         timelines=an.timelines(entries, step_ratio=options.step_ratio),
+        verdicts=vd.verdicts(entries, options.baseline),
+        spreads=vd.spreads(entries),
     )
 
 

@@ -11,6 +11,7 @@ from fioprobe.metrics.table import EXPORTED_OPS
 from fioprobe.report import analysis as an
 from fioprobe.report.content import ComparisonTable, Content, GridTable
 from fioprobe.report.load import Entry
+from fioprobe.report.verdict_view import spread_data, verdict_data
 
 #: Raised when the layout of report.json changes in a way its readers must know.
 JSON_VERSION = 1
@@ -40,6 +41,8 @@ def report_data(content: Content, charts: list[str]) -> dict[str, object]:
             "comparisons": [_comparison(table) for table in content.comparisons],
             "sweeps": [_sweep(sweep) for sweep in content.sweeps],
             "timelines": [_timeline(line) for line in content.timelines],
+            "verdicts": verdict_data(content.verdicts),
+            "spread": spread_data(content.spreads),
             "charts": charts,
             "entries": [_entry(entry) for entry in content.entries],
         }
@@ -101,6 +104,11 @@ def _sweep(sweep: an.Sweep) -> dict[str, object]:
                     "mean": p.mean_s,
                     "p99": p.p99_s,
                     "source": p.source,
+                    "runs": p.runs,
+                    "iops_sd": p.iops_sd,
+                    "mean_sd": p.mean_sd,
+                    "p99_sd": p.p99_sd,
+                    "sources": p.sources,
                 }
                 for p in points
             ]

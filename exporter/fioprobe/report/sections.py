@@ -21,6 +21,7 @@ from fioprobe.report.load import Entry
 from fioprobe.report.options import ReportOptions
 from fioprobe.report.run_time import format_run_time, run_time_problem
 from fioprobe.report.tables import comparison_table, grid_table, level
+from fioprobe.report.verdict_view import spread_section, summary_lines, verdict_section
 
 #: At most this many charts of one kind (tables always hold everything).
 MAX_CHARTS_PER_KIND = 12
@@ -58,6 +59,9 @@ class _Sections:
             doc.sections.append(self.node_section())
         if self.options.baseline is not None:
             doc.sections.append(self.comparison_section())
+            doc.sections.append(verdict_section(content.verdicts, self.options.baseline))
+        if content.spreads:
+            doc.sections.append(spread_section(content.spreads))
         if content.sweeps:
             doc.sections.append(self.sweep_section())
         if content.timelines:
@@ -88,6 +92,7 @@ class _Sections:
             "buckets the way Prometheus's histogram_quantile does",
             f"fioprobe {__version__}, {time.strftime('%Y-%m-%d %H:%M:%S %Z')}",
         ]
+        items += [f"verdict: {line}" for line in summary_lines(content.verdicts)]
         return Section("Summary", [Bullets(items)])
 
     def op_section(self, op: str) -> list[Section]:
@@ -229,6 +234,7 @@ class _Sections:
 
 
 def _sweep_table(index: int, sweep: an.Sweep, options: ReportOptions) -> Table:
+    repeated = any(p.runs > 1 for points in sweep.curves.values() for p in points)
     rows = []
     for group, points in sorted(sweep.curves.items()):
         for point in points:
@@ -244,15 +250,33 @@ def _sweep_table(index: int, sweep: an.Sweep, options: ReportOptions) -> Table:
                         Cell(fmt_count(point.iops), point.iops),
                         Cell(fmt_ms(point.mean_s), point.mean_s, level(point.mean_s, options)),
                         p99,
+                        *_sweep_spread(point, repeated),
                     ],
                 )
             )
+    columns = ["group, setting", "IOPS", "mean (ms)", "p99 (ms)"]
+    if repeated:
+        columns += ["runs", "IOPS sd", "mean sd (ms)", "p99 sd (ms)"]
     return Table(
         f"curve-{index}",
-        f"{sweep.family}: {sweep.op} along the {sweep.option} sweep",
-        ["group, setting", "IOPS", "mean (ms)", "p99 (ms)"],
+        f"{sweep.family}: {sweep.op} along the {sweep.option} sweep"
+        + (" (means over repeated runs)" if repeated else ""),
+        columns,
         rows,
     )
+
+
+def _sweep_spread(point: an.SweepPoint, repeated: bool) -> list[Cell]:
+    """Runs and standard deviations of a point, when some setting ran more than once."""
+    if not repeated:
+        return []
+    p99_sd = Cell("–") if point.p99_sd is None else Cell(fmt_ms(point.p99_sd), point.p99_sd)
+    return [
+        Cell(str(point.runs), point.runs),
+        Cell(fmt_count(point.iops_sd), point.iops_sd),
+        Cell(fmt_ms(point.mean_sd), point.mean_sd),
+        p99_sd,
+    ]
 
 
 def _step_texts(line: an.Timeline) -> list[str]:
