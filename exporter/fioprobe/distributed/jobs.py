@@ -32,6 +32,7 @@ PHASE_SLACK_SECONDS = 60.0
 #: (`allow_file_create=0`), reads one block and removes it (`unlink`). Not a plan's option:
 #: fioprobe writes it, and it names no file either.
 CLEANUP = "cleanup"
+_CLEANUP_GLOBAL = ("allow_file_create=0", "unlink=1")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,24 +64,38 @@ def phase_jobs(plan: Plan) -> list[PhaseJob]:
 
 
 def cleanup_job(plan: Plan) -> str:
-    """The job that removes every file the phases made, on every server (see CLEANUP)."""
-    lines = [
-        "[global]",
-        *_OWN_GLOBAL,
-        "ioengine=psync",
-        "bs=4k",
-        "size=4k",
-        "allow_file_create=0",
-        "unlink=1",
-        f"[{SECTION}]",
-        "rw=read",
-        f"numjobs={plan.jobs_per_server}",
-    ]
-    return "\n".join(lines) + "\n"
+    """The job that removes every file the phases made, on every server (see CLEANUP).
+
+    Its options pass the allowlist like every phase's; only fioprobe's own fixed lines
+    (`allow_file_create=0`, `unlink=1`) are added after the check, as `thread` is.
+    """
+    text = "\n".join(
+        [
+            "# fioprobe-budget-bytes: " + str(4096 * plan.jobs_per_server * 2),
+            "# fioprobe-budget-seconds: 30",
+            "[global]",
+            "ioengine=psync",
+            "bs=4k",
+            "size=4k",
+            f"numjobs={plan.jobs_per_server}",
+            "runtime=30",
+            f"[{SECTION}]",
+            "rw=read",
+        ]
+    )
+    job = checked_job(plan, CLEANUP, text + "\n")
+    return render(job.profile, extra=_CLEANUP_GLOBAL)
 
 
 def _phase_job(plan: Plan, phase: str) -> PhaseJob:
-    text = _plan_text(plan, phase)
+    return checked_job(plan, phase, _plan_text(plan, phase))
+
+
+def checked_job(plan: Plan, phase: str, text: str) -> PhaseJob:
+    """A phase's job file as a profile, checked (allowlist, budget), or PlanError.
+
+    Every job file a server is sent goes through here, whatever wrote it.
+    """
     try:
         profile = parse_profile(f"{plan.name}-{phase}", Path(plan.source), text)
     except ProfileError as exc:
@@ -116,9 +131,9 @@ def _plan_text(plan: Plan, phase: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render(profile: Profile) -> str:
+def render(profile: Profile, extra: tuple[str, ...] = ()) -> str:
     """The text sent to the servers: fioprobe's [global] lines, then the checked options."""
-    lines = ["[global]", *_OWN_GLOBAL]
+    lines = ["[global]", *_OWN_GLOBAL, *extra]
     for section, options in profile.sections:
         if section != "global":
             lines.append(f"[{section}]")
