@@ -83,7 +83,7 @@ def run_benchmark(
                 say(f"phase {job.phase}: sending the checked job to {len(servers)} servers")
                 result = _phase(fio, plan, servers, job, running, archive_root)
                 phases.append(PhaseResult(job.phase, result))
-                for line in phase_table(phases[-1]):
+                for line in [*phase_table(phases[-1]), ""]:
                     say(line)
         except FioprobeError as exc:
             error = exc
