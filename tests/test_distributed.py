@@ -22,10 +22,9 @@ from pathlib import Path
 
 import pytest
 from conftest import fioprobe, gateway_group, wait_for
+from fioprobe.fio.clientserver import parse_client_server
 from support import services
 from support.fioservers import FioServer, fio_servers, listening
-
-from fioprobe.fio.clientserver import parse_client_server
 
 PLAN = """\
 name: accept
