@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="check the plan and print each phase's job file; contact no server",
     )
-    options.add_gateway_options(parser)
+    options.add_gateway_options(parser, writer_lease=False)
 
 
 def run(args: argparse.Namespace) -> int:
