@@ -71,31 +71,32 @@ def _op_metrics(op: str, fio_field: str) -> tuple[MetricDef, ...]:
 
 def _distributed_op_metrics(op: str) -> tuple[MetricDef, ...]:
     done = "read" if op == "read" else "written"
+    title = op.capitalize()
     return (
         MetricDef(
             f"fioprobe_distributed_{op}_iops",
             "gauge",
-            f"{op} operations per second of one server in one phase of the last benchmark "
+            f"{title} operations per second of one server in one phase of the last benchmark "
             "(fio iops)",
             ("phase", "server"),
         ),
         MetricDef(
             f"fioprobe_distributed_{op}_bandwidth_bytes_per_second",
             "gauge",
-            f"{op} bandwidth of one server in one phase of the last benchmark (fio bw_bytes)",
+            f"{title} bandwidth of one server in one phase of the last benchmark (fio bw_bytes)",
             ("phase", "server"),
         ),
         MetricDef(
             f"fioprobe_distributed_{op}_latency_seconds",
             "summary",
-            f"{op} completion latency of one server in one phase of the last benchmark: fio's "
-            "exact percentiles, sum and count",
+            f"{title} completion latency of one server in one phase of the last benchmark: "
+            "fio's exact percentiles, sum and count",
             ("phase", "server"),
         ),
         MetricDef(
             f"fioprobe_distributed_{done}_bytes",
             "gauge",
-            f"Bytes one server {done} in one phase of the last benchmark (its cost)",
+            f"Bytes {done} by one server in one phase of the last benchmark (its cost)",
             ("phase", "server"),
         ),
         MetricDef(
@@ -114,8 +115,8 @@ def _distributed_op_metrics(op: str) -> tuple[MetricDef, ...]:
         MetricDef(
             f"fioprobe_distributed_aggregate_{op}_latency_seconds",
             "summary",
-            f'fio\'s "All clients" {op} completion latency of one phase: percentiles over '
-            "every server's IOs, sum and count",
+            f'fio\'s "All clients" {op} completion latency of one phase: sum and count over '
+            "every server's IOs (fio writes no percentiles for the aggregate)",
             ("phase",),
         ),
     )
@@ -283,7 +284,7 @@ METRICS: tuple[MetricDef, ...] = (
     MetricDef(
         "fioprobe_distributed_runtime_seconds",
         "gauge",
-        "How long one server ran one phase (fio job_runtime)",
+        "How long one server ran one phase (fio's runtime of the phase's direction)",
         ("phase", "server"),
     ),
     MetricDef(
