@@ -193,3 +193,13 @@ def test_refused_before_any_server_is_contacted(tmp_path: Path, extra: str, mess
     assert f"{plan}: {message}" in done.stderr.decode()
     assert (one.accepted, two.accepted) == (0, 0)
     assert not (tmp_path / "out").exists()
+
+
+def test_cache_drop_says_where_the_node_does_not_allow_it(tmp_path: Path) -> None:
+    """A node that refuses the drop (here: the target is a directory, as a read-only
+    /proc/sys refuses in a container) gets one clear line, and the benchmark goes on."""
+    from fioprobe.distributed.benchmark import drop_caches
+
+    line = drop_caches(tmp_path)
+    assert line.startswith("cache drop: not allowed on this node (")
+    assert line.endswith("each server still drops its job files' cached pages (fio's invalidate)")
