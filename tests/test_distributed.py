@@ -158,6 +158,10 @@ def test_three_servers_prepare_randread_randwrite(
     data = json.loads((tmp_path / "report" / "report.json").read_text())
     nodes = {str(entry.get("node")) for entry in _entries(data)}
     assert {f"127.0.0.1-{s.port}" for s in servers} | {"all-servers"} <= nodes
+    # ... and what `backfill` reads: every phase of every folder.
+    backfill = fioprobe("backfill", str(archive), "-o", str(tmp_path / "blocks"))
+    assert backfill.returncode == 0, backfill.stderr.decode()
+    assert "from 12 files" in backfill.stderr.decode()
 
 
 def _entries(data: object) -> Iterator[dict[str, object]]:
