@@ -9,7 +9,7 @@ function(benchmark, overrides={}, part='all')
   local all = (import 'main.libsonnet')(overrides=overrides);
   local objects = (import 'components/distributed.libsonnet')(all.config, benchmark);
   local parts = {
-    servers: ['plan', 'service', 'servers', 'serverPolicy', 'clientPolicy'],
+    servers: ['plan', 'service', 'servers', 'serverPolicy', 'clientPolicy', 'pushgatewayPolicy'],
     client: ['client'],
     all: self.servers + self.client,
   };
@@ -17,5 +17,5 @@ function(benchmark, overrides={}, part='all')
   {
     apiVersion: 'v1',
     kind: 'List',
-    items: [objects[key] for key in parts[part]],
+    items: [objects[key] for key in parts[part] if objects[key] != null],
   }

@@ -79,7 +79,15 @@ def test_every_object_carries_the_benchmark_instance(objects: dict[str, dict[str
     """The documented clean-up deletes by this label: every object has it, and the servers'
     PVCs (made from the claim template) too."""
     kinds = sorted(o["kind"] for o in objects.values())
-    assert kinds == ["ConfigMap", "Job", "NetworkPolicy", "NetworkPolicy", "Service", "StatefulSet"]
+    assert kinds == [
+        "ConfigMap",
+        "Job",
+        "NetworkPolicy",
+        "NetworkPolicy",
+        "NetworkPolicy",
+        "Service",
+        "StatefulSet",
+    ]
     for obj in objects.values():
         assert obj["metadata"]["labels"]["app.kubernetes.io/instance"] == "qualify-gp3"
         assert obj["metadata"]["namespace"] == "fioprobe"
@@ -162,6 +170,31 @@ def test_only_the_client_reaches_the_servers(objects: dict[str, dict[str, Any]])
     assert peer["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == (
         "distributed-client"
     )
+
+
+def test_the_pushgateway_admits_the_client_only_when_it_pushes(
+    objects: dict[str, dict[str, Any]],
+) -> None:
+    """The Pushgateway's own policy admits probes and Prometheus; the benchmark adds one that
+    admits its client (policies add up), and none without `push`."""
+    job = one(objects, "Job", "distributed-client")
+    client_labels = job["spec"]["template"]["metadata"]["labels"]
+    (policy,) = [
+        o
+        for o in objects.values()
+        if o["kind"] == "NetworkPolicy"
+        and o["spec"]["podSelector"]["matchLabels"].get("app.kubernetes.io/component")
+        == "pushgateway"
+    ]
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    (rule,) = policy["spec"]["ingress"]
+    (peer,) = rule["from"]
+    assert peer["podSelector"]["matchLabels"].items() <= client_labels.items()
+    assert peer["podSelector"]["matchLabels"]["app.kubernetes.io/instance"] == "qualify-gp3"
+    quiet = render({**BENCHMARK, "push": False})
+    assert len([o for o in quiet if o["kind"] == "NetworkPolicy"]) == 2
+    (quiet_job,) = [o for o in quiet if o["kind"] == "Job"]
+    assert "--gateway" not in quiet_job["spec"]["template"]["spec"]["containers"][0]["command"]
 
 
 def test_the_plan_the_client_reads_is_accepted(

@@ -234,6 +234,22 @@ function(config, benchmark)
       },
     },
 
+    // The Pushgateway's own policy admits probes and Prometheus only; policies add up, so this
+    // one admits the benchmark's client too, on the Pushgateway's port, while it exists.
+    pushgatewayPolicy: if b.push then {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: common.metadata(c, clientComponent, 'fioprobe-bench-%s-push' % name, ns, name),
+      spec: {
+        podSelector: { matchLabels: common.selectorLabels('pushgateway') },
+        policyTypes: ['Ingress'],
+        ingress: [{
+          from: [{ podSelector: { matchLabels: clientLabels } }],
+          ports: [{ protocol: 'TCP', port: pgw.port }],
+        }],
+      },
+    } else null,
+
     // The client: reaches the servers, the cluster DNS and (when it pushes) the Pushgateway.
     clientPolicy: {
       apiVersion: 'networking.k8s.io/v1',
