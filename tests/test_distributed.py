@@ -19,6 +19,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import fioprobe, gateway_group, wait_for
@@ -226,3 +227,52 @@ def test_a_server_that_is_not_there_fails_the_benchmark_and_cleans_the_others(
     message = done.stderr.decode().strip().splitlines()[-1]
     assert re.match(r"fioprobe: error: phase prepare: ", message), message
     _nothing_left(servers)
+
+
+def test_an_iodepth_sweep_gives_response_curves(tmp_path: Path, servers: list[FioServer]) -> None:
+    """`iodepths` runs each random phase once per IO depth; `report` on the archive then
+    draws latency against IOPS per StorageClass, from fio's aggregate of every server."""
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(
+        PLAN.replace("iodepth: 4\n", "iodepths: [1, 2, 4]\n").replace(
+            "runtime: 2\n", "runtime: 1\n"
+        )
+        + "phases: [prepare, randread]\n"
+    )
+    archive = tmp_path / "archive"
+    done = fioprobe(
+        "distributed", "--plan", str(plan), "--servers", ",".join(s.address for s in servers),
+        "-o", str(archive),
+    )  # fmt: skip
+    stdout = done.stdout.decode()
+    assert done.returncode == 0, done.stderr.decode() + stdout
+    phases = re.findall(r"^phase (\S+) \(", stdout, re.MULTILINE)
+    assert phases == ["prepare", "randread-qd1", "randread-qd2", "randread-qd4"]
+    _nothing_left(servers)
+    aggregate = archive / "accept_local-disk-fio-all-servers"
+    assert sorted(p.name for p in aggregate.iterdir()) == [
+        "prepare.json",
+        "randread-qd1.json",
+        "randread-qd2.json",
+        "randread-qd4.json",
+    ]
+    report = fioprobe("report", str(archive), "-o", str(tmp_path / "report"))
+    assert report.returncode == 0, report.stderr.decode()
+    data = json.loads((tmp_path / "report" / "report.json").read_text())
+    curves = [s for s in _sweeps(data) if s["family"].startswith("All clients")]
+    (curve,) = [s for s in curves if s["op"] == "read"]
+    points = curve["curves"]["local-disk"]
+    assert [p["setting"] for p in points] == [1, 2, 4]
+    assert all(p["iops"] > 0 for p in points)
+
+
+def _sweeps(data: object) -> Iterator[dict[str, Any]]:
+    """Every response curve of report.json (objects with option, family, op and curves)."""
+    if isinstance(data, dict):
+        if {"option", "family", "op", "curves"} <= set(data):
+            yield data
+        for value in data.values():
+            yield from _sweeps(value)
+    elif isinstance(data, list):
+        for value in data:
+            yield from _sweeps(value)

@@ -31,7 +31,8 @@ budget:
 BAD = [
     ("unknown key", GOOD + "directory: /etc\n",
      "'directory': unknown key (expected one of: block_size, budget, direct, drop_caches, "
-     "file_size, iodepth, ioengine, jobs_per_server, loops, name, node_selector, phases, "
+     "file_size, iodepth, iodepths, ioengine, jobs_per_server, loops, name, node_selector, "
+     "phases, "
      "prepare_block_size, prepare_runtime, runtime, servers, storageclass)"),
     ("unknown budget key", GOOD.replace("  seconds_per_server: 600\n",
                                         "  seconds_per_server: 600\n  iops: 5\n"),
@@ -62,6 +63,13 @@ BAD = [
     ("repeated phase", GOOD + "phases: [randread, randread]\n",
      "phases: each phase at most once"),
     ("flag as text", GOOD + "direct: 'yes'\n", "direct: must be true or false, got 'yes'"),
+    ("iodepth and iodepths", GOOD + "iodepth: 4\niodepths: [1, 8]\n",
+     "iodepths: give iodepth or iodepths, not both"),
+    ("iodepths repeated", GOOD + "iodepths: [1, 8, 1]\n", "iodepths: each IO depth at most once"),
+    ("iodepths too deep", GOOD + "iodepths: [1, 512]\n",
+     "iodepths: 512 is not a whole number from 1 to 256"),
+    ("iodepths not a list", GOOD + "iodepths: 8\n",
+     "iodepths: must be a list of 1 to 16 IO depths, got 8"),
     ("node selector value", GOOD + "node_selector: {disk: [a]}\n",
      "node_selector.disk: ['a'] is not a label value"),
     ("not a mapping", "- a\n- b\n",
@@ -203,3 +211,15 @@ def test_cache_drop_says_where_the_node_does_not_allow_it(tmp_path: Path) -> Non
     line = drop_caches(tmp_path)
     assert line.startswith("cache drop: not allowed on this node (")
     assert line.endswith("each server still drops its job files' cached pages (fio's invalidate)")
+
+
+def test_a_sweep_runs_each_random_phase_per_iodepth_within_one_budget() -> None:
+    plan = parse_plan(GOOD + "iodepths: [1, 8]\n", "plan.yaml")
+    jobs = phase_jobs(plan)
+    assert [job.phase for job in jobs] == [
+        "prepare", "randread-qd1", "randread-qd8", "randwrite-qd1", "randwrite-qd8",
+    ]  # fmt: skip
+    assert [job.profile.option("iodepth") for job in jobs] == ["1", "1", "8", "1", "8"]
+    # Five runs of 5 s (prepare: 60 s) must fit the seconds together.
+    with pytest.raises(PlanError, match="the phases together run up to 80s per server"):
+        phase_jobs(parse_plan(GOOD.replace("600", "70") + "iodepths: [1, 8]\n", "plan.yaml"))

@@ -100,7 +100,7 @@ def run_benchmark(
         finished_at=time.time(),
         servers=len(servers),
         block_size=plan.block_size,
-        iodepth=plan.iodepth,
+        iodepths=plan.sweep,
         jobs_per_server=plan.jobs_per_server,
         ioengine=plan.ioengine,
     )

@@ -39,6 +39,7 @@ _CLEANUP_GLOBAL = ("allow_file_create=0", "unlink=1")
 class PhaseJob:
     """One phase's checked job: what is sent, and how long fio may take."""
 
+    #: Its name: the phase (prepare, randread, randwrite), and `-qd<N>` in an IO depth sweep.
     phase: str
     profile: Profile
     text: str
@@ -47,7 +48,11 @@ class PhaseJob:
 
 def phase_jobs(plan: Plan) -> list[PhaseJob]:
     """Every phase of the plan, each checked, all of them within the budget together."""
-    jobs = [_phase_job(plan, phase) for phase in plan.phases]
+    jobs = [
+        _phase_job(plan, phase, iodepth)
+        for phase in plan.phases
+        for iodepth in ((plan.iodepth,) if phase == "prepare" else plan.sweep)
+    ]
     most = sum(int(job.profile.io_bytes_max) for job in jobs)
     if most > plan.budget.bytes_per_server:
         raise PlanError(
@@ -87,8 +92,14 @@ def cleanup_job(plan: Plan) -> str:
     return render(job.profile, extra=_CLEANUP_GLOBAL)
 
 
-def _phase_job(plan: Plan, phase: str) -> PhaseJob:
-    return checked_job(plan, phase, _plan_text(plan, phase))
+def _phase_job(plan: Plan, phase: str, iodepth: int) -> PhaseJob:
+    name = phase if phase == "prepare" or not plan.iodepths else f"{phase}-qd{iodepth}"
+    return checked_job(plan, name, _plan_text(plan, phase, iodepth))
+
+
+def phase_kind(name: str) -> str:
+    """prepare, randread or randwrite: a phase's name without its sweep suffix."""
+    return name.split("-qd", 1)[0]
 
 
 def checked_job(plan: Plan, phase: str, text: str) -> PhaseJob:
@@ -108,7 +119,7 @@ def checked_job(plan: Plan, phase: str, text: str) -> PhaseJob:
     )
 
 
-def _plan_text(plan: Plan, phase: str) -> str:
+def _plan_text(plan: Plan, phase: str, iodepth: int) -> str:
     """The phase as a profile file: the plan's budget as its header, its options below."""
     prepare = phase == "prepare"
     rw = {"prepare": "write", "randread": "randread", "randwrite": "randwrite"}[phase]
@@ -120,7 +131,7 @@ def _plan_text(plan: Plan, phase: str) -> str:
         f"ioengine={plan.ioengine}",
         f"direct={int(plan.direct)}",
         f"bs={plan.prepare_block_size if prepare else plan.block_size}",
-        f"iodepth={plan.iodepth}",
+        f"iodepth={iodepth}",
         f"size={plan.file_size}",
         f"numjobs={plan.jobs_per_server}",
         f"runtime={runtime}",

@@ -68,6 +68,13 @@ class Plan:
     phases: tuple[str, ...] = PHASES
     drop_caches: bool = False
     source: str = "<plan>"
+    #: The random phases run once per IO depth, in this order: the points of a response
+    #: curve (latency against IOPS). Without a sweep, (iodepth,).
+    iodepths: tuple[int, ...] = ()
+
+    @property
+    def sweep(self) -> tuple[int, ...]:
+        return self.iodepths or (self.iodepth,)
 
 
 #: (key, what it is, its check) of every top-level key; `budget` is read on its own.
@@ -88,6 +95,7 @@ _KEYS = (
     "node_selector",
     "ioengine",
     "phases",
+    "iodepths",
     *_INTEGERS,
     *_SIZES,
     *_FLAGS,
@@ -152,6 +160,11 @@ def parse_plan(text: str, source: str) -> Plan:
         values["phases"] = _phases(raw["phases"], source)
     if "node_selector" in raw:
         values["node_selector"] = _node_selector(raw["node_selector"], source)
+    if "iodepths" in raw:
+        if "iodepth" in raw:
+            raise PlanError(f"{source}: iodepths: give iodepth or iodepths, not both")
+        values["iodepths"] = _iodepths(raw["iodepths"], source)
+        values["iodepth"] = values["iodepths"][0]  # the prepare phase's
     return Plan(**values)
 
 
@@ -238,6 +251,26 @@ def _phases(value: object, source: str) -> tuple[str, ...]:
         raise PlanError(f"{source}: phases: each phase at most once")
     # They always run in their own order: the data set first, reads before writes.
     return tuple(phase for phase in PHASES if phase in value)
+
+
+#: At most this many points in a sweep: each is a run of every random phase.
+MAX_SWEEP = 16
+
+
+def _iodepths(value: object, source: str) -> tuple[int, ...]:
+    low, high = _INTEGERS["iodepth"]
+    if not isinstance(value, list) or not 1 <= len(value) <= MAX_SWEEP:
+        raise PlanError(
+            f"{source}: iodepths: must be a list of 1 to {MAX_SWEEP} IO depths, got {_shown(value)}"
+        )
+    for item in value:
+        if isinstance(item, bool) or not isinstance(item, int) or not low <= item <= high:
+            raise PlanError(
+                f"{source}: iodepths: {_shown(item)} is not a whole number from {low} to {high}"
+            )
+    if len(set(value)) != len(value):
+        raise PlanError(f"{source}: iodepths: each IO depth at most once")
+    return tuple(value)
 
 
 def _node_selector(value: object, source: str) -> dict[str, str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from fioprobe.distributed.jobs import phase_kind
 from fioprobe.fio.model import OpStats
 from fioprobe.metrics.distributed import PhaseResult, single_op
 
@@ -24,7 +25,7 @@ _HEADER = (
 
 def phase_table(phase: PhaseResult) -> list[str]:
     """The lines of one phase: header, a row per server, the sum, fio's aggregate."""
-    op = PHASE_OP[phase.phase]
+    op = PHASE_OP[phase_kind(phase.phase)]
     lines = [f"phase {phase.phase} ({op}s)", _HEADER]
     stats = []
     for server in sorted(phase.result.servers, key=lambda s: (s.hostname, s.port or 0)):

@@ -43,7 +43,8 @@ class BenchmarkOutcome:
     finished_at: float
     servers: int
     block_size: str
-    iodepth: int
+    #: The random phases' IO depths (several in a sweep).
+    iodepths: tuple[int, ...]
     jobs_per_server: int
     ioengine: str
 
@@ -66,7 +67,7 @@ class DistributedCollector(Collector):
                 ",".join(sorted(versions)),
                 __version__,
                 outcome.block_size,
-                str(outcome.iodepth),
+                ",".join(map(str, outcome.iodepths)),
                 str(outcome.jobs_per_server),
                 outcome.ioengine,
             ],

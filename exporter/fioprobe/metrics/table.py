@@ -306,7 +306,7 @@ METRICS: tuple[MetricDef, ...] = (
         "fioprobe_distributed_info",
         "gauge",
         "Facts about the last benchmark: fio and fioprobe versions, the plan's block size, "
-        "IO depth, jobs per server and IO engine",
+        "IO depths (comma-separated in a sweep), jobs per server and IO engine",
         ("fio_version", "version", "block_size", "iodepth", "jobs_per_server", "ioengine"),
     ),
 )
