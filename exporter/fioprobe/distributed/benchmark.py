@@ -89,10 +89,13 @@ def run_benchmark(
             error = exc
         finally:
             _ignore_signals()  # one interruption; then the clean-up runs to its end
-            say(_cleanup(fio, plan, servers))
-    if error is not None and isinstance(error, Interrupted):
-        error.what_happened = (
-            "fio's client told the servers to stop; the benchmark's files were removed"
+            cleaned, line = _cleanup(fio, plan, servers)
+            say(line)
+    if isinstance(error, Interrupted):
+        error.what_happened = "fio's client told the servers to stop; " + (
+            "the benchmark's files were removed"
+            if cleaned
+            else "the clean-up did not reach every server (see the clean-up line)"
         )
     outcome = BenchmarkOutcome(
         phases=tuple(phases),
@@ -172,20 +175,39 @@ def _check_budget(plan: Plan, job: PhaseJob, result: ClientServerRun, used: dict
             )
 
 
-def _cleanup(fio: str, plan: Plan, servers: Sequence[Server]) -> str:
-    """Remove the phases' files on every server; one line saying what happened."""
+def _cleanup(fio: str, plan: Plan, servers: Sequence[Server]) -> tuple[bool, str]:
+    """Remove the phases' files on every server: whether every server answered, and one line.
+
+    fio's client exits 0 even when it could not connect to a server, so what each server
+    did is read from its output: a server missing there was not reached, and its working
+    directory may still hold the benchmark's files. A job error on a server is reported
+    as such (fio 3.33 lays a missing file out before it removes it: nothing is left then).
+    """
+    leftover = "its working directory may still hold bench.* files"
     try:
         output = run_client(fio, servers, cleanup_job(plan), CLEANUP_SECONDS, output_format="json")
+        result = parse_client_server(output.text, source="clean-up")
     except FioprobeError as exc:
-        return f"clean-up: {exc}; the servers' working directories may still hold bench.* files"
-    if output.returncode == 0:
-        return f"clean-up: the benchmark's files removed on {len(servers)} servers"
-    # A server whose file was never made (a phase stopped before it) reports an error for
-    # it; the others' files are removed all the same.
-    return (
-        f"clean-up: fio's client exited {output.returncode} (a server had no file to remove, "
-        f"or could not be reached){_said(output)}"
-    )
+        return (
+            False,
+            f"clean-up: {exc}; the servers' working directories may still hold bench.* files",
+        )
+    reported = {server.server: server for server in result.servers}
+    absent = [s.name for s in servers if s.name not in reported]
+    failed = [
+        f"{s.name} (error {reported[s.name].run.failed_jobs[0].error})"
+        for s in servers
+        if s.name in reported and reported[s.name].run.failed_jobs
+    ]
+    done = len(servers) - len(absent) - len(failed)
+    if not absent and not failed:
+        return True, f"clean-up: the benchmark's files removed on {len(servers)} servers"
+    line = f"clean-up: the benchmark's files removed on {done} of {len(servers)} servers"
+    if failed:
+        line += f"; a job error on {', '.join(failed)}"
+    if absent:
+        line += f"; no answer from {', '.join(absent)}: {leftover}"
+    return not absent, line
 
 
 def drop_caches(path: Path = DROP_CACHES) -> str:
