@@ -31,6 +31,10 @@ OUTPUT_FILE = "output.txt"
 #: How long fio's client may take to stop its servers after a SIGTERM before its process
 #: group is killed (the servers then end their jobs when the connection drops).
 STOP_GRACE_SECONDS = 10.0
+#: The most of fio's client output that is read. json+ of one phase is about 50 kB per server
+#: (bins included); more than this is not fio's report, and reading it whole would let one
+#: server's output exhaust the client's memory.
+MAX_OUTPUT_BYTES = 256 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +93,11 @@ def run_client(
             except BaseException:
                 stop_client(process)
                 raise
+        if output.stat().st_size > MAX_OUTPUT_BYTES:
+            raise ProbeFailure(
+                FailureReason.PARSE_ERROR,
+                f"fio's client wrote more than {MAX_OUTPUT_BYTES} bytes; not read",
+            )
         text = output.read_bytes().decode("utf-8", errors="replace")
     return ClientOutput(text, process.returncode, stderr.decode("utf-8", errors="replace"))
 
