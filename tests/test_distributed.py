@@ -281,3 +281,30 @@ def _sweeps(data: object) -> Iterator[dict[str, Any]]:
     elif isinstance(data, list):
         for value in data:
             yield from _sweeps(value)
+
+
+def test_a_phase_past_its_deadline_is_stopped_on_every_server(
+    tmp_path: Path, servers: list[FioServer]
+) -> None:
+    """fio's client past the deadline: stopped, and with it every server's jobs."""
+    from fioprobe.distributed.client import run_client
+    from fioprobe.distributed.jobs import checked_job, cleanup_job
+    from fioprobe.distributed.plan import parse_plan
+    from fioprobe.distributed.servers import parse_servers
+    from fioprobe.errors import FailureReason, ProbeFailure
+
+    plan = parse_plan(PLAN.replace("128m", "64g"), "plan.yaml")
+    text = (
+        "# fioprobe-budget-bytes: 68719476736\n# fioprobe-budget-seconds: 60\n"
+        "[global]\nioengine=psync\nsize=8m\nloops=1000\nruntime=30\n[bench]\nrw=randread\n"
+    )
+    job = checked_job(plan, "randread", text)
+    addresses = parse_servers(",".join(s.address for s in servers))
+    with pytest.raises(ProbeFailure) as caught:
+        run_client("fio", addresses, job.text, deadline_seconds=3)
+    assert caught.value.reason is FailureReason.TIMEOUT
+    for server in servers:
+        wait_for(lambda s=server: not s.children(), timeout=15, what="server jobs to end")
+    assert _clients_of(servers) == []
+    run_client("fio", addresses, cleanup_job(plan), deadline_seconds=30, output_format="json")
+    _nothing_left(servers)
