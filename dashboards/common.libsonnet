@@ -19,6 +19,9 @@ function(c) {
   // Recording-rule series probe:fioprobe_*: the configured selector was applied inside the
   // rule (and its labels may be aggregated away), so only the cluster and `extra` here.
   rec(extra=[]):: '{%s}' % u.matcherList([cluster] + extra),
+  // A distributed benchmark's series (`fioprobe distributed`, its own group): the configured
+  // selector, benchmarks only, the cluster, and `extra`.
+  bench(extra=[]):: '{%s}' % u.matcherList([c.fioprobeSelector, u.benchmarkMatcher, cluster] + extra),
   // Series of other exporters (etcd, CloudWatch): the cluster, an optional configured
   // selector, and `extra`.
   ext(selector, extra=[]):: '{%s}' % u.matcherList([cluster, selector] + extra),

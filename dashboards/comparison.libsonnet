@@ -126,6 +126,67 @@ function(c)
     + tb.standardOptions.color.withMode('thresholds')
     + tb.fieldConfig.defaults.custom.withCellOptions({ type: 'color-background', mode: 'basic' });
 
+  // The last distributed benchmark of each name and StorageClass (`fioprobe distributed`,
+  // pushed once per benchmark as its own group): per phase, fio's own "All clients" figure
+  // beside the sum of the servers', each in its own column, never one for the other.
+  local benchBy = '%s, storageclass, benchmark, phase' % c.clusterLabel;
+  local benchSel = k.bench();
+  local benchmarks = [
+    k.row('Distributed benchmarks (fioprobe distributed)'),
+    k.table(
+      'Last benchmark per StorageClass: IOPS',
+      'Each phase of the last distributed benchmark of every name and StorageClass '
+      + '(fioprobe distributed; a benchmark is pushed once, as its own group). "fio aggregate" '
+      + "is fio's own \"All clients\" figure: every server's IOs over the longest runtime, "
+      + 'so below the sum of the servers\' rates when their runtimes differ; "sum of servers" '
+      + "adds each server's own IOPS. Values of the most recent benchmark, held until the "
+      + 'next one of that name pushes.',
+      'iops',
+      [
+        k.tableTarget('max by (%s) (%s)' % [
+          benchBy,
+          'fioprobe_distributed_aggregate_read_iops%(s)s or fioprobe_distributed_aggregate_write_iops%(s)s' % { s: benchSel },
+        ]),
+        k.tableTarget('sum by (%s) (%s)' % [
+          benchBy,
+          'fioprobe_distributed_read_iops%(s)s or fioprobe_distributed_write_iops%(s)s' % { s: benchSel },
+        ]),
+      ],
+      [
+        tb.queryOptions.transformation.withId('merge') + tb.queryOptions.transformation.withOptions({}),
+        k.organize(rename={ 'Value #A': 'IOPS, fio aggregate', 'Value #B': 'IOPS, sum of servers' }),
+      ],
+      w=12,
+    ),
+    k.table(
+      'Last benchmark per StorageClass: p99 of the slowest and fastest server',
+      "Each phase's completion latency p99 of the slowest and of the fastest server of the "
+      + 'last distributed benchmark of every name and StorageClass: the exact fio percentile '
+      + "of each server's own IOs (fio writes no percentiles for its \"All clients\" "
+      + 'aggregate). ' + k.latencyStepsText,
+      's',
+      [
+        k.tableTarget('max by (%s) (%s)' % [
+          benchBy,
+          'fioprobe_distributed_read_latency_seconds%(s)s or fioprobe_distributed_write_latency_seconds%(s)s' % { s: k.bench(['quantile="0.99"']) },
+        ]),
+        k.tableTarget('min by (%s) (%s)' % [
+          benchBy,
+          'fioprobe_distributed_read_latency_seconds%(s)s or fioprobe_distributed_write_latency_seconds%(s)s' % { s: k.bench(['quantile="0.99"']) },
+        ]),
+      ],
+      [
+        tb.queryOptions.transformation.withId('merge') + tb.queryOptions.transformation.withOptions({}),
+        k.organize(rename={ 'Value #A': 'p99, slowest server', 'Value #B': 'p99, fastest server' }),
+      ],
+      w=12,
+    )
+    + tb.standardOptions.thresholds.withMode('absolute')
+    + tb.standardOptions.thresholds.withSteps(k.latencySteps)
+    + tb.standardOptions.color.withMode('thresholds')
+    + tb.fieldConfig.defaults.custom.withCellOptions({ type: 'color-background', mode: 'basic' }),
+  ];
+
   local classVar(name, label) =
     k.queryVar(
       name,
@@ -171,5 +232,6 @@ function(c)
       'Read and write bandwidth of the runs (fioprobe_<op>_bandwidth_bytes_per_second).'
     )
     + [k.row('p99 tables')]
-    + [matrix(op) for op in u.ops],
+    + [matrix(op) for op in u.ops]
+    + benchmarks,
   )

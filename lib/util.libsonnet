@@ -14,8 +14,16 @@
   // empty, and `{, a="b"}` is not PromQL).
   matcherList(list):: std.join(', ', std.filter(function(m) m != '', list)),
 
-  // The configured selector of fioprobe's pushed series plus `extra`.
-  matchers(c, extra=[]):: $.matcherList([c.fioprobeSelector] + extra),
+  // A distributed benchmark's group (`fioprobe distributed`: benchmark and storageclass, no
+  // profile) holds fioprobe_distributed_* series only, but the Pushgateway adds
+  // push_time_seconds to it as to every group: without this matcher the probe rules would
+  // take a benchmark pushed once for a probe that stopped (Stale). Not configurable: no
+  // selector a deployment chooses may let probe rules see benchmarks.
+  probeGroupMatcher:: 'benchmark=""',
+  benchmarkMatcher:: 'benchmark!=""',
+
+  // The configured selector of fioprobe's pushed series plus `extra`: probe groups only.
+  matchers(c, extra=[]):: $.matcherList([c.fioprobeSelector, $.probeGroupMatcher] + extra),
 
   // A matcher for a label that takes any of `values` (plain names, not patterns): `=` for one
   // value, as a regexp on a static string costs a regexp match for nothing (pint's

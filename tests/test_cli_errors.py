@@ -405,6 +405,37 @@ CASES = [
         ["backfill", FIO_OUTPUT, "-o", "{dir}/out", "--group-by", "colour"],
         "--group-by must be folder, job or option:NAME",
     ),
+    # --- distributed: the plan and the servers, refused before any server is contacted ----
+    Case("distributed-no-plan", ["distributed", "--servers", "127.0.0.1:9"], "--plan"),
+    Case(
+        "distributed-plan-missing",
+        ["distributed", "--plan", "{dir}/none.yaml", "--servers", "127.0.0.1:9"],
+        "none.yaml: cannot read the plan: No such file or directory",
+    ),
+    Case(
+        "distributed-plan-unknown-key",
+        ["distributed", "--plan", "{file}", "--servers", "127.0.0.1:9"],
+        "'filename': unknown key (expected one of: ",
+        files={"p.yaml": "name: a\nstorageclass: b\nfilename: /dev/sda\n"},
+    ),
+    Case(
+        "distributed-servers-not-host-port",
+        ["distributed", "--plan", "{file}", "--servers", "127.0.0.1:9,-oops"],
+        "--servers: '-oops' is not host:port (a port from 1 to 65535)",
+        files={
+            "p.yaml": "name: a\nstorageclass: b\nservers: 2\n"
+            "budget: {bytes_per_server: 1g, seconds_per_server: 600}\n"
+        },
+    ),
+    Case(
+        "distributed-servers-count",
+        ["distributed", "--plan", "{file}", "--servers", "127.0.0.1:9"],
+        "the plan is for 2 servers, --servers names 1",
+        files={
+            "p.yaml": "name: a\nstorageclass: b\nservers: 2\n"
+            "budget: {bytes_per_server: 1g, seconds_per_server: 600}\n"
+        },
+    ),
 ]
 
 
@@ -493,6 +524,7 @@ BEFORE = {
     "continuous": ["continuous", "--dir", "{dir}", "--storageclass", "x"],
     "demo": ["demo"],
     "report": ["report", FIO_OUTPUT, "-o", "{dir}/out"],
+    "distributed": ["distributed", "--plan", "{dir}/p.yaml", "--servers", "127.0.0.1:9"],
 }
 SECONDS, WHOLE, BYTES, MILLISECONDS, LISTEN = "seconds", "whole", "bytes", "milliseconds", "listen"
 #: (subcommand, option, kind, low, high, too small, too large).
@@ -516,6 +548,8 @@ NUMERIC_OPTIONS = [
     ("demo", "--preview-every", WHOLE, "1", "1000", "0", "1001"),
     ("report", "--warn-ms", MILLISECONDS, "0.001", "60000", "0", "1e300"),
     ("report", "--crit-ms", MILLISECONDS, "0.001", "60000", "-5", "60001"),
+    ("distributed", "--timeout", SECONDS, "0.1", "600", "0", "601"),
+    ("distributed", "--attempts", WHOLE, "1", "10", "0", "11"),
 ]
 
 

@@ -47,6 +47,7 @@ COMMANDS = [
     "gc",
     "report",
     "backfill",
+    "distributed",
 ]
 
 

@@ -48,6 +48,7 @@ from typing import Any
 import pytest
 from fioprobe.preview import evaluate
 from support import services
+from support.fioservers import fio_servers
 from support.fixtures import fuse_unavailable
 from support.slowfs import slow_fs
 
@@ -344,9 +345,37 @@ def live_stack(
             )
         load.__exit__()
         assert load.puts > 0, f"no etcd put succeeded: {load.errors[:3]}"
+        distributed_benchmark(stack, workdir, gateway.url, prometheus.url)
+        log("distributed benchmark pushed and scraped")
         yield LiveStack(
             prometheus.url, gateway.url, etcd.url, start, time.time(), load.puts, bool(stream_port)
         )
+
+
+def distributed_benchmark(
+    stack: contextlib.ExitStack, workdir: Path, gateway: str, prometheus: str
+) -> None:
+    """One `fioprobe distributed` benchmark against two real fio servers, pushed beside the
+    probes: the Comparison's benchmark panels read it, and no probe rule takes it."""
+    servers = stack.enter_context(fio_servers(workdir / "fio-servers", 2))
+    plan = workdir / "benchmark.yaml"
+    plan.write_text(
+        f"name: live\nstorageclass: {PLAIN}\nservers: 2\njobs_per_server: 1\n"
+        "file_size: 4m\nruntime: 1\nprepare_runtime: 10\n"
+        "budget: {bytes_per_server: 64m, seconds_per_server: 30}\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "fioprobe", "distributed", "--plan", str(plan),
+         "--servers", ",".join(s.address for s in servers), "--gateway", gateway,
+         "-o", str(workdir / "benchmark")],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr + done.stdout
+    services.wait_for(
+        lambda: _values(prometheus, "fioprobe_distributed_success == 1"),
+        timeout=20,
+        what="Prometheus to scrape the distributed benchmark",
+    )
 
 
 # --- Grafana's side: variables, intervals, queries ----------------------------------------

@@ -320,3 +320,25 @@ def test_per_node_and_sharded_pushgateway_are_accepted(kube: Kube, tmp_path: Pat
     pushgateway = kube.dry_run(f"--filename={generated / 'pushgateway-statefulset.yaml'}")
     assert pushgateway.returncode == 0, pushgateway.stderr
     assert _pod_security_warnings(pushgateway.stderr) == [], pushgateway.stderr
+
+
+def test_a_distributed_benchmark_is_accepted(kube: Kube, tmp_path: Path) -> None:
+    """A distributed benchmark's objects (manifests/distributed.jsonnet; off by default,
+    rendered on request) as a user applies them: accepted, and in the restricted namespace
+    without a Pod Security warning."""
+    benchmark = (
+        "{name: 'qualify-gp3', storageclass: 'gp3', servers: 3, volumeSize: '40Gi', "
+        "plan: {budget: {bytes_per_server: '4g', seconds_per_server: 600}}}"
+    )
+    rendered = subprocess.run(
+        [str(REPO / ".tools" / "bin" / "go-jsonnet"), "-J", str(REPO), "-J", str(REPO / "vendor"),
+         "--tla-code", f"benchmark={benchmark}", str(REPO / "manifests" / "distributed.jsonnet")],
+        check=True, capture_output=True, text=True, timeout=120,
+    ).stdout  # fmt: skip
+    path = tmp_path / "benchmark.json"
+    path.write_text(rendered)
+    result = kube.dry_run(f"--filename={path}")
+    assert result.returncode == 0, result.stderr
+    applied = [line for line in result.stdout.splitlines() if "(server dry run)" in line]
+    assert len(applied) == 7, result.stdout
+    assert _pod_security_warnings(result.stderr) == [], result.stderr

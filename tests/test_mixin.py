@@ -500,7 +500,8 @@ def test_etcd_disks_are_selected_by_their_published_role(rules: Path) -> None:
     assert "unless on (cluster, storageclass, node)\nprobe:fioprobe_etcd_disk:info" in sc
     # A continuous stream's own role is enough, and its etcd_disk="false" wins as a probe's.
     for value in ("true", "false"):
-        assert f'fioprobe_continuous_info{{storageclass!="", etcd_disk="{value}"}}' in role, role
+        stream = f'fioprobe_continuous_info{{storageclass!="", benchmark="", etcd_disk="{value}"}}'
+        assert stream in role, role
     # The stream alerts: on etcd disks (critical hang, stall, pages) only by the role, and
     # the StorageClass variants only without it.
     stream_rules = [

@@ -57,6 +57,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "fioprobe.continuous",
             "fioprobe.report",
             "fioprobe.offline",
+            "fioprobe.distributed",
         ),
     ),
 )

@@ -22,6 +22,9 @@ PROBE_LABELS: tuple[str, str, str] = (STORAGECLASS, PROFILE, NODE)
 
 #: What a refused writer's conflict group adds to its probe's key (publish/outcome.py).
 WRITER = "writer"
+#: A distributed benchmark's group is `benchmark` and `storageclass`, no `profile`: the
+#: mixin's probe selectors require benchmark="" so that they never take one for a probe.
+BENCHMARK = "benchmark"
 
 
 def probe_key(storageclass: str, profile: str, node: str | None = None) -> dict[str, str]:
@@ -30,3 +33,8 @@ def probe_key(storageclass: str, profile: str, node: str | None = None) -> dict[
     if node:
         key[NODE] = node
     return key
+
+
+def benchmark_key(benchmark: str, storageclass: str) -> dict[str, str]:
+    """A distributed benchmark's grouping key after `job`, in push order."""
+    return {BENCHMARK: benchmark, STORAGECLASS: storageclass}

@@ -26,6 +26,7 @@ from fioprobe.cli import (
     continuous_cmd,
     convert_cmd,
     demo_cmd,
+    distributed_cmd,
     gc_cmd,
     probe_cmd,
     push_cmd,
@@ -99,6 +100,12 @@ COMMANDS: tuple[Command, ...] = (
         "backfill",
         "fio results -> OpenMetrics with each run's time -> TSDB blocks (promtool)",
         backfill_cmd,
+    ),
+    Command(
+        "distributed",
+        "a benchmark plan against fio servers on several nodes: prepare, randread, randwrite; "
+        "each server's figures and fio's aggregate",
+        distributed_cmd,
     ),
 )
 

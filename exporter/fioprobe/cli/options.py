@@ -113,7 +113,9 @@ def owner(args: argparse.Namespace) -> str | None:
 # --- the Pushgateway (push, probe) --------------------------------------------------------
 
 
-def add_gateway_options(parser: argparse.ArgumentParser) -> None:
+def add_gateway_options(parser: argparse.ArgumentParser, *, writer_lease: bool = True) -> None:
+    """The Pushgateway's options; `writer_lease` only for commands that push cumulative
+    totals (a writer owns its group's counters for that long)."""
     group = parser.add_argument_group(
         "Pushgateway",
         "Credentials are never taken from the command line itself: the username and password "
@@ -150,6 +152,8 @@ def add_gateway_options(parser: argparse.ArgumentParser) -> None:
         f"{push_defaults.BACKOFF_SECONDS:g} s, on network errors and HTTP 5xx only "
         f"(default {push_defaults.ATTEMPTS})",
     )
+    if not writer_lease:
+        return
     group.add_argument(
         "--writer-lease",
         type=_lease_seconds,

@@ -22,7 +22,14 @@ import orjson
 from fioprobe.errors import ExitCode, FailureReason, FioprobeError
 from fioprobe.fio.model import OPERATIONS, Bins, Job, LatencyStats, OpStats, Run
 
-__all__ = ["FioOutputError", "parse_file", "parse_text", "parse_text_with_raw"]
+__all__ = [
+    "FioOutputError",
+    "parse_file",
+    "parse_text",
+    "parse_text_with_raw",
+    "read_document",
+    "run_of_entries",
+]
 
 #: fio's JSON document starts with "{" at the start of a line (possibly indented when
 #: copied out of a document). Only those braces are tried, which keeps the search linear.
@@ -83,6 +90,20 @@ def parse_text_with_raw(
     return run, document, [job for _, job in _job_entries(document, source)]
 
 
+def read_document(text: str, source: str = "<stdin>") -> dict[str, Any]:
+    """fio's raw document in `text`, found and checked as `parse_text` finds and checks it.
+
+    For readers of parts the model does not keep apart, such as each server's own entries
+    of client/server output (`fioprobe.fio.clientserver`).
+    """
+    return _find_fio_document(text, source)
+
+
+def run_of_entries(document: dict[str, Any], entries: list[dict[str, Any]], source: str) -> Run:
+    """The run of `document` made of the given job objects only (each read as any job is)."""
+    return _build_run(document, source, list(enumerate(entries)))
+
+
 # --- finding the document -----------------------------------------------------------------
 
 
@@ -117,8 +138,9 @@ def _whole_document(text: str) -> dict[str, Any] | None:
 def _find_fio_document(text: str, source: str) -> dict[str, Any]:
     whole = _whole_document(text)
     if whole is not None:
-        return whole
+        return _strict_if_client_server(whole, text, len(text) - len(text.lstrip()), source)
     found: dict[str, Any] | None = None
+    found_at = 0
     first_error: json.JSONDecodeError | None = None
     saw_json = False
     position = 0
@@ -138,14 +160,87 @@ def _find_fio_document(text: str, source: str) -> dict[str, Any]:
         if _is_fio_document(obj):
             # With --status-interval fio writes one document per interval; the last
             # complete one holds the final totals.
-            found = obj
+            found, found_at = obj, start
     if found is not None:
-        return found
+        return _strict_if_client_server(found, text, found_at, source)
     if first_error is not None:
         raise FioOutputError(source, _describe_decode_error(text, first_error)) from None
     if saw_json:
         raise FioOutputError(source, 'JSON found, but not fio output (no "jobs" list)')
     raise FioOutputError(source, "no fio JSON output found" + _fio_said(text))
+
+
+class _DifferentRepeat(Exception):
+    """A key repeated in one object with another value: which value is fio's is unknowable."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _strict_if_client_server(
+    document: dict[str, Any], text: str, start: int, source: str
+) -> dict[str, Any]:
+    """Client/server output read again, refusing every repeated key fio does not write.
+
+    A JSON decoder keeps the last of two equal keys and says nothing. fio's client writes
+    "global options" as the options of every server in one object, so a key repeats there
+    with the same value once per server (fio 3.33, one job file sent to three servers:
+    "bs" three times); fio 3.1 and older also repeat "0.00": 0 for unused percentile slots.
+    Those two repeats are accepted as they are; any other repeated key, or a repeat with
+    another value, is an edited or broken file, rejected whole. Plain (not client/server)
+    documents take the decoder's fast path unchecked: they are the probe's hot path.
+    """
+    if not isinstance(document.get("client_stats"), list):
+        return document
+    repeats: list[tuple[dict[str, Any], list[str]]] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj: dict[str, Any] = {}
+        again: list[str] = []
+        for key, value in items:
+            if key in obj:
+                if not _same_value(obj[key], value):
+                    raise _DifferentRepeat(key)
+                again.append(key)
+            obj[key] = value
+        if again:
+            repeats.append((obj, again))
+        return obj
+
+    strict: dict[str, Any]
+    try:
+        strict, _ = json.JSONDecoder(object_pairs_hook=pairs).raw_decode(text, start)
+    except _DifferentRepeat as exc:
+        raise FioOutputError(
+            source, f"key {_shown_key(exc.key)} appears twice in one object with different values"
+        ) from None
+    except (json.JSONDecodeError, RecursionError):  # the first decoding succeeded: not fio's
+        raise FioOutputError(source, "fio JSON decodes differently on a second reading") from None
+    options = strict.get("global options")
+    accepted = [options] if isinstance(options, dict) else []
+    if isinstance(options, list):
+        accepted = [item for item in options if isinstance(item, dict)]
+    for obj, keys in repeats:
+        if any(obj is item for item in accepted):
+            continue
+        if set(keys) == {"0.00"} and obj["0.00"] == 0 and type(obj["0.00"]) is int:
+            continue
+        raise FioOutputError(
+            source,
+            f"key {_shown_key(keys[0])} appears more than once in one object; fio repeats "
+            'keys only in client/server "global options"',
+        )
+    return strict
+
+
+def _same_value(first: object, second: object) -> bool:
+    """Equal and of one JSON type (1 and 1.0, true and 1 are different values here)."""
+    return type(first) is type(second) and first == second
+
+
+def _shown_key(key: str) -> str:
+    return f'"{key}"' if key.isprintable() and '"' not in key else repr(key)
 
 
 def _describe_decode_error(text: str, exc: json.JSONDecodeError) -> str:
@@ -284,11 +379,14 @@ class _Fields:
         return None if value is None else _Fields(value, self.document, self, key)
 
 
-def _build_run(doc: dict[str, Any], source: str) -> Run:
+def _build_run(
+    doc: dict[str, Any], source: str, entries: list[tuple[int, dict[str, Any]]] | None = None
+) -> Run:
     version = doc.get("fio version", "unknown")
     if not _is_text(version):
         raise FioOutputError(source, '"fio version" is not a string')
-    entries = _job_entries(doc, source)
+    if entries is None:
+        entries = _job_entries(doc, source)
     if not entries:
         raise FioOutputError(source, "fio output has no jobs")
     legacy_kib = _major_version(version) < 3

@@ -76,6 +76,59 @@ def _op_metrics(op: str, fio_field: str) -> tuple[MetricDef, ...]:
     )
 
 
+def _distributed_op_metrics(op: str) -> tuple[MetricDef, ...]:
+    done = "read" if op == "read" else "written"
+    title = op.capitalize()
+    return (
+        MetricDef(
+            f"fioprobe_distributed_{op}_iops",
+            "gauge",
+            f"{title} operations per second of one server in one phase of the last benchmark "
+            "(fio iops)",
+            ("phase", "server"),
+        ),
+        MetricDef(
+            f"fioprobe_distributed_{op}_bandwidth_bytes_per_second",
+            "gauge",
+            f"{title} bandwidth of one server in one phase of the last benchmark (fio bw_bytes)",
+            ("phase", "server"),
+        ),
+        MetricDef(
+            f"fioprobe_distributed_{op}_latency_seconds",
+            "summary",
+            f"{title} completion latency of one server in one phase of the last benchmark: "
+            "fio's exact percentiles, sum and count",
+            ("phase", "server"),
+        ),
+        MetricDef(
+            f"fioprobe_distributed_{done}_bytes",
+            "gauge",
+            f"Bytes {done} by one server in one phase of the last benchmark (its cost)",
+            ("phase", "server"),
+        ),
+        MetricDef(
+            f"fioprobe_distributed_aggregate_{op}_iops",
+            "gauge",
+            f"fio's \"All clients\" {op} IOPS of one phase: every server's IOs over the longest "
+            "runtime, not the sum of the servers' rates",
+            ("phase",),
+        ),
+        MetricDef(
+            f"fioprobe_distributed_aggregate_{op}_bandwidth_bytes_per_second",
+            "gauge",
+            f'fio\'s "All clients" {op} bandwidth of one phase (over the longest runtime)',
+            ("phase",),
+        ),
+        MetricDef(
+            f"fioprobe_distributed_aggregate_{op}_latency_seconds",
+            "summary",
+            f'fio\'s "All clients" {op} completion latency of one phase: sum and count over '
+            "every server's IOs (fio writes no percentiles for the aggregate)",
+            ("phase",),
+        ),
+    )
+
+
 METRICS: tuple[MetricDef, ...] = (
     *_op_metrics("sync", "sync.lat_ns"),
     *_op_metrics("write", "write.clat_ns"),
@@ -227,6 +280,41 @@ METRICS: tuple[MetricDef, ...] = (
         "configuration), the node it runs on, its volume type, and the block device its file "
         "lands on (major:minor of the filesystem, kernel name, whole disk; empty without one)",
         ("etcd_disk", "ran_on_node", "volume_type", "device", "disk", "major_minor", "version"),
+    ),
+    # --- Distributed benchmarks (`fioprobe distributed`, pushed once per benchmark) --------
+    # Their own names and their own group (benchmark, storageclass; no profile): no probe
+    # rule, alert or panel selects them (the mixin's selectors add benchmark=""). `server`
+    # is one fio server (host:port); the aggregate families hold fio's own "All clients"
+    # figures, which are not the sum of the servers' (fio divides by the longest runtime).
+    *_distributed_op_metrics("read"),
+    *_distributed_op_metrics("write"),
+    MetricDef(
+        "fioprobe_distributed_runtime_seconds",
+        "gauge",
+        "How long one server ran one phase (fio's runtime of the phase's direction)",
+        ("phase", "server"),
+    ),
+    MetricDef(
+        "fioprobe_distributed_servers",
+        "gauge",
+        "Number of fio servers the benchmark ran against",
+    ),
+    MetricDef(
+        "fioprobe_distributed_success",
+        "gauge",
+        "1 if every phase of the last benchmark ran on every server, else 0",
+    ),
+    MetricDef(
+        "fioprobe_distributed_timestamp_seconds",
+        "gauge",
+        "Unix time the last benchmark of this group ended",
+    ),
+    MetricDef(
+        "fioprobe_distributed_info",
+        "gauge",
+        "Facts about the last benchmark: fio and fioprobe versions, the plan's block size, "
+        "IO depths (comma-separated in a sweep), jobs per server and IO engine",
+        ("fio_version", "version", "block_size", "iodepth", "jobs_per_server", "ioengine"),
     ),
 )
 

@@ -1,0 +1,262 @@
+"""One benchmark from its plan to its push: checks first, phases, clean-up whatever happens.
+
+The order is the safety argument. Every phase's job file is built and checked (allowlist,
+budget) and the server list matched against the plan before fio is even looked for: a plan
+that fails a check contacts no server. Then each phase is one `fio --client`; its output is
+read strictly, every server must be in it without a job error, and fio's own byte counts
+must stay within the budget, or the benchmark stops. Whatever ends it (success, a failed
+phase, a timeout, SIGTERM), the clean-up job then removes the files the phases made on every
+server, the result is pushed once (success or not), and an interruption ends the command
+with 128 + the signal.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+
+from fioprobe.distributed.archive import archive_phase, check_archive_free
+from fioprobe.distributed.client import ClientOutput, complaint, run_client
+from fioprobe.distributed.jobs import PhaseJob, cleanup_job, phase_jobs
+from fioprobe.distributed.plan import Plan, PlanError
+from fioprobe.distributed.servers import Server
+from fioprobe.distributed.summary import phase_table
+from fioprobe.errors import FailureReason, FioprobeError, Interrupted, ProbeFailure
+from fioprobe.fio.clientserver import ClientServerRun, parse_client_server
+from fioprobe.fio.execute import fio_binary
+from fioprobe.fio.parse import FioOutputError
+from fioprobe.metrics.distributed import BenchmarkOutcome, PhaseResult
+
+#: The signals that stop a benchmark (and end the command with 128 + the signal).
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+#: The clean-up job's wall-clock limit: it reads one block per job and removes the file.
+CLEANUP_SECONDS = 30.0
+DROP_CACHES = Path("/proc/sys/vm/drop_caches")
+
+Say = Callable[[str], None]
+
+
+@dataclass
+class _Running:
+    """What the phases share: the signal received, each server's bytes so far."""
+
+    received: int | None = None
+    used_bytes: dict[str, int] = field(default_factory=dict)
+
+
+def check_plan(plan: Plan, servers: Sequence[Server]) -> list[PhaseJob]:
+    """Every phase's checked job, or PlanError: nothing has been sent anywhere yet."""
+    jobs = phase_jobs(plan)
+    if len(servers) != plan.servers:
+        raise PlanError(
+            f"{plan.source}: the plan is for {plan.servers} servers, --servers names {len(servers)}"
+        )
+    return jobs
+
+
+def run_benchmark(
+    plan: Plan,
+    servers: Sequence[Server],
+    archive_root: Path,
+    say: Say,
+    push: Callable[[BenchmarkOutcome], None] | None = None,
+) -> BenchmarkOutcome:
+    """Run the plan's phases against `servers`; the outcome, or the error that ended it
+    (after the clean-up and the push)."""
+    jobs = check_plan(plan, servers)
+    check_archive_free(archive_root, plan.name, plan.storageclass)
+    fio = fio_binary()
+    running = _Running()
+    phases: list[PhaseResult] = []
+    error: FioprobeError | None = None
+    with _stop_signals(running):
+        try:
+            for index, job in enumerate(jobs):
+                if index and plan.drop_caches:
+                    say(drop_caches())
+                say(f"phase {job.phase}: sending the checked job to {len(servers)} servers")
+                result = _phase(fio, plan, servers, job, running, archive_root)
+                phases.append(PhaseResult(job.phase, result))
+                for line in [*phase_table(phases[-1]), ""]:
+                    say(line)
+        except FioprobeError as exc:
+            error = exc
+        finally:
+            _ignore_signals()  # one interruption; then the clean-up runs to its end
+            cleaned, line = _cleanup(fio, plan, servers)
+            say(line)
+    if isinstance(error, Interrupted):
+        error.what_happened = "fio's client told the servers to stop; " + (
+            "the benchmark's files were removed"
+            if cleaned
+            else "the clean-up did not reach every server (see the clean-up line)"
+        )
+    outcome = BenchmarkOutcome(
+        phases=tuple(phases),
+        success=error is None,
+        finished_at=time.time(),
+        servers=len(servers),
+        block_size=plan.block_size,
+        iodepths=plan.sweep,
+        jobs_per_server=plan.jobs_per_server,
+        ioengine=plan.ioengine,
+    )
+    if push is not None:
+        push(outcome)
+    if error is not None:
+        raise error
+    return outcome
+
+
+def _phase(
+    fio: str,
+    plan: Plan,
+    servers: Sequence[Server],
+    job: PhaseJob,
+    running: _Running,
+    archive_root: Path,
+) -> ClientServerRun:
+    output = run_client(fio, servers, job.text, job.deadline_seconds)
+    try:
+        result = parse_client_server(output.text, source=f"phase {job.phase}")
+    except FioOutputError as exc:
+        raise ProbeFailure(_failure_reason(output), f"{exc}{_said(output)}") from None
+    _check_result(job, servers, output, result)
+    _check_budget(plan, job, result, running.used_bytes)
+    archive_phase(archive_root, plan.name, plan.storageclass, job.phase, output.text, result)
+    return result
+
+
+def _check_result(
+    job: PhaseJob, servers: Sequence[Server], output: ClientOutput, result: ClientServerRun
+) -> None:
+    reported = {server.server for server in result.servers}
+    missing = [server.name for server in servers if server.name not in reported]
+    if missing:
+        raise ProbeFailure(
+            FailureReason.FIO_ERROR,
+            f"phase {job.phase}: no result from {', '.join(missing)}{_said(output)}",
+        )
+    failed = [
+        f"{server.server}: error {entry.error}"
+        for server in result.servers
+        for entry in server.run.failed_jobs
+    ]
+    if failed or output.returncode != 0:
+        raise ProbeFailure(
+            FailureReason.FIO_ERROR,
+            f"phase {job.phase}: fio's client exited {output.returncode}"
+            f"{': ' + ', '.join(failed) if failed else ''}{_said(output)}",
+        )
+
+
+def _check_budget(plan: Plan, job: PhaseJob, result: ClientServerRun, used: dict[str, int]) -> None:
+    """fio's own byte counts of each server, every phase so far, within the budget."""
+    for server in result.servers:
+        done = sum(
+            stats.io_bytes
+            for entry in server.run.jobs
+            for stats in entry.ops.values()
+            if stats.op in ("read", "write", "trim")
+        )
+        used[server.server] = used.get(server.server, 0) + done
+        if used[server.server] > plan.budget.bytes_per_server:
+            raise ProbeFailure(
+                FailureReason.BUDGET_EXCEEDED,
+                f"phase {job.phase}: fio reports {used[server.server]} bytes of IO on "
+                f"{server.server} so far, more than budget.bytes_per_server "
+                f"({plan.budget.bytes_per_server}); the benchmark stops",
+            )
+
+
+def _cleanup(fio: str, plan: Plan, servers: Sequence[Server]) -> tuple[bool, str]:
+    """Remove the phases' files on every server: whether every server answered, and one line.
+
+    fio's client exits 0 even when it could not connect to a server, so what each server
+    did is read from its output: a server missing there was not reached, and its working
+    directory may still hold the benchmark's files. A job error on a server is reported
+    as such (fio 3.33 lays a missing file out before it removes it: nothing is left then).
+    """
+    leftover = "its working directory may still hold bench.* files"
+    try:
+        output = run_client(fio, servers, cleanup_job(plan), CLEANUP_SECONDS, output_format="json")
+        result = parse_client_server(output.text, source="clean-up")
+    except FioprobeError as exc:
+        return (
+            False,
+            f"clean-up: {exc}; the servers' working directories may still hold bench.* files",
+        )
+    reported = {server.server: server for server in result.servers}
+    absent = [s.name for s in servers if s.name not in reported]
+    failed = [
+        f"{s.name} (error {reported[s.name].run.failed_jobs[0].error})"
+        for s in servers
+        if s.name in reported and reported[s.name].run.failed_jobs
+    ]
+    done = len(servers) - len(absent) - len(failed)
+    if not absent and not failed:
+        return True, f"clean-up: the benchmark's files removed on {len(servers)} servers"
+    line = f"clean-up: the benchmark's files removed on {done} of {len(servers)} servers"
+    if failed:
+        line += f"; a job error on {', '.join(failed)}"
+    if absent:
+        line += f"; no answer from {', '.join(absent)}: {leftover}"
+    return not absent, line
+
+
+def drop_caches(path: Path = DROP_CACHES) -> str:
+    """Drop this node's page cache where the node allows it; one line either way.
+
+    fio's own `invalidate` (on by default) already drops each job file's cached pages on
+    every server before a phase; this drops the whole page cache of the node the command
+    runs on, which matters only for servers on that node.
+    """
+    os.sync()
+    try:
+        with path.open("w") as handle:
+            handle.write("3\n")
+    except OSError as exc:
+        return (
+            f"cache drop: not allowed on this node ({exc.strerror or exc}); each server still "
+            "drops its job files' cached pages (fio's invalidate)"
+        )
+    return "cache drop: this node's page cache dropped before the phase"
+
+
+def _said(output: ClientOutput) -> str:
+    said = complaint(output)
+    return "" if said == "(no message)" else f"; fio said: {said}"
+
+
+def _failure_reason(output: ClientOutput) -> FailureReason:
+    return FailureReason.FIO_ERROR if output.returncode != 0 else FailureReason.PARSE_ERROR
+
+
+@contextmanager
+def _stop_signals(running: _Running) -> Iterator[None]:
+    """SIGTERM, SIGINT, SIGHUP raise Interrupted where the benchmark is: in a phase,
+    `run_client` stops fio's client on its way out (and fio's client stops the servers)."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if running.received is not None:
+            return
+        running.received = signum
+        raise Interrupted(signum, signal.Signals(signum).name)
+
+    previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _ignore_signals() -> None:
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)

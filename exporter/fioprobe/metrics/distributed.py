@@ -1,0 +1,188 @@
+"""One distributed benchmark -> its metric families (`fioprobe_distributed_*`).
+
+A benchmark is pushed once, as its own group: each server's figures per phase, and fio's
+"All clients" aggregate per phase under names of its own (`..._aggregate_...`), so a
+dashboard can show fio's aggregate and the sum of the servers side by side and never mistake
+one for the other. Nothing here is cumulative: a benchmark is one event, its group holds the
+last one. Every family comes from the metric table, as the probe's do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from fioprobe import __version__
+from fioprobe.fio.clientserver import ClientServerRun
+from fioprobe.fio.model import OpStats, Run
+from fioprobe.metrics.table import METRICS_BY_NAME, SUMMARY_QUANTILES
+
+#: The operations a distributed benchmark exports (no sync: its phases do not fsync).
+DISTRIBUTED_OPS = ("read", "write")
+_QUANTILE_PERCENTS = [(f"{q:g}", round(q * 100, 6)) for q in SUMMARY_QUANTILES]
+_DONE = {"read": "read", "write": "written"}
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseResult:
+    """One phase (prepare, randread, randwrite) as fio's client reported it."""
+
+    phase: str
+    result: ClientServerRun
+
+
+@dataclass(frozen=True, slots=True)
+class BenchmarkOutcome:
+    """What one benchmark pushes: its phases, whether all ran, and facts about the plan."""
+
+    phases: tuple[PhaseResult, ...]
+    success: bool
+    finished_at: float
+    servers: int
+    block_size: str
+    #: The random phases' IO depths (several in a sweep).
+    iodepths: tuple[int, ...]
+    jobs_per_server: int
+    ioengine: str
+
+
+class DistributedCollector(Collector):
+    """The families of one benchmark; each sample also carries `const_labels`."""
+
+    def __init__(self, outcome: BenchmarkOutcome) -> None:
+        self.outcome = outcome
+
+    def collect(self) -> Iterator[Metric]:
+        outcome = self.outcome
+        yield self._gauge("fioprobe_distributed_success", 1.0 if outcome.success else 0.0)
+        yield self._gauge("fioprobe_distributed_timestamp_seconds", outcome.finished_at)
+        yield self._gauge("fioprobe_distributed_servers", float(outcome.servers))
+        info = self._new_gauge("fioprobe_distributed_info")
+        versions = {phase.result.servers[0].run.fio_version for phase in outcome.phases}
+        info.add_metric(
+            [
+                ",".join(sorted(versions)),
+                __version__,
+                outcome.block_size,
+                ",".join(map(str, outcome.iodepths)),
+                str(outcome.jobs_per_server),
+                outcome.ioengine,
+            ],
+            1.0,
+        )
+        yield info
+        yield from self._per_server()
+        yield from self._aggregate()
+
+    def _per_server(self) -> Iterator[Metric]:
+        runtime = self._new_gauge("fioprobe_distributed_runtime_seconds")
+        families: dict[str, Metric] = {}
+        for phase in self.outcome.phases:
+            for server in phase.result.servers:
+                labels = [phase.phase, server.server]
+                ran = 0.0
+                for op in DISTRIBUTED_OPS:
+                    stats = single_op(server.run, op)
+                    if stats is None:
+                        continue
+                    ran = max(ran, stats.runtime_s)
+                    prefix = f"fioprobe_distributed_{op}"
+                    self._add(families, f"{prefix}_iops", labels, stats.iops)
+                    self._add(
+                        families,
+                        f"{prefix}_bandwidth_bytes_per_second",
+                        labels,
+                        stats.bandwidth_bytes_per_second,
+                    )
+                    self._add(
+                        families, f"fioprobe_distributed_{_DONE[op]}_bytes", labels, stats.io_bytes
+                    )
+                    self._summary(families, f"{prefix}_latency_seconds", labels, stats)
+                # fio's `runtime` of the direction: job_runtime adds up the jobs' times.
+                runtime.add_metric(labels, ran)
+        yield runtime
+        yield from families.values()
+
+    def _aggregate(self) -> Iterator[Metric]:
+        families: dict[str, Metric] = {}
+        for phase in self.outcome.phases:
+            aggregate = phase.result.aggregate
+            if aggregate is None:  # one server: fio writes no aggregate, none is made up
+                continue
+            for op in DISTRIBUTED_OPS:
+                stats = single_op(aggregate, op)
+                if stats is None:
+                    continue
+                prefix = f"fioprobe_distributed_aggregate_{op}"
+                labels = [phase.phase]
+                self._add(families, f"{prefix}_iops", labels, stats.iops)
+                self._add(
+                    families,
+                    f"{prefix}_bandwidth_bytes_per_second",
+                    labels,
+                    stats.bandwidth_bytes_per_second,
+                )
+                self._summary(families, f"{prefix}_latency_seconds", labels, stats)
+        yield from families.values()
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _new_gauge(self, name: str) -> GaugeMetricFamily:
+        definition = METRICS_BY_NAME[name]
+        if definition.kind != "gauge":
+            raise TypeError(f"{name} is not a gauge in the metric table")
+        return GaugeMetricFamily(name, definition.help, labels=list(definition.labels))
+
+    def _gauge(self, name: str, value: float) -> GaugeMetricFamily:
+        family = self._new_gauge(name)
+        family.add_metric([], value)
+        return family
+
+    def _add(self, families: dict[str, Metric], name: str, labels: list[str], value: float) -> None:
+        family = families.get(name)
+        if family is None:
+            family = families[name] = self._new_gauge(name)
+        if not isinstance(family, GaugeMetricFamily):
+            raise TypeError(f"{name} is not a gauge")
+        family.add_metric(labels, float(value))
+
+    def _summary(
+        self, families: dict[str, Metric], name: str, values: list[str], stats: OpStats
+    ) -> None:
+        definition = METRICS_BY_NAME[name]
+        if definition.kind != "summary":
+            raise TypeError(f"{name} is not a summary in the metric table")
+        latency = stats.latency
+        if latency is None or not latency.has_data:
+            return
+        family = families.get(name)
+        if family is None:
+            family = families[name] = Metric(name, definition.help, "summary")
+        labels = dict(zip(definition.labels, values, strict=True))
+        for quantile, percent in _QUANTILE_PERCENTS:
+            value = latency.percentiles.get(percent)
+            if value is not None:
+                family.add_sample(name, {**labels, "quantile": quantile}, value)
+        samples = stats.sample_count
+        family.add_sample(name + "_sum", labels, latency.mean_s * samples)
+        family.add_sample(name + "_count", labels, float(samples))
+
+
+def single_op(run: Run, op: str) -> OpStats | None:
+    """The direction `op` of the run's one job, when it did IO.
+
+    fioprobe's job files set group_reporting, so fio reports one entry per server and phase;
+    a run with several entries for one direction has no single figure to export (None).
+    """
+    stats = [job.ops[op] for job in run.jobs if op in job.ops and job.ops[op].did_io]
+    return stats[0] if len(stats) == 1 else None
+
+
+def registry_for_benchmark(outcome: BenchmarkOutcome) -> CollectorRegistry:
+    """A fresh registry holding only this benchmark's families."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(DistributedCollector(outcome))
+    return registry

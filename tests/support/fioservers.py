@@ -1,0 +1,103 @@
+"""Real `fio --server` processes on 127.0.0.1, each in a working directory of its own.
+
+A fio server writes its jobs' files into its working directory when the job names none,
+which is how `fioprobe distributed` sends them; so each server here gets its own directory,
+and a test can check that the benchmark left nothing in it. Servers are started on free
+ports, found listening through /proc/net/tcp (connecting would start a session with the
+server), stopped by PID, and checked gone, children included.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from support.services import LOCALHOST, free_port, wait_for
+
+
+@dataclass
+class FioServer:
+    port: int
+    directory: Path
+    process: subprocess.Popen[bytes]
+
+    @property
+    def address(self) -> str:
+        return f"{LOCALHOST}:{self.port}"
+
+    def children(self) -> list[int]:
+        """Live processes whose parent is this server (fio forks one per job run)."""
+        found = []
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/stat", "rb") as handle:
+                    fields = handle.read().rsplit(b")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == self.process.pid and fields[0] != b"Z":
+                found.append(int(entry.name))
+        return found
+
+    def files(self) -> list[str]:
+        return sorted(os.listdir(self.directory))
+
+
+def listening(port: int) -> bool:
+    """Whether something listens on 127.0.0.1:port (state 0A in /proc/net/tcp)."""
+    wanted = f"0100007F:{port:04X}"
+    with open("/proc/net/tcp") as handle:
+        return any(
+            line.split()[1] == wanted and line.split()[3] == "0A" for line in handle.readlines()[1:]
+        )
+
+
+def start_servers(base: Path, count: int) -> list[FioServer]:
+    servers = []
+    for index in range(count):
+        directory = base / f"server{index}"
+        directory.mkdir(parents=True)
+        port = free_port()
+        process = subprocess.Popen(
+            ["fio", f"--server=ip:{LOCALHOST},{port}"],
+            cwd=directory,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        servers.append(FioServer(port, directory, process))
+    for server in servers:
+        port = server.port
+        wait_for(lambda port=port: listening(port), timeout=15, what=f"fio server on {port}")
+    return servers
+
+
+def stop_servers(servers: list[FioServer]) -> None:
+    """SIGTERM each server by PID, then SIGKILL; wait until each and its children are gone."""
+    for server in servers:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(server.process.pid, signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    for server in servers:
+        try:
+            server.process.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            server.process.kill()
+            server.process.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def fio_servers(base: Path, count: int) -> Iterator[list[FioServer]]:
+    servers = start_servers(base, count)
+    try:
+        yield servers
+    finally:
+        stop_servers(servers)

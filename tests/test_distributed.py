@@ -1,0 +1,310 @@
+"""`fioprobe distributed` against three real `fio --server` processes on 127.0.0.1.
+
+The acceptance of the feature: prepare, randread and randwrite sent to every server at once;
+a row per server, the sum of the servers and fio's own "All clients" aggregate, each labelled
+and each equal to what fio wrote; every phase archived where `report` reads it; the
+benchmark pushed once to a real Pushgateway under its own group; and nothing left behind,
+after success, after a failed phase and after SIGTERM: no file in any server's directory, no
+job still running on a server, no fio client. The servers are started here on free ports,
+stopped by PID and checked gone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import fioprobe, gateway_group, wait_for
+from fioprobe.fio.clientserver import parse_client_server
+from support import services
+from support.fioservers import FioServer, fio_servers, listening
+
+PLAN = """\
+name: accept
+storageclass: local-disk
+servers: 3
+jobs_per_server: 2
+file_size: 8m
+block_size: 4k
+iodepth: 4
+runtime: 2
+prepare_runtime: 20
+budget:
+  bytes_per_server: 128m
+  seconds_per_server: 60
+"""
+PHASES = ("prepare", "randread", "randwrite")
+OP = {"prepare": "write", "randread": "read", "randwrite": "write"}
+
+
+@pytest.fixture
+def servers(tmp_path: Path) -> Iterator[list[FioServer]]:
+    with fio_servers(tmp_path / "servers", 3) as started:
+        yield started
+    for server in started:
+        assert server.process.poll() is not None, "a fio server is still running"
+        assert not os.path.exists(f"/proc/{server.process.pid}/cmdline") or _zombie(server)
+        assert not listening(server.port)
+
+
+def _zombie(server: FioServer) -> bool:
+    with open(f"/proc/{server.process.pid}/stat", "rb") as handle:
+        return handle.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+
+
+def _clients_of(servers: list[FioServer]) -> list[str]:
+    """Command lines of fio clients still talking to these servers."""
+    wanted = [f"--client=127.0.0.1,{server.port}".encode() for server in servers]
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/cmdline", "rb") as handle:
+                cmdline = handle.read()
+        except OSError:
+            continue
+        if any(w in cmdline for w in wanted):
+            found.append(cmdline.replace(b"\0", b" ").decode(errors="replace"))
+    return found
+
+
+def _nothing_left(servers: list[FioServer]) -> None:
+    for server in servers:
+        assert server.files() == [], f"files left on {server.address}"
+        wait_for(lambda s=server: not s.children(), timeout=15, what="server jobs to end")
+    assert _clients_of(servers) == []
+
+
+def _rows(stdout: str, phase: str) -> dict[str, list[str]]:
+    """The table of one phase: row name -> its columns."""
+    block = stdout.split(f"phase {phase} (")[1].split("\n\n")[0].splitlines()[2:]
+    rows = {}
+    for line in block:
+        name, _, rest = line.strip().partition("  ")
+        if name.startswith(("sum of servers", "all servers")):
+            name = " ".join(line.split()[:3])
+            rest = " ".join(line.split()[3:])
+        rows[name.strip()] = rest.split()
+    return rows
+
+
+def test_three_servers_prepare_randread_randwrite(
+    tmp_path: Path, servers: list[FioServer], pushgateway: services.Service
+) -> None:
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PLAN)
+    archive = tmp_path / "archive"
+    done = fioprobe(
+        "distributed", "--plan", str(plan), "--servers", ",".join(s.address for s in servers),
+        "-o", str(archive), "--gateway", pushgateway.url,
+    )  # fmt: skip
+    stdout = done.stdout.decode()
+    assert done.returncode == 0, done.stderr.decode() + stdout
+    assert "clean-up: the benchmark's files removed on 3 servers" in stdout
+    _nothing_left(servers)
+
+    group = gateway_group(pushgateway, benchmark="accept", storageclass="local-disk")
+    assert group is not None
+    assert float(group["fioprobe_distributed_success"][0]["value"]) == 1
+    assert float(group["fioprobe_distributed_servers"][0]["value"]) == 3
+    for phase in PHASES:
+        op = OP[phase]
+        whole = archive / "accept_local-disk-fio-all-servers" / f"{phase}.json"
+        result = parse_client_server(whole.read_text())
+        assert result.aggregate is not None
+        fio_aggregate = result.aggregate.jobs[0].ops[op]
+        per_server = {s.server: s.run.jobs[0].ops[op] for s in result.servers}
+        assert sorted(per_server) == sorted(s.address for s in servers)
+        for server in servers:  # each server's own file, split from the one above
+            own = archive / f"accept_local-disk-fio-127.0.0.1-{server.port}" / f"{phase}.json"
+            assert json.loads(own.read_text())["jobs"][0]["port"] == server.port
+
+        rows = _rows(stdout, phase)
+        for address, stats in per_server.items():
+            assert float(rows[address][0]) == pytest.approx(stats.iops, abs=0.05)
+        summed = sum(stats.iops for stats in per_server.values())
+        assert float(rows["sum of servers"][0]) == pytest.approx(summed, abs=0.05)
+        assert float(rows["all servers (fio)"][0]) == pytest.approx(fio_aggregate.iops, abs=0.05)
+        # fio's aggregate: every IO over the longest runtime, never the sum of the rates.
+        longest = max(stats.runtime_s for stats in per_server.values())
+        assert fio_aggregate.runtime_s == longest
+        assert fio_aggregate.total_ios == sum(s.total_ios for s in per_server.values())
+        assert fio_aggregate.iops <= summed + 0.5
+
+        pushed = {
+            m["labels"]["server"]: float(m["value"])
+            for m in group[f"fioprobe_distributed_{op}_iops"]
+            if m["labels"]["phase"] == phase
+        }
+        assert pushed == pytest.approx({a: s.iops for a, s in per_server.items()})
+        (aggregate_metric,) = [
+            m
+            for m in group[f"fioprobe_distributed_aggregate_{op}_iops"]
+            if m["labels"]["phase"] == phase
+        ]
+        assert float(aggregate_metric["value"]) == pytest.approx(fio_aggregate.iops)
+
+    # The archive is what `report` reads: one column (the StorageClass), a node per server.
+    report = fioprobe("report", str(archive), "-o", str(tmp_path / "report"))
+    assert report.returncode == 0, report.stderr.decode()
+    data = json.loads((tmp_path / "report" / "report.json").read_text())
+    nodes = {str(entry.get("node")) for entry in _entries(data)}
+    assert {f"127.0.0.1-{s.port}" for s in servers} | {"all-servers"} <= nodes
+    # ... and what `backfill` reads: every phase of every folder.
+    backfill = fioprobe("backfill", str(archive), "-o", str(tmp_path / "blocks"))
+    assert backfill.returncode == 0, backfill.stderr.decode()
+    assert "from 12 files" in backfill.stderr.decode()
+
+
+def _entries(data: object) -> Iterator[dict[str, object]]:
+    """Every object of report.json that names a node."""
+    if isinstance(data, dict):
+        if "node" in data:
+            yield data
+        for value in data.values():
+            yield from _entries(value)
+    elif isinstance(data, list):
+        for value in data:
+            yield from _entries(value)
+
+
+def test_sigterm_stops_servers_removes_files_and_exits_143(
+    tmp_path: Path, servers: list[FioServer]
+) -> None:
+    """SIGTERM in the middle of randread: fio's client tells the servers to quit, the
+    clean-up removes their files, and the command ends 128 + 15 with one clear line."""
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(
+        PLAN.replace("runtime: 2\n", "runtime: 30\nloops: 1000\n")
+        .replace("128m", "64g")
+        .replace("seconds_per_server: 60", "seconds_per_server: 120")
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fioprobe", "distributed", "--plan", str(plan),
+         "--servers", ",".join(s.address for s in servers), "-o", str(tmp_path / "archive")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert process.stdout is not None
+    seen = []
+    for raw in process.stdout:
+        seen.append(raw.decode())
+        if raw.startswith(b"phase randread: sending"):
+            break
+    else:
+        pytest.fail(f"randread never started: {''.join(seen)}{process.stderr.read()!r}")
+    wait_for(lambda: all(s.children() for s in servers), timeout=15, what="randread running")
+    process.send_signal(signal.SIGTERM)
+    rest, stderr = process.communicate(timeout=60)
+    assert process.returncode == 128 + signal.SIGTERM, "".join(seen) + rest.decode()
+    assert stderr.decode().strip().splitlines()[-1] == (
+        "fioprobe: error: interrupted by SIGTERM; fio's client told the servers to stop; the "
+        "benchmark's files were removed"
+    )
+    assert "clean-up: the benchmark's files removed on 3 servers" in rest.decode()
+    _nothing_left(servers)
+
+
+def test_a_server_that_is_not_there_fails_the_benchmark_and_cleans_the_others(
+    tmp_path: Path, servers: list[FioServer]
+) -> None:
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PLAN.replace("servers: 3", "servers: 4"))
+    absent = services.free_port()
+    done = fioprobe(
+        "distributed", "--plan", str(plan), "-o", str(tmp_path / "archive"),
+        "--servers", ",".join([*(s.address for s in servers), f"127.0.0.1:{absent}"]),
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr.decode()
+    message = done.stderr.decode().strip().splitlines()[-1]
+    assert re.match(r"fioprobe: error: phase prepare: ", message), message
+    # fio's client exits 0 without a server it could not reach: the clean-up says which.
+    assert (
+        f"clean-up: the benchmark's files removed on 3 of 4 servers; no answer from "
+        f"127.0.0.1:{absent}: its working directory may still hold bench.* files"
+    ) in done.stdout.decode()
+    _nothing_left(servers)
+
+
+def test_an_iodepth_sweep_gives_response_curves(tmp_path: Path, servers: list[FioServer]) -> None:
+    """`iodepths` runs each random phase once per IO depth; `report` on the archive then
+    draws latency against IOPS per StorageClass, from fio's aggregate of every server."""
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(
+        PLAN.replace("iodepth: 4\n", "iodepths: [1, 2, 4]\n").replace(
+            "runtime: 2\n", "runtime: 1\n"
+        )
+        + "phases: [prepare, randread]\n"
+    )
+    archive = tmp_path / "archive"
+    done = fioprobe(
+        "distributed", "--plan", str(plan), "--servers", ",".join(s.address for s in servers),
+        "-o", str(archive),
+    )  # fmt: skip
+    stdout = done.stdout.decode()
+    assert done.returncode == 0, done.stderr.decode() + stdout
+    phases = re.findall(r"^phase (\S+) \(", stdout, re.MULTILINE)
+    assert phases == ["prepare", "randread-qd1", "randread-qd2", "randread-qd4"]
+    _nothing_left(servers)
+    aggregate = archive / "accept_local-disk-fio-all-servers"
+    assert sorted(p.name for p in aggregate.iterdir()) == [
+        "prepare.json",
+        "randread-qd1.json",
+        "randread-qd2.json",
+        "randread-qd4.json",
+    ]
+    report = fioprobe("report", str(archive), "-o", str(tmp_path / "report"))
+    assert report.returncode == 0, report.stderr.decode()
+    data = json.loads((tmp_path / "report" / "report.json").read_text())
+    curves = [s for s in _sweeps(data) if s["family"].startswith("All clients")]
+    (curve,) = [s for s in curves if s["op"] == "read"]
+    points = curve["curves"]["local-disk"]
+    assert [p["setting"] for p in points] == [1, 2, 4]
+    assert all(p["iops"] > 0 for p in points)
+
+
+def _sweeps(data: object) -> Iterator[dict[str, Any]]:
+    """Every response curve of report.json (objects with option, family, op and curves)."""
+    if isinstance(data, dict):
+        if {"option", "family", "op", "curves"} <= set(data):
+            yield data
+        for value in data.values():
+            yield from _sweeps(value)
+    elif isinstance(data, list):
+        for value in data:
+            yield from _sweeps(value)
+
+
+def test_a_phase_past_its_deadline_is_stopped_on_every_server(
+    tmp_path: Path, servers: list[FioServer]
+) -> None:
+    """fio's client past the deadline: stopped, and with it every server's jobs."""
+    from fioprobe.distributed.client import run_client
+    from fioprobe.distributed.jobs import checked_job, cleanup_job
+    from fioprobe.distributed.plan import parse_plan
+    from fioprobe.distributed.servers import parse_servers
+    from fioprobe.errors import FailureReason, ProbeFailure
+
+    plan = parse_plan(PLAN.replace("128m", "64g"), "plan.yaml")
+    text = (
+        "# fioprobe-budget-bytes: 68719476736\n# fioprobe-budget-seconds: 60\n"
+        "[global]\nioengine=psync\nsize=8m\nloops=1000\nruntime=30\n[bench]\nrw=randread\n"
+    )
+    job = checked_job(plan, "randread", text)
+    addresses = parse_servers(",".join(s.address for s in servers))
+    with pytest.raises(ProbeFailure) as caught:
+        run_client("fio", addresses, job.text, deadline_seconds=3)
+    assert caught.value.reason is FailureReason.TIMEOUT
+    for server in servers:
+        wait_for(lambda s=server: not s.children(), timeout=15, what="server jobs to end")
+    assert _clients_of(servers) == []
+    run_client("fio", addresses, cleanup_job(plan), deadline_seconds=30, output_format="json")
+    _nothing_left(servers)

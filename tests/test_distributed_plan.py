@@ -1,0 +1,225 @@
+"""The benchmark plan is strict, and no job file reaches a server without the probes' checks.
+
+A fio server runs whatever a client sends, commands included. So a plan names no option of
+its own choosing, every phase's job file is read back by the probes' allowlist and budget
+check, and all of it happens before the first connection: the refusals below are checked
+through the real command against a listening socket that counts connections, and none is
+made.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+from conftest import fioprobe
+from fioprobe.distributed.jobs import checked_job, cleanup_job, phase_jobs
+from fioprobe.distributed.plan import PHASES, PlanError, parse_plan
+
+GOOD = """\
+name: qualify-gp3
+storageclass: gp3
+servers: 2
+budget:
+  bytes_per_server: 1g
+  seconds_per_server: 600
+"""
+
+#: (what, plan text, the exact message after "plan.yaml: ").
+BAD = [
+    ("unknown key", GOOD + "directory: /etc\n",
+     "'directory': unknown key (expected one of: block_size, budget, direct, drop_caches, "
+     "file_size, iodepth, iodepths, ioengine, jobs_per_server, loops, name, node_selector, "
+     "phases, "
+     "prepare_block_size, prepare_runtime, runtime, servers, storageclass)"),
+    ("unknown budget key", GOOD.replace("  seconds_per_server: 600\n",
+                                        "  seconds_per_server: 600\n  iops: 5\n"),
+     "budget.'iops': unknown key (expected one of: bytes_per_server, seconds_per_server)"),
+    ("repeated key", GOOD + "name: other\n", "line 7: 'name' appears twice"),
+    ("no name", GOOD.replace("name: qualify-gp3\n", ""),
+     "name: is required (a lowercase name such as qualify-gp3)"),
+    ("name with underscore", GOOD.replace("qualify-gp3", "qualify_gp3"),
+     "name: 'qualify_gp3' is not a lowercase name such as qualify-gp3"),
+    ("no budget", GOOD.split("budget:")[0],
+     "budget: is required (bytes_per_server and seconds_per_server: what the whole "
+     "benchmark may cost each server)"),
+    ("budget without seconds", GOOD.replace("  seconds_per_server: 600\n", ""),
+     "budget.seconds_per_server: is required"),
+    ("engine that runs commands", GOOD + "ioengine: exec\n",
+     "ioengine: 'exec' must be one of sync, psync, vsync, pvsync, pvsync2, libaio, io_uring, "
+     "posixaio"),
+    ("size with a path", GOOD + "file_size: /dev/sda\n",
+     "file_size: '/dev/sda' is not a size such as 4k, 64m or 1g"),
+    ("size as a list", GOOD + "block_size: [4k, 8k]\n",
+     "block_size: must be a size such as 4k, 64m or 1g, got ['4k', '8k']"),
+    ("too many jobs", GOOD + "jobs_per_server: 17\n",
+     "jobs_per_server: must be a whole number from 1 to 16, got 17"),
+    ("a boolean for a number", GOOD + "iodepth: true\n",
+     "iodepth: must be a whole number from 1 to 256, got True"),
+    ("unknown phase", GOOD + "phases: [prepare, seqread]\n",
+     "phases: 'seqread' is not a phase (phases: prepare, randread, randwrite)"),
+    ("repeated phase", GOOD + "phases: [randread, randread]\n",
+     "phases: each phase at most once"),
+    ("flag as text", GOOD + "direct: 'yes'\n", "direct: must be true or false, got 'yes'"),
+    ("iodepth and iodepths", GOOD + "iodepth: 4\niodepths: [1, 8]\n",
+     "iodepths: give iodepth or iodepths, not both"),
+    ("iodepths repeated", GOOD + "iodepths: [1, 8, 1]\n", "iodepths: each IO depth at most once"),
+    ("iodepths too deep", GOOD + "iodepths: [1, 512]\n",
+     "iodepths: 512 is not a whole number from 1 to 256"),
+    ("iodepths not a list", GOOD + "iodepths: 8\n",
+     "iodepths: must be a list of 1 to 16 IO depths, got 8"),
+    ("node selector value", GOOD + "node_selector: {disk: [a]}\n",
+     "node_selector.disk: ['a'] is not a label value"),
+    ("not a mapping", "- a\n- b\n",
+     "a plan is a mapping of keys such as name, storageclass, budget"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("what", "text", "message"), BAD, ids=[b[0] for b in BAD])
+def test_bad_plans(what: str, text: str, message: str) -> None:
+    with pytest.raises(PlanError) as caught:
+        parse_plan(text, "plan.yaml")
+    assert str(caught.value) == f"plan.yaml: {message}", what
+
+
+def test_defaults_and_phase_order() -> None:
+    plan = parse_plan(GOOD + "phases: [randwrite, prepare]\n", "plan.yaml")
+    assert plan.phases == ("prepare", "randwrite")  # always in their own order
+    assert parse_plan(GOOD, "plan.yaml").phases == PHASES
+    assert plan.budget.bytes_per_server == 1 << 30
+
+
+#: (what, plan text additions, the message's start after "plan.yaml: ").
+OVER_BUDGET = [
+    # A read phase's bound counts laying its files out (fio does, when prepare was skipped).
+    ("bytes", "file_size: 600m\njobs_per_server: 1\n",
+     "phase randread: qualify-gp3-randread: up to 1258291200 bytes of IO per run exceeds the "
+     "profile's budget of 1073741824 bytes"),
+    ("bytes of all phases together", "file_size: 300m\njobs_per_server: 1\n",
+     "the phases together can do up to 1258291200 bytes of IO per server, more than "
+     "budget.bytes_per_server (1073741824)"),
+    ("seconds", "runtime: 700\n", "phase randread: qualify-gp3-randread: runtime 700s must"),
+    ("seconds of all phases together", "runtime: 300\nprepare_runtime: 10\n",
+     "the phases together run up to 610s per server, more than budget.seconds_per_server"),
+    ("memory", "block_size: 16m\niodepth: 8\n",
+     "phase randread: qualify-gp3-randread: bs x iodepth x numjobs is 268435456 bytes"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("what", "extra", "message"), OVER_BUDGET, ids=[b[0] for b in OVER_BUDGET])
+def test_budget_is_checked_as_a_profiles(what: str, extra: str, message: str) -> None:
+    plan = parse_plan(GOOD + extra, "plan.yaml")
+    with pytest.raises(PlanError) as caught:
+        phase_jobs(plan)
+    assert str(caught.value).startswith(f"plan.yaml: {message}"), what
+
+
+#: Job files a server must never get, whoever wrote them: each is refused by the allowlist.
+HOSTILE = [
+    "exec_prerun=touch /tmp/owned",
+    "ioengine=exec",
+    "include /etc/fio.conf",
+    "filename=/dev/sda",
+    "directory=/etc",
+    "write_bw_log=/tmp/log",
+    "size=${HOME}",
+    "mem=mmaphuge:/hugetlbfs/x",
+    "thread=0",
+]
+
+
+@pytest.mark.parametrize("line", HOSTILE)
+def test_hostile_job_lines_are_refused(line: str) -> None:
+    plan = parse_plan(GOOD, "plan.yaml")
+    text = (
+        "# fioprobe-budget-bytes: 1000000\n# fioprobe-budget-seconds: 10\n"
+        f"[global]\nsize=1m\nruntime=5\n{line}\n[bench]\nrw=randread\n"
+    )
+    with pytest.raises(PlanError, match=r"plan.yaml: phase randread: plan.yaml:\d+: "):
+        checked_job(plan, "randread", text)
+
+
+def test_sent_job_files_name_no_path() -> None:
+    plan = parse_plan(GOOD, "plan.yaml")
+    texts = [job.text for job in phase_jobs(plan)] + [cleanup_job(plan)]
+    for text in texts:
+        assert "directory" not in text and "filename" not in text and "$" not in text
+        assert text.startswith("[global]\nthread\ngroup_reporting\n")
+    assert "unlink=1" in texts[-1] and all("unlink" not in t for t in texts[:-1])
+
+
+class _Listener:
+    """A TCP socket on 127.0.0.1 that counts the connections made to it."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.accepted = 0
+        self.running = True
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self) -> None:
+        while self.running:
+            try:
+                connection, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            self.accepted += 1
+            connection.close()
+
+    def close(self) -> None:
+        self.running = False
+        self.thread.join(timeout=5)
+        self.sock.close()
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ("ioengine: exec\n", "ioengine: 'exec' must be one of"),
+        ("directory: /etc\n", "'directory': unknown key"),
+        ("file_size: 2g\n", "phase prepare: qualify-gp3-prepare: up to"),
+    ],
+)
+def test_refused_before_any_server_is_contacted(tmp_path: Path, extra: str, message: str) -> None:
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(GOOD + extra)
+    one, two = _Listener(), _Listener()
+    try:
+        done = fioprobe(
+            "distributed", "--plan", str(plan), "--servers",
+            f"127.0.0.1:{one.port},127.0.0.1:{two.port}", "-o", str(tmp_path / "out"),
+        )  # fmt: skip
+    finally:
+        one.close()
+        two.close()
+    assert done.returncode == 2, done.stderr
+    assert f"{plan}: {message}" in done.stderr.decode()
+    assert (one.accepted, two.accepted) == (0, 0)
+    assert not (tmp_path / "out").exists()
+
+
+def test_cache_drop_says_where_the_node_does_not_allow_it(tmp_path: Path) -> None:
+    """A node that refuses the drop (here: the target is a directory, as a read-only
+    /proc/sys refuses in a container) gets one clear line, and the benchmark goes on."""
+    from fioprobe.distributed.benchmark import drop_caches
+
+    line = drop_caches(tmp_path)
+    assert line.startswith("cache drop: not allowed on this node (")
+    assert line.endswith("each server still drops its job files' cached pages (fio's invalidate)")
+
+
+def test_a_sweep_runs_each_random_phase_per_iodepth_within_one_budget() -> None:
+    plan = parse_plan(GOOD + "iodepths: [1, 8]\n", "plan.yaml")
+    jobs = phase_jobs(plan)
+    assert [job.phase for job in jobs] == [
+        "prepare", "randread-qd1", "randread-qd8", "randwrite-qd1", "randwrite-qd8",
+    ]  # fmt: skip
+    assert [job.profile.option("iodepth") for job in jobs] == ["1", "1", "8", "1", "8"]
+    # Five runs of 5 s (prepare: 60 s) must fit the seconds together.
+    with pytest.raises(PlanError, match="the phases together run up to 80s per server"):
+        phase_jobs(parse_plan(GOOD.replace("600", "70") + "iodepths: [1, 8]\n", "plan.yaml"))

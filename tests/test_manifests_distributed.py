@@ -1,0 +1,237 @@
+"""The Kubernetes objects of a distributed benchmark (manifests/components/distributed.libsonnet).
+
+Rendered with go-jsonnet as every manifest is; checked for what the cluster cannot show on
+a single node: the servers spread over nodes by preference (never held Pending for it), each
+on its own PVC of the benchmarked class, removed with the StatefulSet unless kept; the client
+names every server by its stable name; only the client reaches the servers, which reach
+nothing; the plan the client reads is one fioprobe accepts (`--check`, no server contacted);
+and the shipped manifests do not include any of it. Not applied to a cluster here: the
+e2e scenario is not written (docs/DISTRIBUTED.md).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO, fioprobe
+
+GO_JSONNET = str(REPO / ".tools" / "bin" / "go-jsonnet")
+BENCHMARK = {
+    "name": "qualify-gp3",
+    "storageclass": "gp3",
+    "servers": 3,
+    "volumeSize": "40Gi",
+    "nodeSelector": {"node-role.kubernetes.io/worker": ""},
+    "plan": {
+        "jobs_per_server": 4,
+        "file_size": "8g",
+        "block_size": "8k",
+        "runtime": 240,
+        "budget": {"bytes_per_server": "200g", "seconds_per_server": 1200},
+    },
+}
+
+
+def render(benchmark: dict[str, Any], part: str = "all") -> list[dict[str, Any]]:
+    done = subprocess.run(
+        [GO_JSONNET, "-J", str(REPO), "-J", str(REPO / "vendor"),
+         "--tla-code", f"benchmark={json.dumps(benchmark)}", "--tla-str", f"part={part}",
+         str(REPO / "manifests" / "distributed.jsonnet")],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    items: list[dict[str, Any]] = json.loads(done.stdout)["items"]
+    return items
+
+
+def refusal(benchmark: dict[str, Any]) -> str:
+    done = subprocess.run(
+        [GO_JSONNET, "-J", str(REPO), "-J", str(REPO / "vendor"),
+         "--tla-code", f"benchmark={json.dumps(benchmark)}",
+         str(REPO / "manifests" / "distributed.jsonnet")],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode != 0
+    return done.stderr
+
+
+@pytest.fixture(scope="module")
+def objects() -> dict[str, dict[str, Any]]:
+    items = render(BENCHMARK)
+    found = {f"{o['kind']}/{o['metadata']['name']}": o for o in items}
+    assert len(found) == len(items), "two objects of one kind share a name"
+    return found
+
+
+def one(objects: dict[str, dict[str, Any]], kind: str, component: str) -> dict[str, Any]:
+    (found,) = [
+        o
+        for o in objects.values()
+        if o["kind"] == kind and o["metadata"]["labels"]["app.kubernetes.io/component"] == component
+    ]
+    return found
+
+
+def test_every_object_carries_the_benchmark_instance(objects: dict[str, dict[str, Any]]) -> None:
+    """The documented clean-up deletes by this label: every object has it, and the servers'
+    PVCs (made from the claim template) too."""
+    kinds = sorted(o["kind"] for o in objects.values())
+    assert kinds == [
+        "ConfigMap",
+        "Job",
+        "NetworkPolicy",
+        "NetworkPolicy",
+        "NetworkPolicy",
+        "Service",
+        "StatefulSet",
+    ]
+    for obj in objects.values():
+        assert obj["metadata"]["labels"]["app.kubernetes.io/instance"] == "qualify-gp3"
+        assert obj["metadata"]["namespace"] == "fioprobe"
+    servers = one(objects, "StatefulSet", "distributed-server")
+    (claim,) = servers["spec"]["volumeClaimTemplates"]
+    assert claim["metadata"]["labels"]["app.kubernetes.io/instance"] == "qualify-gp3"
+
+
+def test_servers_one_pvc_each_spread_by_preference(objects: dict[str, dict[str, Any]]) -> None:
+    servers = one(objects, "StatefulSet", "distributed-server")
+    spec = servers["spec"]
+    assert spec["replicas"] == 3
+    (claim,) = spec["volumeClaimTemplates"]
+    assert claim["spec"]["storageClassName"] == "gp3"
+    assert claim["spec"]["resources"]["requests"]["storage"] == "40Gi"
+    assert spec["persistentVolumeClaimRetentionPolicy"] == {
+        "whenDeleted": "Delete",
+        "whenScaled": "Delete",
+    }
+    pod = spec["template"]["spec"]
+    assert pod["nodeSelector"] == {"node-role.kubernetes.io/worker": ""}
+    affinity = pod["affinity"]["podAntiAffinity"]
+    assert "requiredDuringSchedulingIgnoredDuringExecution" not in affinity
+    (term,) = affinity["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+    selector = term["podAffinityTerm"]["labelSelector"]["matchLabels"]
+    labels = spec["template"]["metadata"]["labels"]
+    assert selector.items() <= labels.items() and selector == spec["selector"]["matchLabels"]
+    (container,) = pod["containers"]
+    assert container["command"][0] == "fio" and container["command"][1].startswith("--server=")
+    # fio writes the jobs' files in its working directory: the server's own PVC.
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    assert container["workingDir"] == mounts["data"]
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert pod["automountServiceAccountToken"] is False
+
+
+def test_keep_volumes_retains_the_pvcs() -> None:
+    items = render({**BENCHMARK, "keepVolumes": True})
+    (servers,) = [o for o in items if o["kind"] == "StatefulSet"]
+    assert servers["spec"]["persistentVolumeClaimRetentionPolicy"] == {
+        "whenDeleted": "Retain",
+        "whenScaled": "Retain",
+    }
+
+
+def test_client_names_every_server_and_runs_once(objects: dict[str, dict[str, Any]]) -> None:
+    job = one(objects, "Job", "distributed-client")
+    servers = one(objects, "StatefulSet", "distributed-server")
+    service = one(objects, "Service", "distributed-server")
+    assert service["spec"]["clusterIP"] == "None"
+    assert servers["spec"]["serviceName"] == service["metadata"]["name"]
+    assert job["spec"]["backoffLimit"] == 0
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    command = container["command"]
+    assert command[:2] == ["fioprobe", "distributed"]
+    names = command[command.index("--servers") + 1].split(",")
+    base = servers["metadata"]["name"]
+    assert names == [
+        f"{base}-{i}.{service['metadata']['name']}.fioprobe.svc:8765" for i in range(3)
+    ]
+    assert command[command.index("--gateway") + 1].startswith("http://fioprobe-pushgateway")
+
+
+def test_only_the_client_reaches_the_servers(objects: dict[str, dict[str, Any]]) -> None:
+    servers = one(objects, "StatefulSet", "distributed-server")
+    job = one(objects, "Job", "distributed-client")
+    policy = one(objects, "NetworkPolicy", "distributed-server")
+    spec = policy["spec"]
+    assert spec["podSelector"]["matchLabels"] == servers["spec"]["selector"]["matchLabels"]
+    assert spec["policyTypes"] == ["Ingress", "Egress"] and spec["egress"] == []
+    (rule,) = spec["ingress"]
+    (peer,) = rule["from"]
+    assert set(peer) == {"podSelector"}  # this namespace's pods only, no namespaceSelector
+    client_labels = job["spec"]["template"]["metadata"]["labels"]
+    assert peer["podSelector"]["matchLabels"].items() <= client_labels.items()
+    assert rule["ports"] == [{"protocol": "TCP", "port": 8765}]
+    # The probes and the servers of another benchmark do not match the client's selector.
+    assert peer["podSelector"]["matchLabels"]["app.kubernetes.io/instance"] == "qualify-gp3"
+    assert peer["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == (
+        "distributed-client"
+    )
+
+
+def test_the_pushgateway_admits_the_client_only_when_it_pushes(
+    objects: dict[str, dict[str, Any]],
+) -> None:
+    """The Pushgateway's own policy admits probes and Prometheus; the benchmark adds one that
+    admits its client (policies add up), and none without `push`."""
+    job = one(objects, "Job", "distributed-client")
+    client_labels = job["spec"]["template"]["metadata"]["labels"]
+    (policy,) = [
+        o
+        for o in objects.values()
+        if o["kind"] == "NetworkPolicy"
+        and o["spec"]["podSelector"]["matchLabels"].get("app.kubernetes.io/component")
+        == "pushgateway"
+    ]
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    (rule,) = policy["spec"]["ingress"]
+    (peer,) = rule["from"]
+    assert peer["podSelector"]["matchLabels"].items() <= client_labels.items()
+    assert peer["podSelector"]["matchLabels"]["app.kubernetes.io/instance"] == "qualify-gp3"
+    quiet = render({**BENCHMARK, "push": False})
+    assert len([o for o in quiet if o["kind"] == "NetworkPolicy"]) == 2
+    (quiet_job,) = [o for o in quiet if o["kind"] == "Job"]
+    assert "--gateway" not in quiet_job["spec"]["template"]["spec"]["containers"][0]["command"]
+
+
+def test_the_plan_the_client_reads_is_accepted(
+    objects: dict[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    plan = one(objects, "ConfigMap", "distributed-client")["data"]["plan.yaml"]
+    (tmp_path / "plan.yaml").write_text(plan)
+    job = one(objects, "Job", "distributed-client")
+    command = job["spec"]["template"]["spec"]["containers"][0]["command"]
+    servers = command[command.index("--servers") + 1]
+    done = fioprobe("distributed", "--plan", str(tmp_path / "plan.yaml"), "--servers", servers,
+                    "--check")  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()
+    assert "rw=randread" in done.stdout.decode()
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"name": "Qualify_gp3"}, "name Qualify_gp3 must be lowercase letters, digits and -"),
+        ({"servers": 0}, "servers must be a whole number from 1 to 64"),
+        ({"volumeSize": "lots"}, "volumeSize lots is not a quantity such as 40Gi"),
+        ({"replicas": 3}, "unknown keys replicas"),
+        ({"plan": {"servers": 5}}, "plan must not set name, storageclass, servers, node_selector"),
+    ],
+)
+def test_bad_benchmarks_stop_the_rendering(change: dict[str, Any], message: str) -> None:
+    assert message in refusal({**BENCHMARK, **change})
+
+
+def test_parts_apply_servers_first() -> None:
+    servers = {o["kind"] for o in render(BENCHMARK, "servers")}
+    assert "Job" not in servers and "StatefulSet" in servers
+    assert [o["kind"] for o in render(BENCHMARK, "client")] == ["Job"]
+
+
+def test_the_shipped_manifests_hold_no_benchmark() -> None:
+    """Off by default: nothing of it in the generated manifests."""
+    generated = " ".join(p.read_text() for p in (REPO / "manifests" / "generated").glob("*.yaml"))
+    assert "distributed-server" not in generated and "distributed-client" not in generated
