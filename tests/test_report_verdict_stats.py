@@ -227,3 +227,61 @@ def test_slow_fsync_count_needs_a_shift_of_one_per_run() -> None:
     (small,) = vd.decide([_test("slow_fsyncs", [40, 41, 40, 41, 40], [42, 43, 42, 43, 42])],
                          vd.Settings())  # fmt: skip
     assert small.verdict == vd.NO_CHANGE and "below the minimum effect" in small.reason
+
+
+def test_exact_test_counts_with_the_smaller_group(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The subset counting runs over the smaller group whichever side it is on (its cost
+    grows with the subset size), and the p does not depend on which side was counted."""
+    sizes: list[int] = []
+    counts = sig._subset_sum_counts
+
+    def recording(weights: list[int], size: int) -> dict[int, int]:
+        sizes.append(size)
+        return counts(weights, size)
+
+    monkeypatch.setattr(sig, "_subset_sum_counts", recording)
+    rng = random.Random(3)
+    few = [rng.random() for _ in range(5)]
+    many = [rng.random() + 0.2 for _ in range(95)]
+    forward, backward = sig.mann_whitney(few, many), sig.mann_whitney(many, few)
+    assert sizes == [5, 5]
+    assert forward.u == 5 * 95 - backward.u and math.isclose(forward.p, backward.p)
+    # Small unequal groups both ways round, with ties, against listing every split.
+    for base, cand in (([1, 3, 3], [2, 3, 4, 5, 6, 0]), ([2, 3, 4, 5, 6, 0], [1, 3, 3])):
+        assert math.isclose(sig.mann_whitney(base, cand).p, _enumerated_p(base, cand))
+
+
+def _called(row: str, metric: str, verdict: str) -> vd.MetricTest:
+    test = _test(metric, BASE, [v * 2 for v in BASE], row=row)
+    test.test, test.p_corrected, test.effect = sig.RankTest(25, 2 / 252), 0.01, 2.0
+    test.verdict = verdict
+    return test
+
+
+def test_command_lines_are_capped() -> None:
+    """20 candidates of 30 jobs: one line per job would be 600; the command prints the jobs
+    with something to say up to its cap and counts the rest, and at most ten regressions."""
+    from fioprobe.report import verdict_view as view
+
+    settings = vd.Settings()
+    busy = [
+        _called(f"job{i}", "p99", vd.REGRESSION) if i < 12 else _test("p99", BASE, BASE, f"job{i}")
+        for i in range(30)
+    ]
+    verdicts = [vd.CandidateVerdict("base", "c0", settings, busy)]
+    for index in range(1, 20):
+        quiet = [_test("p99", BASE, BASE, row=f"job{i}") for i in range(30)]
+        verdicts.append(vd.CandidateVerdict("base", f"c{index}", settings, quiet))
+    lines = view.command_lines(verdicts)
+    assert len(lines) == 1 + (5 + 1) + 19 + (10 + 1)
+    assert [line for line in lines if line.startswith("  c0: job")] == [
+        f"  c0: job{i}: regression (p99 ×2 p=0.01)" for i in range(5)
+    ]
+    assert "  c0: 25 more of 30 jobs (7 with a call or too few runs, 18 with no significant " \
+        "change): see the report's verdict section" in lines  # fmt: skip
+    assert "  c7: 30 more of 30 jobs (30 with no significant change): see the report's " \
+        "verdict section" in lines  # fmt: skip
+    assert lines[-1] == "regression: 2 more, every one in the report's verdict section"
+    # Up to the cap every job keeps its own line.
+    few = vd.CandidateVerdict("base", "few", settings, busy[:2] + busy[20:23])
+    assert len(view.command_lines([few])) == 1 + 5 + 2

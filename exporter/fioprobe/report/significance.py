@@ -61,7 +61,12 @@ def mann_whitney(baseline: Sequence[float], candidate: Sequence[float]) -> RankT
     u = observed / 2 - m * (m + 1) / 2
     if n + m > EXACT_LIMIT:
         return RankTest(u, _normal_p(u, n, m, pooled), exact=False)
-    distribution = _subset_sum_counts(doubled, m)
+    size = m
+    if n < m:
+        # Counting costs grow with the subset size: the baseline's rank sum (all ranks minus
+        # the candidate's) lies exactly as far into the other tail, so the p is the same.
+        observed, size = sum(doubled) - observed, n
+    distribution = _subset_sum_counts(doubled, size)
     total = math.comb(n + m, m)
     lower = sum(count for s, count in distribution.items() if s <= observed)
     upper = sum(count for s, count in distribution.items() if s >= observed)
@@ -163,8 +168,10 @@ def ratio_estimate(baseline: Sequence[float], candidate: Sequence[float]) -> flo
     """
     if any(v <= 0 for v in (*baseline, *candidate)):
         return None
-    logs = [math.log(c) - math.log(b) for b in baseline for c in candidate]
-    return math.exp(statistics.median(logs))
+    # One log per run, not two per pair: the pairs are n*m, the runs only n+m.
+    base_logs = [math.log(b) for b in baseline]
+    cand_logs = [math.log(c) for c in candidate]
+    return math.exp(statistics.median([c - b for b in base_logs for c in cand_logs]))
 
 
 def shift_estimate(baseline: Sequence[float], candidate: Sequence[float]) -> float:
