@@ -285,3 +285,28 @@ def test_command_lines_are_capped() -> None:
     # Up to the cap every job keeps its own line.
     few = vd.CandidateVerdict("base", "few", settings, busy[:2] + busy[20:23])
     assert len(view.command_lines([few])) == 1 + 5 + 2
+
+
+def test_time_order_splits_show_what_drift_does() -> None:
+    """bench/verdict_calibration.py's splits, on runs of one configuration that drift +4 % a
+    run and have no other noise: all of A then all of B is a regression on every window (the
+    drift alone separates the groups, x1.04^5 = 1.22 beyond the x1.1 minimum), alternating
+    A, B is never called. Random splits cannot show this: their labels ignore time."""
+    import verdict_calibration as calibration
+
+    drifting = [1.04**run for run in range(30)]
+    rng = random.Random(1)
+    blocks = calibration.splits("blocks", 30, 5, 0, rng)
+    interleaved = calibration.splits("interleaved", 30, 5, 0, rng)
+    assert blocks[0] == ([0, 1, 2, 3, 4], [5, 6, 7, 8, 9]) and len(blocks) == 21
+    assert interleaved[-1] == ([20, 22, 24, 26, 28], [21, 23, 25, 27, 29])
+    for base, cand in calibration.splits("random", 30, 5, 50, rng):
+        assert len(set(base) | set(cand)) == 10 and set(base) | set(cand) <= set(range(30))
+
+    def verdict(base: list[int], cand: list[int]) -> str:
+        values = [drifting[i] for i in base], [drifting[i] for i in cand]
+        (test,) = vd.decide([_test("p50", *values)], vd.Settings())
+        return test.verdict
+
+    assert {verdict(*split) for split in blocks} == {vd.REGRESSION}
+    assert {verdict(*split) for split in interleaved} == {vd.NO_CHANGE}
