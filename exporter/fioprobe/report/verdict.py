@@ -8,8 +8,10 @@ A CBT-style comparison of repeated runs. For every job both groups ran, and ever
   assumption about how run-to-run noise is distributed (latency maxima are anything but
   normal) and one wild run moves it by one rank, not by its size;
 - the correction: every test of one candidate against the baseline is one family, Holm-
-  Bonferroni adjusted at `alpha` (0.05): the chance that a report calls *any* job of an
-  unchanged configuration a regression is at most 5 %, however many jobs and metrics it has;
+  Bonferroni adjusted at `alpha` (0.05): per candidate, the chance that the verdict of an
+  unchanged configuration calls *any* of its jobs and metrics is at most 5 %, however many
+  it has. A report of several candidates has a family each, so its chance of some false
+  call somewhere grows with the number of candidates (up to k x 5 % for k);
 - the effect: a difference beyond the noise is called only when it is also large enough to
   matter, `Metric.min_effect` (the Hodges-Lehmann ratio over all pairs of runs at least
   x1.10 or at most 1/1.10, x1.5 for the max latency; for the slow-fsync count a shift of at
