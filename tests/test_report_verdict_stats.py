@@ -310,3 +310,16 @@ def test_time_order_splits_show_what_drift_does() -> None:
 
     assert {verdict(*split) for split in blocks} == {vd.REGRESSION}
     assert {verdict(*split) for split in interleaved} == {vd.NO_CHANGE}
+
+
+def test_a_ratio_metric_with_a_zero_run_gets_no_effect_and_no_call() -> None:
+    # Separated (p = 2/252), but a baseline run of 0 IOPS leaves no ratio; a shift in its
+    # place would face a minimum of 10 % of the baseline's median (1.0 here, so 0.1) and call.
+    zero = [0.0, 1.0, 1.01, 0.99, 1.02]
+    (test,) = vd.decide([_test("iops", zero, [v + 3 for v in zero])], vd.Settings())
+    assert test.test is not None and test.test.p == 2 / 252
+    assert test.effect is None and test.effect_kind == "ratio"
+    assert test.verdict == vd.NO_CHANGE and "no ratio" in test.reason
+    # The slow-fsync count is a count: its zeros are values and it keeps its shift.
+    (count,) = vd.decide([_test("slow_fsyncs", zero, [v + 3 for v in zero])], vd.Settings())
+    assert count.effect == 3.0 and count.verdict == vd.REGRESSION

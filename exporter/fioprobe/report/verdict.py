@@ -281,12 +281,14 @@ def decide(tests: list[MetricTest], settings: Settings) -> list[MetricTest]:
 
 
 def _effect(test: MetricTest) -> None:
+    """A ratio for rates and latencies, a shift per run for counts; None when a rate or a
+    latency has a run at 0 or below: a ratio has no meaning there, and a shift in its place
+    would be held to 10 % of a median that may be 0, so any shift at all would be called."""
     base, cand = test.baseline.values, test.candidate.values
-    ratio = sig.ratio_estimate(base, cand) if test.metric.unit != "count" else None
-    if ratio is not None:
-        test.effect, test.effect_kind = ratio, "ratio"
-    else:
+    if test.metric.unit == "count":
         test.effect, test.effect_kind = sig.shift_estimate(base, cand), "shift"
+    else:
+        test.effect, test.effect_kind = sig.ratio_estimate(base, cand), "ratio"
 
 
 def large_enough(test: MetricTest) -> bool:
@@ -313,7 +315,13 @@ def _conclude(test: MetricTest, family_size: int, settings: Settings) -> None:
     n, m = len(test.baseline.values), len(test.candidate.values)
     p_text = f"p = {test.test.p:.3g}, {test.p_corrected:.3g} corrected for {family_size} tests"
     if test.p_corrected <= alpha:
-        if large_enough(test):
+        if test.effect is None:
+            test.verdict = NO_CHANGE
+            test.reason = (
+                f"beyond the noise ({p_text}) but a run gave 0 or less, so no ratio can size "
+                "the change: not called"
+            )
+        elif large_enough(test):
             test.verdict = REGRESSION if worse(test) else IMPROVEMENT
             test.reason = f"{p_text}; {effect_text(test)} beyond {minimum_text(test)}"
         else:
