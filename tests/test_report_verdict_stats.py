@@ -9,6 +9,7 @@ test_report_verdict.py.
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 
@@ -59,8 +60,6 @@ def test_exact_u_agrees_with_enumeration() -> None:
 
 def _enumerated_p(base: list[int], cand: list[int]) -> float:
     """Two-sided p by listing every split of the pooled values (U with ties as one half)."""
-    import itertools
-
     pooled = base + cand
 
     def u(b: list[int], c: list[int]) -> float:
@@ -323,3 +322,36 @@ def test_a_ratio_metric_with_a_zero_run_gets_no_effect_and_no_call() -> None:
     # The slow-fsync count is a count: its zeros are values and it keeps its shift.
     (count,) = vd.decide([_test("slow_fsyncs", zero, [v + 3 for v in zero])], vd.Settings())
     assert count.effect == 3.0 and count.verdict == vd.REGRESSION
+
+
+def test_holm_keeps_every_split_of_identical_runs_within_alpha(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The correction is what holds the calibration: ten runs whose six metrics rank the runs
+    in six different orders (values 2^rank, so every separation is far beyond the minimum
+    effect). Of the C(10, 5) = 252 splits at most 12 (5 %) may call anything with Holm; with
+    the correction taken out each metric alone calls on its 8 splits with p <= 0.05 (U of 0, 1
+    or 2 either way: p = 2, 4 and 8 / 252), and the six orders together on far more than 12."""
+    rng = random.Random(11)
+    metrics = ["iops", "bandwidth", "p50", "p99", "max", "slow_fsyncs"]
+    orders = [rng.sample(range(10), 10) for _ in metrics]
+    values = [[float(2 ** order[run]) for run in range(10)] for order in orders]
+
+    def splits_with_a_call() -> int:
+        called = 0
+        for chosen in itertools.combinations(range(10), 5):
+            rest = [run for run in range(10) if run not in chosen]
+            tests = [
+                _test(metric, [vals[r] for r in chosen], [vals[r] for r in rest])
+                for metric, vals in zip(metrics, values, strict=True)
+            ]
+            called += any(t.verdict in (vd.REGRESSION, vd.IMPROVEMENT)
+                          for t in vd.decide(tests, vd.Settings()))  # fmt: skip
+        return called
+
+    # With Holm only complete separations (6 x 2/252 = 0.048) call: two splits per metric,
+    # twelve different ones for these orders, the most alpha allows.
+    assert splits_with_a_call() == math.floor(0.05 * 252) == 12
+    monkeypatch.setattr(sig, "holm", lambda p_values: list(p_values))
+    uncorrected = splits_with_a_call()
+    assert 12 < uncorrected <= 6 * 8, uncorrected
