@@ -9,13 +9,17 @@ test_report_verdict.py.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import random
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 from fioprobe.report import significance as sig
 from fioprobe.report import verdict as vd
+from fioprobe.report.load import Entry
 
 
 def test_exact_u_complete_separation() -> None:
@@ -355,3 +359,18 @@ def test_holm_keeps_every_split_of_identical_runs_within_alpha(
     monkeypatch.setattr(sig, "holm", lambda p_values: list(p_values))
     uncorrected = splits_with_a_call()
     assert 12 < uncorrected <= 6 * 8, uncorrected
+
+
+def test_a_job_repeated_in_one_output_is_one_run() -> None:
+    """Two stonewalled repeats in one file are one run (their median), not two; the same
+    file's other node and another file stay runs of their own."""
+    found = {("a.json", "n1"): [1.0, 3.0], ("a.json", "n2"): [5.0], ("b.json", "n1"): [7.0]}
+    runs = [(source, node, value) for (source, node), vals in found.items() for value in vals]
+    entries = [
+        cast(Entry, SimpleNamespace(source=source, node=node, seq=seq))
+        for seq, (source, node, _) in enumerate(runs)
+    ]
+    metric = dataclasses.replace(_METRIC["iops"], value=lambda entry, op: runs[entry.seq][2])
+    sample = vd.samples(entries, "write", metric)
+    assert sample.values == [2.0, 5.0, 7.0]
+    assert sample.sources == ["a.json", "a.json", "b.json"]

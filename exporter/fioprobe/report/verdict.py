@@ -212,13 +212,20 @@ def job_op(entries: Sequence[Entry]) -> str | None:
 
 
 def samples(entries: Sequence[Entry], op: str, metric: Metric) -> Sample:
-    values, sources = [], []
+    """One value per run: per fio output file and node, the median of its entries' values.
+
+    The test takes its values as independent runs. A job repeated within one output (the
+    same job stonewalled twice, say) is parts of one run under one set of conditions, so it
+    counts once; several nodes of one run in one output (fio's client/server mode) count
+    once each, as their own outputs would.
+    """
+    per_run: dict[tuple[str, str | None], list[float]] = {}
     for entry in entries:
         value = metric.value(entry, op)
         if value is not None and math.isfinite(value):
-            values.append(value)
-            sources.append(entry.source)
-    return Sample(values, sources)
+            per_run.setdefault((entry.source, entry.node), []).append(value)
+    values = [statistics.median(found) for found in per_run.values()]
+    return Sample(values, [source for source, _ in per_run])
 
 
 def by_row_and_group(entries: Sequence[Entry]) -> dict[str, dict[str, list[Entry]]]:
