@@ -152,7 +152,9 @@ def test_false_calls_stay_below_alpha_over_every_split(runs: Path) -> None:
     Exact p-values and Holm's correction promise that at most alpha (5 %) of them, 12, call
     anything, whatever these runs' values are; with six tests only the complete separations
     of a metric (2/252 x 6 = 0.0476) can. Without the correction a metric's raw p would reach
-    0.05 on 8 splits (p = 2, 4 and 8 / 252) and the six metrics on far more than 12.
+    0.05 on 8 splits (p = 2, 4 and 8 / 252), but whether the six metrics of these runs then
+    exceed 12 depends on how differently they order the runs, and they need not; so
+    test_report_verdict_stats.py shows on fixed values that this bound fails without Holm.
     """
     entries = [e for e in load([str(runs)]).entries if e.group in ("base", "same")]
     assert len(entries) == 2 * RUNS
@@ -169,10 +171,13 @@ def test_false_calls_stay_below_alpha_over_every_split(runs: Path) -> None:
 def test_identical_configurations_give_no_significant_change(
     report, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    """The split the runs were made in. By design a call here has a chance of at most 5 %
-    (measured 2.0 % over 2,000 random splits of 30 identical runs on this machine); a call
-    is retried once on five fresh runs of each, which both call by chance at most 0.25 % of
-    the time, while the calibration test above holds the statistics to their 5 %."""
+    """The split the runs were made in, with a call retried once on five fresh runs of each.
+
+    Were the runs exchangeable, a call would have a chance of at most 5 % and two calls in a
+    row, the false failure, at most 0.25 %. They are not quite: `base` always runs just
+    before `same`, so a steady drift of the disk between runs leans every pair the same way,
+    and nothing bounds that part. bench/verdict_calibration.py measures it on this machine's
+    disk (docs/REPORT.md: 1 of 21 and 2 of 31 overlapping interleaved windows called)."""
     _, data, _ = report
     verdict = verdict_of(data, "same")
     assert verdict["test"] == "Mann-Whitney U, two-sided, exact"
@@ -210,7 +215,16 @@ def test_slow_disk_is_a_regression(report) -> None:
     assert "fioprobe: verdict against base (Mann-Whitney U, two-sided, exact; " in stderr
     assert "fioprobe:   slow: etcd-fsync: regression (iops ×" in stderr
     assert "fioprobe: regression: etcd-fsync p50 latency in slow:" in stderr
-    assert "fioprobe:   same: etcd-fsync: no significant change (iops, bandwidth, p50, " in stderr
+    # The line of `same` says what report.json decided, whatever that was: on the runs' own
+    # split a chance call is allowed (see the test above), so "no change" is not assumed.
+    (same_line,) = [line for line in stderr.splitlines() if "fioprobe:   same: " in line]
+    same = results(verdict_of(data, "same"))
+    unchanged = [m for m, r in same.items() if r["verdict"] == "no significant change"]
+    assert same_line.startswith("fioprobe:   same: etcd-fsync: "), same_line
+    if unchanged:
+        assert f"no significant change ({', '.join(unchanged)})" in same_line, same_line
+    for metric in set(same) - set(unchanged):
+        assert f"{same[metric]['verdict']} (" in same_line and metric in same_line, same_line
     markdown = (out / "report.md").read_text()
     assert "- verdict: slow against base: regression in etcd-fsync" in markdown
     cells = html_cells(out / "report.html")["verdict-slow"]

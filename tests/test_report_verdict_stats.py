@@ -9,12 +9,17 @@ test_report_verdict.py.
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import math
 import random
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 from fioprobe.report import significance as sig
 from fioprobe.report import verdict as vd
+from fioprobe.report.load import Entry
 
 
 def test_exact_u_complete_separation() -> None:
@@ -59,8 +64,6 @@ def test_exact_u_agrees_with_enumeration() -> None:
 
 def _enumerated_p(base: list[int], cand: list[int]) -> float:
     """Two-sided p by listing every split of the pooled values (U with ties as one half)."""
-    import itertools
-
     pooled = base + cand
 
     def u(b: list[int], c: list[int]) -> float:
@@ -227,3 +230,147 @@ def test_slow_fsync_count_needs_a_shift_of_one_per_run() -> None:
     (small,) = vd.decide([_test("slow_fsyncs", [40, 41, 40, 41, 40], [42, 43, 42, 43, 42])],
                          vd.Settings())  # fmt: skip
     assert small.verdict == vd.NO_CHANGE and "below the minimum effect" in small.reason
+
+
+def test_exact_test_counts_with_the_smaller_group(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The subset counting runs over the smaller group whichever side it is on (its cost
+    grows with the subset size), and the p does not depend on which side was counted."""
+    sizes: list[int] = []
+    counts = sig._subset_sum_counts
+
+    def recording(weights: list[int], size: int) -> dict[int, int]:
+        sizes.append(size)
+        return counts(weights, size)
+
+    monkeypatch.setattr(sig, "_subset_sum_counts", recording)
+    rng = random.Random(3)
+    few = [rng.random() for _ in range(5)]
+    many = [rng.random() + 0.2 for _ in range(95)]
+    forward, backward = sig.mann_whitney(few, many), sig.mann_whitney(many, few)
+    assert sizes == [5, 5]
+    assert forward.u == 5 * 95 - backward.u and math.isclose(forward.p, backward.p)
+    # Small unequal groups both ways round, with ties, against listing every split.
+    for base, cand in (([1, 3, 3], [2, 3, 4, 5, 6, 0]), ([2, 3, 4, 5, 6, 0], [1, 3, 3])):
+        assert math.isclose(sig.mann_whitney(base, cand).p, _enumerated_p(base, cand))
+
+
+def _called(row: str, metric: str, verdict: str) -> vd.MetricTest:
+    test = _test(metric, BASE, [v * 2 for v in BASE], row=row)
+    test.test, test.p_corrected, test.effect = sig.RankTest(25, 2 / 252), 0.01, 2.0
+    test.verdict = verdict
+    return test
+
+
+def test_command_lines_are_capped() -> None:
+    """20 candidates of 30 jobs: one line per job would be 600; the command prints the jobs
+    with something to say up to its cap and counts the rest, and at most ten regressions."""
+    from fioprobe.report import verdict_view as view
+
+    settings = vd.Settings()
+    busy = [
+        _called(f"job{i}", "p99", vd.REGRESSION) if i < 12 else _test("p99", BASE, BASE, f"job{i}")
+        for i in range(30)
+    ]
+    verdicts = [vd.CandidateVerdict("base", "c0", settings, busy)]
+    for index in range(1, 20):
+        quiet = [_test("p99", BASE, BASE, row=f"job{i}") for i in range(30)]
+        verdicts.append(vd.CandidateVerdict("base", f"c{index}", settings, quiet))
+    lines = view.command_lines(verdicts)
+    assert len(lines) == 1 + (5 + 1) + 19 + (10 + 1)
+    assert [line for line in lines if line.startswith("  c0: job")] == [
+        f"  c0: job{i}: regression (p99 ×2 p=0.01)" for i in range(5)
+    ]
+    assert "  c0: 25 more of 30 jobs (7 with a call or too few runs, 18 with no significant " \
+        "change): see the report's verdict section" in lines  # fmt: skip
+    assert "  c7: 30 more of 30 jobs (30 with no significant change): see the report's " \
+        "verdict section" in lines  # fmt: skip
+    assert lines[-1] == "regression: 2 more, every one in the report's verdict section"
+    # Up to the cap every job keeps its own line.
+    few = vd.CandidateVerdict("base", "few", settings, busy[:2] + busy[20:23])
+    assert len(view.command_lines([few])) == 1 + 5 + 2
+
+
+def test_time_order_splits_show_what_drift_does() -> None:
+    """bench/verdict_calibration.py's splits, on runs of one configuration that drift +4 % a
+    run and have no other noise: all of A then all of B is a regression on every window (the
+    drift alone separates the groups, x1.04^5 = 1.22 beyond the x1.1 minimum), alternating
+    A, B is never called. Random splits cannot show this: their labels ignore time."""
+    import verdict_calibration as calibration
+
+    drifting = [1.04**run for run in range(30)]
+    rng = random.Random(1)
+    blocks = calibration.splits("blocks", 30, 5, 0, rng)
+    interleaved = calibration.splits("interleaved", 30, 5, 0, rng)
+    assert blocks[0] == ([0, 1, 2, 3, 4], [5, 6, 7, 8, 9]) and len(blocks) == 21
+    assert interleaved[-1] == ([20, 22, 24, 26, 28], [21, 23, 25, 27, 29])
+    for base, cand in calibration.splits("random", 30, 5, 50, rng):
+        assert len(set(base) | set(cand)) == 10 and set(base) | set(cand) <= set(range(30))
+
+    def verdict(base: list[int], cand: list[int]) -> str:
+        values = [drifting[i] for i in base], [drifting[i] for i in cand]
+        (test,) = vd.decide([_test("p50", *values)], vd.Settings())
+        return test.verdict
+
+    assert {verdict(*split) for split in blocks} == {vd.REGRESSION}
+    assert {verdict(*split) for split in interleaved} == {vd.NO_CHANGE}
+
+
+def test_a_ratio_metric_with_a_zero_run_gets_no_effect_and_no_call() -> None:
+    # Separated (p = 2/252), but a baseline run of 0 IOPS leaves no ratio; a shift in its
+    # place would face a minimum of 10 % of the baseline's median (1.0 here, so 0.1) and call.
+    zero = [0.0, 1.0, 1.01, 0.99, 1.02]
+    (test,) = vd.decide([_test("iops", zero, [v + 3 for v in zero])], vd.Settings())
+    assert test.test is not None and test.test.p == 2 / 252
+    assert test.effect is None and test.effect_kind == "ratio"
+    assert test.verdict == vd.NO_CHANGE and "no ratio" in test.reason
+    # The slow-fsync count is a count: its zeros are values and it keeps its shift.
+    (count,) = vd.decide([_test("slow_fsyncs", zero, [v + 3 for v in zero])], vd.Settings())
+    assert count.effect == 3.0 and count.verdict == vd.REGRESSION
+
+
+def test_holm_keeps_every_split_of_identical_runs_within_alpha(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The correction is what holds the calibration: ten runs whose six metrics rank the runs
+    in six different orders (values 2^rank, so every separation is far beyond the minimum
+    effect). Of the C(10, 5) = 252 splits at most 12 (5 %) may call anything with Holm; with
+    the correction taken out each metric alone calls on its 8 splits with p <= 0.05 (U of 0, 1
+    or 2 either way: p = 2, 4 and 8 / 252), and the six orders together on far more than 12."""
+    rng = random.Random(11)
+    metrics = ["iops", "bandwidth", "p50", "p99", "max", "slow_fsyncs"]
+    orders = [rng.sample(range(10), 10) for _ in metrics]
+    values = [[float(2 ** order[run]) for run in range(10)] for order in orders]
+
+    def splits_with_a_call() -> int:
+        called = 0
+        for chosen in itertools.combinations(range(10), 5):
+            rest = [run for run in range(10) if run not in chosen]
+            tests = [
+                _test(metric, [vals[r] for r in chosen], [vals[r] for r in rest])
+                for metric, vals in zip(metrics, values, strict=True)
+            ]
+            called += any(t.verdict in (vd.REGRESSION, vd.IMPROVEMENT)
+                          for t in vd.decide(tests, vd.Settings()))  # fmt: skip
+        return called
+
+    # With Holm only complete separations (6 x 2/252 = 0.048) call: two splits per metric,
+    # twelve different ones for these orders, the most alpha allows.
+    assert splits_with_a_call() == math.floor(0.05 * 252) == 12
+    monkeypatch.setattr(sig, "holm", lambda p_values: list(p_values))
+    uncorrected = splits_with_a_call()
+    assert 12 < uncorrected <= 6 * 8, uncorrected
+
+
+def test_a_job_repeated_in_one_output_is_one_run() -> None:
+    """Two stonewalled repeats in one file are one run (their median), not two; the same
+    file's other node and another file stay runs of their own."""
+    found = {("a.json", "n1"): [1.0, 3.0], ("a.json", "n2"): [5.0], ("b.json", "n1"): [7.0]}
+    runs = [(source, node, value) for (source, node), vals in found.items() for value in vals]
+    entries = [
+        cast(Entry, SimpleNamespace(source=source, node=node, seq=seq))
+        for seq, (source, node, _) in enumerate(runs)
+    ]
+    metric = dataclasses.replace(_METRIC["iops"], value=lambda entry, op: runs[entry.seq][2])
+    sample = vd.samples(entries, "write", metric)
+    assert sample.values == [2.0, 5.0, 7.0]
+    assert sample.sources == ["a.json", "a.json", "b.json"]

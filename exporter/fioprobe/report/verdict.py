@@ -8,8 +8,10 @@ A CBT-style comparison of repeated runs. For every job both groups ran, and ever
   assumption about how run-to-run noise is distributed (latency maxima are anything but
   normal) and one wild run moves it by one rank, not by its size;
 - the correction: every test of one candidate against the baseline is one family, Holm-
-  Bonferroni adjusted at `alpha` (0.05): the chance that a report calls *any* job of an
-  unchanged configuration a regression is at most 5 %, however many jobs and metrics it has;
+  Bonferroni adjusted at `alpha` (0.05): per candidate, the chance that the verdict of an
+  unchanged configuration calls *any* of its jobs and metrics is at most 5 %, however many
+  it has. A report of several candidates has a family each, so its chance of some false
+  call somewhere grows with the number of candidates (up to k x 5 % for k);
 - the effect: a difference beyond the noise is called only when it is also large enough to
   matter, `Metric.min_effect` (the Hodges-Lehmann ratio over all pairs of runs at least
   x1.10 or at most 1/1.10, x1.5 for the max latency; for the slow-fsync count a shift of at
@@ -210,13 +212,20 @@ def job_op(entries: Sequence[Entry]) -> str | None:
 
 
 def samples(entries: Sequence[Entry], op: str, metric: Metric) -> Sample:
-    values, sources = [], []
+    """One value per run: per fio output file and node, the median of its entries' values.
+
+    The test takes its values as independent runs. A job repeated within one output (the
+    same job stonewalled twice, say) is parts of one run under one set of conditions, so it
+    counts once; several nodes of one run in one output (fio's client/server mode) count
+    once each, as their own outputs would.
+    """
+    per_run: dict[tuple[str, str | None], list[float]] = {}
     for entry in entries:
         value = metric.value(entry, op)
         if value is not None and math.isfinite(value):
-            values.append(value)
-            sources.append(entry.source)
-    return Sample(values, sources)
+            per_run.setdefault((entry.source, entry.node), []).append(value)
+    values = [statistics.median(found) for found in per_run.values()]
+    return Sample(values, [source for source, _ in per_run])
 
 
 def by_row_and_group(entries: Sequence[Entry]) -> dict[str, dict[str, list[Entry]]]:
@@ -279,12 +288,14 @@ def decide(tests: list[MetricTest], settings: Settings) -> list[MetricTest]:
 
 
 def _effect(test: MetricTest) -> None:
+    """A ratio for rates and latencies, a shift per run for counts; None when a rate or a
+    latency has a run at 0 or below: a ratio has no meaning there, and a shift in its place
+    would be held to 10 % of a median that may be 0, so any shift at all would be called."""
     base, cand = test.baseline.values, test.candidate.values
-    ratio = sig.ratio_estimate(base, cand) if test.metric.unit != "count" else None
-    if ratio is not None:
-        test.effect, test.effect_kind = ratio, "ratio"
-    else:
+    if test.metric.unit == "count":
         test.effect, test.effect_kind = sig.shift_estimate(base, cand), "shift"
+    else:
+        test.effect, test.effect_kind = sig.ratio_estimate(base, cand), "ratio"
 
 
 def large_enough(test: MetricTest) -> bool:
@@ -311,7 +322,13 @@ def _conclude(test: MetricTest, family_size: int, settings: Settings) -> None:
     n, m = len(test.baseline.values), len(test.candidate.values)
     p_text = f"p = {test.test.p:.3g}, {test.p_corrected:.3g} corrected for {family_size} tests"
     if test.p_corrected <= alpha:
-        if large_enough(test):
+        if test.effect is None:
+            test.verdict = NO_CHANGE
+            test.reason = (
+                f"beyond the noise ({p_text}) but a run gave 0 or less, so no ratio can size "
+                "the change: not called"
+            )
+        elif large_enough(test):
             test.verdict = REGRESSION if worse(test) else IMPROVEMENT
             test.reason = f"{p_text}; {effect_text(test)} beyond {minimum_text(test)}"
         else:

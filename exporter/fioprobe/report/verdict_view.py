@@ -31,6 +31,10 @@ from fioprobe.report.verdict import (
 )
 
 _LEVEL = {REGRESSION: 2, TOO_FEW: 1}
+#: The command prints at most this many job lines per candidate and regression lines in all:
+#: a terminal is read, the report holds every test (20 groups of 30 jobs would be 600 lines).
+COMMAND_ROWS = 5
+COMMAND_REGRESSIONS = 10
 _BY_KEY = {metric.key: metric for metric in METRICS}
 
 
@@ -275,21 +279,45 @@ def command_lines(verdicts: Sequence[CandidateVerdict]) -> list[str]:
         "group):"
     ]
     for verdict in verdicts:
-        by_row: dict[str, list[MetricTest]] = {}
-        for test in verdict.tests:
-            by_row.setdefault(test.row, []).append(test)
-        for row, tests in by_row.items():
-            lines.append(f"  {verdict.candidate}: {row}: {_row_verdicts(tests)}")
-    for verdict in verdicts:
-        for test in verdict.regressions:
-            lines.append(
-                f"regression: {test.row} {test.metric.title} in {verdict.candidate}: "
-                f"{fmt_value(test.metric, test.baseline.median)} -> "
-                f"{fmt_value(test.metric, test.candidate.median)} (medians of "
-                f"{len(test.baseline.values)} and {len(test.candidate.values)} runs), "
-                f"{effect_text(test)}, p = {test.p_corrected:.3g} ({CORRECTION_NAME} over "
-                f"{len(verdict.family)} tests)"
-            )
+        lines += _candidate_lines(verdict)
+    regressions = [(verdict, test) for verdict in verdicts for test in verdict.regressions]
+    for verdict, test in regressions[:COMMAND_REGRESSIONS]:
+        lines.append(
+            f"regression: {test.row} {test.metric.title} in {verdict.candidate}: "
+            f"{fmt_value(test.metric, test.baseline.median)} -> "
+            f"{fmt_value(test.metric, test.candidate.median)} (medians of "
+            f"{len(test.baseline.values)} and {len(test.candidate.values)} runs), "
+            f"{effect_text(test)}, p = {test.p_corrected:.3g} ({CORRECTION_NAME} over "
+            f"{len(verdict.family)} tests)"
+        )
+    if len(regressions) > COMMAND_REGRESSIONS:
+        lines.append(
+            f"regression: {len(regressions) - COMMAND_REGRESSIONS} more, every one in the "
+            "report's verdict section"
+        )
+    return lines
+
+
+def _candidate_lines(verdict: CandidateVerdict) -> list[str]:
+    """A line per job, or past `COMMAND_ROWS` jobs the first ones with something to say
+    (a call, too few runs) and one line counting the rest, quiet jobs first to go."""
+    by_row: dict[str, list[MetricTest]] = {}
+    for test in verdict.tests:
+        by_row.setdefault(test.row, []).append(test)
+    head = f"  {verdict.candidate}: "
+    if len(by_row) <= COMMAND_ROWS:
+        return [f"{head}{row}: {_row_verdicts(tests)}" for row, tests in by_row.items()]
+    notable = [row for row, tests in by_row.items() if any(t.verdict != NO_CHANGE for t in tests)]
+    shown = notable[:COMMAND_ROWS]
+    lines = [f"{head}{row}: {_row_verdicts(by_row[row])}" for row in shown]
+    hidden = len(notable) - len(shown)
+    quiet = len(by_row) - len(notable)
+    kinds = [f"{hidden} with a call or too few runs"] if hidden else []
+    kinds += [f"{quiet} with no significant change"] if quiet else []
+    lines.append(
+        f"{head}{hidden + quiet} more of {len(by_row)} jobs ({', '.join(kinds)}): "
+        "see the report's verdict section"
+    )
     return lines
 
 
