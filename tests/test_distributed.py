@@ -25,7 +25,7 @@ import pytest
 from conftest import fioprobe, gateway_group, wait_for
 from fioprobe.fio.clientserver import parse_client_server
 from support import services
-from support.fioservers import FioServer, fio_servers, listening
+from support.fioservers import LOCALHOST6, FioServer, fio_servers, listening
 
 PLAN = """\
 name: accept
@@ -53,6 +53,11 @@ def servers(tmp_path: Path) -> Iterator[list[FioServer]]:
         assert server.process.poll() is not None, "a fio server is still running"
         assert not os.path.exists(f"/proc/{server.process.pid}/cmdline") or _zombie(server)
         assert not listening(server.port)
+
+
+def _has_ipv6_loopback() -> bool:
+    with open("/proc/net/if_inet6") as handle:
+        return any(line.split()[0] == "0" * 31 + "1" for line in handle)
 
 
 def _zombie(server: FioServer) -> bool:
@@ -163,6 +168,27 @@ def test_three_servers_prepare_randread_randwrite(
     backfill = fioprobe("backfill", str(archive), "-o", str(tmp_path / "blocks"))
     assert backfill.returncode == 0, backfill.stderr.decode()
     assert "from 12 files" in backfill.stderr.decode()
+
+
+@pytest.mark.skipif(not _has_ipv6_loopback(), reason="this machine's loopback has no ::1")
+def test_ipv6_servers_are_matched_by_address_and_port(tmp_path: Path) -> None:
+    """fio reports an IPv6 server's host without brackets (`::1`, port apart): every
+    server is still found in the output, and the clean-up reaches each."""
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PLAN.replace("servers: 3", "servers: 2") + "phases: [prepare]\n")
+    with fio_servers(tmp_path / "servers", 2, LOCALHOST6) as servers:
+        done = fioprobe(
+            "distributed", "--plan", str(plan), "-o", str(tmp_path / "archive"),
+            "--servers", ",".join(s.address for s in servers),
+        )  # fmt: skip
+        stdout = done.stdout.decode()
+        assert done.returncode == 0, done.stderr.decode() + stdout
+        assert "clean-up: the benchmark's files removed on 2 servers" in stdout
+        for server in servers:
+            assert server.files() == []
+            assert (tmp_path / "archive" / f"accept_local-disk-fio---1-{server.port}").is_dir()
+            wait_for(lambda s=server: not s.children(), timeout=15, what="server jobs to end")
+    assert not any(listening(s.port, LOCALHOST6) for s in servers)
 
 
 def _entries(data: object) -> Iterator[dict[str, object]]:

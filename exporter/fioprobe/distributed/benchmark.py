@@ -25,10 +25,10 @@ from fioprobe.distributed.archive import archive_phase, check_archive_free
 from fioprobe.distributed.client import ClientOutput, complaint, run_client
 from fioprobe.distributed.jobs import PhaseJob, cleanup_job, phase_jobs
 from fioprobe.distributed.plan import Plan, PlanError
-from fioprobe.distributed.servers import Server
+from fioprobe.distributed.servers import Server, reported_key
 from fioprobe.distributed.summary import phase_table
 from fioprobe.errors import FailureReason, FioprobeError, Interrupted, ProbeFailure
-from fioprobe.fio.clientserver import ClientServerRun, parse_client_server
+from fioprobe.fio.clientserver import ClientServerRun, ServerRun, parse_client_server
 from fioprobe.fio.execute import fio_binary
 from fioprobe.fio.parse import FioOutputError
 from fioprobe.metrics.distributed import BenchmarkOutcome, PhaseResult
@@ -136,8 +136,8 @@ def _phase(
 def _check_result(
     job: PhaseJob, servers: Sequence[Server], output: ClientOutput, result: ClientServerRun
 ) -> None:
-    reported = {server.server for server in result.servers}
-    missing = [server.name for server in servers if server.name not in reported]
+    reported = _reported(result)
+    missing = [server.name for server in servers if server.key not in reported]
     if missing:
         raise ProbeFailure(
             FailureReason.FIO_ERROR,
@@ -154,6 +154,11 @@ def _check_result(
             f"phase {job.phase}: fio's client exited {output.returncode}"
             f"{': ' + ', '.join(failed) if failed else ''}{_said(output)}",
         )
+
+
+def _reported(result: ClientServerRun) -> dict[tuple[str, int | None], ServerRun]:
+    """Each server of fio's output by (host, port): what `Server.key` is compared with."""
+    return {reported_key(server.hostname, server.port): server for server in result.servers}
 
 
 def _check_budget(plan: Plan, job: PhaseJob, result: ClientServerRun, used: dict[str, int]) -> None:
@@ -192,12 +197,12 @@ def _cleanup(fio: str, plan: Plan, servers: Sequence[Server]) -> tuple[bool, str
             False,
             f"clean-up: {exc}; the servers' working directories may still hold bench.* files",
         )
-    reported = {server.server: server for server in result.servers}
-    absent = [s.name for s in servers if s.name not in reported]
+    reported = _reported(result)
+    absent = [s.name for s in servers if s.key not in reported]
     failed = [
-        f"{s.name} (error {reported[s.name].run.failed_jobs[0].error})"
+        f"{s.name} (error {reported[s.key].run.failed_jobs[0].error})"
         for s in servers
-        if s.name in reported and reported[s.name].run.failed_jobs
+        if s.key in reported and reported[s.key].run.failed_jobs
     ]
     done = len(servers) - len(absent) - len(failed)
     if not absent and not failed:
