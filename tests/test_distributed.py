@@ -216,7 +216,8 @@ def test_sigterm_stops_servers_removes_files_and_exits_143(
     )
     process = subprocess.Popen(
         [sys.executable, "-m", "fioprobe", "distributed", "--plan", str(plan),
-         "--servers", ",".join(s.address for s in servers), "-o", str(tmp_path / "archive")],
+         "--servers", ",".join(s.address for s in servers), "-o", str(tmp_path / "archive"),
+         "--gateway", f"http://127.0.0.1:{services.free_port()}", "--attempts", "1"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
     assert process.stdout is not None
@@ -230,7 +231,10 @@ def test_sigterm_stops_servers_removes_files_and_exits_143(
     wait_for(lambda: all(s.children() for s in servers), timeout=15, what="randread running")
     process.send_signal(signal.SIGTERM)
     rest, stderr = process.communicate(timeout=60)
+    # A push refused after SIGTERM (nothing listens on the gateway's port) is a line of
+    # its own; the interruption keeps the exit status and the last word.
     assert process.returncode == 128 + signal.SIGTERM, "".join(seen) + rest.decode()
+    assert "fioprobe: push failed too: " in stderr.decode()
     assert stderr.decode().strip().splitlines()[-1] == (
         "fioprobe: error: interrupted by SIGTERM; fio's client told the servers to stop; the "
         "benchmark's files were removed"
@@ -244,14 +248,18 @@ def test_a_server_that_is_not_there_fails_the_benchmark_and_cleans_the_others(
 ) -> None:
     plan = tmp_path / "plan.yaml"
     plan.write_text(PLAN.replace("servers: 3", "servers: 4"))
-    absent = services.free_port()
+    absent, no_gateway = services.free_port(), services.free_port()
     done = fioprobe(
         "distributed", "--plan", str(plan), "-o", str(tmp_path / "archive"),
         "--servers", ",".join([*(s.address for s in servers), f"127.0.0.1:{absent}"]),
+        "--gateway", f"http://127.0.0.1:{no_gateway}", "--attempts", "1", "--timeout", "5",
     )  # fmt: skip
     assert done.returncode == 1, done.stderr.decode()
-    message = done.stderr.decode().strip().splitlines()[-1]
+    # The phase's error decides the exit status and ends stderr; the refused push (nothing
+    # listens on its port) is its own line before it.
+    *before, message = done.stderr.decode().strip().splitlines()
     assert re.match(r"fioprobe: error: phase prepare: ", message), message
+    assert [line for line in before if line.startswith("fioprobe: push failed too: ")]
     # fio's client exits 0 without a server it could not reach: the clean-up says which.
     assert (
         f"clean-up: the benchmark's files removed on 3 of 4 servers; no answer from "

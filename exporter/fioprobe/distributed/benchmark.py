@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -108,10 +109,29 @@ def run_benchmark(
         ioengine=plan.ioengine,
     )
     if push is not None:
-        push(outcome)
+        _push(push, outcome, error)
     if error is not None:
         raise error
     return outcome
+
+
+def _push(
+    push: Callable[[BenchmarkOutcome], None],
+    outcome: BenchmarkOutcome,
+    error: FioprobeError | None,
+) -> None:
+    """Push the outcome; a refused push of a failed benchmark is one line on stderr.
+
+    What ended the benchmark (a phase's error, SIGTERM) decides the message and the exit
+    status: a push refused after it must not replace it, or a caller would read exit 4 and
+    a gateway error where the storage failed or the benchmark was stopped.
+    """
+    try:
+        push(outcome)
+    except FioprobeError as exc:
+        if error is None:
+            raise
+        print(f"fioprobe: push failed too: {exc}", file=sys.stderr, flush=True)
 
 
 def _phase(
