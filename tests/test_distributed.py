@@ -342,3 +342,56 @@ def test_a_phase_past_its_deadline_is_stopped_on_every_server(
     assert _clients_of(servers) == []
     run_client("fio", addresses, cleanup_job(plan), deadline_seconds=30, output_format="json")
     _nothing_left(servers)
+
+
+@pytest.mark.parametrize("inside", [False, True], ids=["a file", "under a file"])
+def test_an_output_that_is_not_a_directory_is_refused_before_any_server(
+    tmp_path: Path, inside: bool
+) -> None:
+    """-o a regular file: one precise line, exit 2, no traceback, nothing contacted (the
+    servers' port has no listener: contacting it would fail the prepare phase instead)."""
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PLAN.replace("servers: 3", "servers: 1"))
+    regular = tmp_path / "results"
+    regular.write_text("not a folder\n")
+    output = regular / "sub" if inside else regular
+    done = fioprobe(
+        "distributed", "--plan", str(plan), "-o", str(output),
+        "--servers", f"127.0.0.1:{services.free_port()}",
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr.decode()
+    assert done.stderr.decode() == (
+        f"fioprobe: error: --output {output}: {regular} is not a directory\n"
+    )
+    assert done.stdout.decode() == ""
+    assert regular.read_text() == "not a folder\n"
+
+
+def test_a_full_archive_disk_fails_the_phase_clearly_and_keeps_no_partial_file(
+    tmp_path: Path, servers: list[FioServer]
+) -> None:
+    """ENOSPC while keeping a phase's output: the phase fails with the system's reason
+    (exit 1, no traceback), the clean-up still runs, and no half-written file is left."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PLAN + "phases: [prepare]\n")
+    full = tmp_path / "full"
+    full.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(full)], check=True)
+    try:
+        done = fioprobe(
+            "distributed", "--plan", str(plan), "-o", str(full / "archive"),
+            "--servers", ",".join(s.address for s in servers),
+        )  # fmt: skip
+        stderr = done.stderr.decode()
+        assert done.returncode == 1, stderr
+        assert "Traceback" not in stderr
+        last = stderr.strip().splitlines()[-1]
+        expected = f"phase prepare: its output could not be kept under {full}/archive: "
+        assert last.startswith(f"fioprobe: error: {expected}No space left on device"), stderr
+        assert "clean-up: the benchmark's files removed on 3 servers" in done.stdout.decode()
+        assert list(full.iterdir()) == []
+        _nothing_left(servers)
+    finally:
+        subprocess.run(["umount", str(full)], check=False)

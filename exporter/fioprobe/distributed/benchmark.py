@@ -22,7 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
-from fioprobe.distributed.archive import archive_phase, check_archive_free
+from fioprobe.distributed.archive import (
+    archive_phase,
+    check_archive_free,
+    check_archive_writable,
+)
 from fioprobe.distributed.client import ClientOutput, complaint, run_client
 from fioprobe.distributed.jobs import PhaseJob, cleanup_job, phase_jobs
 from fioprobe.distributed.plan import Plan, PlanError
@@ -71,6 +75,7 @@ def run_benchmark(
     """Run the plan's phases against `servers`; the outcome, or the error that ended it
     (after the clean-up and the push)."""
     jobs = check_plan(plan, servers)
+    check_archive_writable(archive_root)
     check_archive_free(archive_root, plan.name, plan.storageclass)
     fio = fio_binary()
     running = _Running()
