@@ -168,6 +168,25 @@ def test_three_servers_prepare_randread_randwrite(
     backfill = fioprobe("backfill", str(archive), "-o", str(tmp_path / "blocks"))
     assert backfill.returncode == 0, backfill.stderr.decode()
     assert "from 12 files" in backfill.stderr.decode()
+    # Every series is the benchmark's (the mixin's probe selectors take benchmark="" only).
+    samples = [
+        line
+        for line in (tmp_path / "blocks" / "fioprobe-backfill.om").read_text().splitlines()
+        if not line.startswith("#")
+    ]
+    assert samples and all('benchmark="accept"' in line for line in samples)
+    # Without the benchmark's name (no <battery> in the folder pattern): still never a probe.
+    nameless = fioprobe(
+        "backfill", str(archive), "-o", str(tmp_path / "nameless"),
+        "--folder-pattern", r"^[^_/]+_(?P<group>.+)-fio-(?P<node>[^/]+)$",
+    )  # fmt: skip
+    assert nameless.returncode == 0, nameless.stderr.decode()
+    samples = [
+        line
+        for line in (tmp_path / "nameless" / "fioprobe-backfill.om").read_text().splitlines()
+        if not line.startswith("#")
+    ]
+    assert samples and all('benchmark="fio-client"' in line for line in samples)
 
 
 @pytest.mark.skipif(not _has_ipv6_loopback(), reason="this machine's loopback has no ::1")
