@@ -401,6 +401,11 @@ CASES = [
         "--label job is set by fioprobe itself",
     ),
     Case(
+        "backfill-reserved-benchmark-label",
+        ["backfill", FIO_OUTPUT, "-o", "{dir}/out", "--label", "benchmark=x"],
+        "--label benchmark is set by fioprobe itself",
+    ),
+    Case(
         "backfill-group-by",
         ["backfill", FIO_OUTPUT, "-o", "{dir}/out", "--group-by", "colour"],
         "--group-by must be folder, job or option:NAME",

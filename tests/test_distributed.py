@@ -25,7 +25,7 @@ import pytest
 from conftest import fioprobe, gateway_group, wait_for
 from fioprobe.fio.clientserver import parse_client_server
 from support import services
-from support.fioservers import FioServer, fio_servers, listening
+from support.fioservers import LOCALHOST6, FioServer, fio_servers, listening
 
 PLAN = """\
 name: accept
@@ -53,6 +53,11 @@ def servers(tmp_path: Path) -> Iterator[list[FioServer]]:
         assert server.process.poll() is not None, "a fio server is still running"
         assert not os.path.exists(f"/proc/{server.process.pid}/cmdline") or _zombie(server)
         assert not listening(server.port)
+
+
+def _has_ipv6_loopback() -> bool:
+    with open("/proc/net/if_inet6") as handle:
+        return any(line.split()[0] == "0" * 31 + "1" for line in handle)
 
 
 def _zombie(server: FioServer) -> bool:
@@ -163,6 +168,46 @@ def test_three_servers_prepare_randread_randwrite(
     backfill = fioprobe("backfill", str(archive), "-o", str(tmp_path / "blocks"))
     assert backfill.returncode == 0, backfill.stderr.decode()
     assert "from 12 files" in backfill.stderr.decode()
+    # Every series is the benchmark's (the mixin's probe selectors take benchmark="" only).
+    samples = [
+        line
+        for line in (tmp_path / "blocks" / "fioprobe-backfill.om").read_text().splitlines()
+        if not line.startswith("#")
+    ]
+    assert samples and all('benchmark="accept"' in line for line in samples)
+    # Without the benchmark's name (no <battery> in the folder pattern): still never a probe.
+    nameless = fioprobe(
+        "backfill", str(archive), "-o", str(tmp_path / "nameless"),
+        "--folder-pattern", r"^[^_/]+_(?P<group>.+)-fio-(?P<node>[^/]+)$",
+    )  # fmt: skip
+    assert nameless.returncode == 0, nameless.stderr.decode()
+    samples = [
+        line
+        for line in (tmp_path / "nameless" / "fioprobe-backfill.om").read_text().splitlines()
+        if not line.startswith("#")
+    ]
+    assert samples and all('benchmark="fio-client"' in line for line in samples)
+
+
+@pytest.mark.skipif(not _has_ipv6_loopback(), reason="this machine's loopback has no ::1")
+def test_ipv6_servers_are_matched_by_address_and_port(tmp_path: Path) -> None:
+    """fio reports an IPv6 server's host without brackets (`::1`, port apart): every
+    server is still found in the output, and the clean-up reaches each."""
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PLAN.replace("servers: 3", "servers: 2") + "phases: [prepare]\n")
+    with fio_servers(tmp_path / "servers", 2, LOCALHOST6) as servers:
+        done = fioprobe(
+            "distributed", "--plan", str(plan), "-o", str(tmp_path / "archive"),
+            "--servers", ",".join(s.address for s in servers),
+        )  # fmt: skip
+        stdout = done.stdout.decode()
+        assert done.returncode == 0, done.stderr.decode() + stdout
+        assert "clean-up: the benchmark's files removed on 2 servers" in stdout
+        for server in servers:
+            assert server.files() == []
+            assert (tmp_path / "archive" / f"accept_local-disk-fio---1-{server.port}").is_dir()
+            wait_for(lambda s=server: not s.children(), timeout=15, what="server jobs to end")
+    assert not any(listening(s.port, LOCALHOST6) for s in servers)
 
 
 def _entries(data: object) -> Iterator[dict[str, object]]:
@@ -190,7 +235,8 @@ def test_sigterm_stops_servers_removes_files_and_exits_143(
     )
     process = subprocess.Popen(
         [sys.executable, "-m", "fioprobe", "distributed", "--plan", str(plan),
-         "--servers", ",".join(s.address for s in servers), "-o", str(tmp_path / "archive")],
+         "--servers", ",".join(s.address for s in servers), "-o", str(tmp_path / "archive"),
+         "--gateway", f"http://127.0.0.1:{services.free_port()}", "--attempts", "1"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
     assert process.stdout is not None
@@ -204,7 +250,10 @@ def test_sigterm_stops_servers_removes_files_and_exits_143(
     wait_for(lambda: all(s.children() for s in servers), timeout=15, what="randread running")
     process.send_signal(signal.SIGTERM)
     rest, stderr = process.communicate(timeout=60)
+    # A push refused after SIGTERM (nothing listens on the gateway's port) is a line of
+    # its own; the interruption keeps the exit status and the last word.
     assert process.returncode == 128 + signal.SIGTERM, "".join(seen) + rest.decode()
+    assert "fioprobe: push failed too: " in stderr.decode()
     assert stderr.decode().strip().splitlines()[-1] == (
         "fioprobe: error: interrupted by SIGTERM; fio's client told the servers to stop; the "
         "benchmark's files were removed"
@@ -218,14 +267,18 @@ def test_a_server_that_is_not_there_fails_the_benchmark_and_cleans_the_others(
 ) -> None:
     plan = tmp_path / "plan.yaml"
     plan.write_text(PLAN.replace("servers: 3", "servers: 4"))
-    absent = services.free_port()
+    absent, no_gateway = services.free_port(), services.free_port()
     done = fioprobe(
         "distributed", "--plan", str(plan), "-o", str(tmp_path / "archive"),
         "--servers", ",".join([*(s.address for s in servers), f"127.0.0.1:{absent}"]),
+        "--gateway", f"http://127.0.0.1:{no_gateway}", "--attempts", "1", "--timeout", "5",
     )  # fmt: skip
     assert done.returncode == 1, done.stderr.decode()
-    message = done.stderr.decode().strip().splitlines()[-1]
+    # The phase's error decides the exit status and ends stderr; the refused push (nothing
+    # listens on its port) is its own line before it.
+    *before, message = done.stderr.decode().strip().splitlines()
     assert re.match(r"fioprobe: error: phase prepare: ", message), message
+    assert [line for line in before if line.startswith("fioprobe: push failed too: ")]
     # fio's client exits 0 without a server it could not reach: the clean-up says which.
     assert (
         f"clean-up: the benchmark's files removed on 3 of 4 servers; no answer from "
@@ -308,3 +361,56 @@ def test_a_phase_past_its_deadline_is_stopped_on_every_server(
     assert _clients_of(servers) == []
     run_client("fio", addresses, cleanup_job(plan), deadline_seconds=30, output_format="json")
     _nothing_left(servers)
+
+
+@pytest.mark.parametrize("inside", [False, True], ids=["a file", "under a file"])
+def test_an_output_that_is_not_a_directory_is_refused_before_any_server(
+    tmp_path: Path, inside: bool
+) -> None:
+    """-o a regular file: one precise line, exit 2, no traceback, nothing contacted (the
+    servers' port has no listener: contacting it would fail the prepare phase instead)."""
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PLAN.replace("servers: 3", "servers: 1"))
+    regular = tmp_path / "results"
+    regular.write_text("not a folder\n")
+    output = regular / "sub" if inside else regular
+    done = fioprobe(
+        "distributed", "--plan", str(plan), "-o", str(output),
+        "--servers", f"127.0.0.1:{services.free_port()}",
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr.decode()
+    assert done.stderr.decode() == (
+        f"fioprobe: error: --output {output}: {regular} is not a directory\n"
+    )
+    assert done.stdout.decode() == ""
+    assert regular.read_text() == "not a folder\n"
+
+
+def test_a_full_archive_disk_fails_the_phase_clearly_and_keeps_no_partial_file(
+    tmp_path: Path, servers: list[FioServer]
+) -> None:
+    """ENOSPC while keeping a phase's output: the phase fails with the system's reason
+    (exit 1, no traceback), the clean-up still runs, and no half-written file is left."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PLAN + "phases: [prepare]\n")
+    full = tmp_path / "full"
+    full.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(full)], check=True)
+    try:
+        done = fioprobe(
+            "distributed", "--plan", str(plan), "-o", str(full / "archive"),
+            "--servers", ",".join(s.address for s in servers),
+        )  # fmt: skip
+        stderr = done.stderr.decode()
+        assert done.returncode == 1, stderr
+        assert "Traceback" not in stderr
+        last = stderr.strip().splitlines()[-1]
+        expected = f"phase prepare: its output could not be kept under {full}/archive: "
+        assert last.startswith(f"fioprobe: error: {expected}No space left on device"), stderr
+        assert "clean-up: the benchmark's files removed on 3 servers" in done.stdout.decode()
+        assert list(full.iterdir()) == []
+        _nothing_left(servers)
+    finally:
+        subprocess.run(["umount", str(full)], check=False)

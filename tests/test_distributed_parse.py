@@ -150,3 +150,38 @@ def test_plain_documents_keep_their_reading() -> None:
     """Not client/server: the fast path as before (fio 2.x repeats "0.00" keys there)."""
     path = CORPUS / "fio2.1.4-pkb-5jobs-duplicate-percentile-keys.json"
     assert len(parse_text(path.read_text()).jobs) == 5
+
+
+#: (what, text after fio's real client/server document, the message's start).
+JUNK_AFTER = [
+    ("a closing brace glued on", "}\n", "text after the fio JSON document on its last line"),
+    ("a half-written second document", '{\n  "client_stats" : [\n', "invalid JSON after"),
+    ("a broken object", '{"jobs": [}\n', "invalid JSON after the fio document"),
+]
+
+
+@pytest.mark.parametrize(("what", "junk", "message"), JUNK_AFTER, ids=[j[0] for j in JUNK_AFTER])
+def test_broken_json_after_the_document_rejects_the_file(
+    what: str, junk: str, message: str
+) -> None:
+    """fio's client writes its document last: broken JSON after it is an edited or
+    concatenated file, rejected whole, never read as its last good-looking part."""
+    text = RANDREAD.read_text().rstrip("\n") + ("" if junk == "}\n" else "\n") + junk
+    with pytest.raises(FioOutputError) as caught:
+        parse_client_server(text, source="f.json")
+    assert caught.value.problem.startswith(message), what
+
+
+def test_whitespace_after_the_document_is_fine() -> None:
+    assert len(parse_client_server(RANDREAD.read_text() + "\n\n  \n").servers) == 3
+
+
+def test_repeated_zero_slots_pass_only_in_percentile_objects() -> None:
+    """A repeated "0.00": 0 outside a "percentile" object is not fio's: rejected."""
+    document = json.loads(ONE_CLIENT.read_text())
+    text = json.dumps(document, indent=1).replace(
+        '"job options": {', '"job options": {"0.00": 0, "0.00": 0, ', 1
+    )
+    assert text.count('"0.00": 0') == 2
+    with pytest.raises(FioOutputError, match=re.escape('key "0.00" appears more than once')):
+        parse_client_server(text)

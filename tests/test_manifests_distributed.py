@@ -12,12 +12,20 @@ e2e scenario is not written (docs/DISTRIBUTED.md).
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, fioprobe
+from conftest import REPO, fioprobe, wait_for
+from fioprobe.distributed.benchmark import CLEANUP_SECONDS
+from fioprobe.distributed.client import STOP_GRACE_SECONDS
+from fioprobe.distributed.jobs import PHASE_SLACK_SECONDS
+from support.fioservers import listening
+from support.services import free_port
 
 GO_JSONNET = str(REPO / ".tools" / "bin" / "go-jsonnet")
 BENCHMARK = {
@@ -117,7 +125,8 @@ def test_servers_one_pvc_each_spread_by_preference(objects: dict[str, dict[str, 
     labels = spec["template"]["metadata"]["labels"]
     assert selector.items() <= labels.items() and selector == spec["selector"]["matchLabels"]
     (container,) = pod["containers"]
-    assert container["command"][0] == "fio" and container["command"][1].startswith("--server=")
+    assert container["command"][:2] == ["sh", "-c"]
+    assert container["command"][-1] == "ip:0.0.0.0,8765"
     # fio writes the jobs' files in its working directory: the server's own PVC.
     mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
     assert container["workingDir"] == mounts["data"]
@@ -235,3 +244,68 @@ def test_the_shipped_manifests_hold_no_benchmark() -> None:
     """Off by default: nothing of it in the generated manifests."""
     generated = " ".join(p.read_text() for p in (REPO / "manifests" / "generated").glob("*.yaml"))
     assert "distributed-server" not in generated and "distributed-client" not in generated
+
+
+#: manifests/config.libsonnet's Pushgateway defaults: each attempt's timeout, the attempts.
+PUSH_SECONDS = 2 * 10 * 3
+
+
+def _deadlines(benchmark: dict[str, Any]) -> tuple[int, int, int]:
+    """(the Job's activeDeadlineSeconds, its pods' grace, the servers' listening seconds)."""
+    items = render(benchmark)
+    (job,) = [o for o in items if o["kind"] == "Job"]
+    (servers,) = [o for o in items if o["kind"] == "StatefulSet"]
+    command = servers["spec"]["template"]["spec"]["containers"][0]["command"]
+    grace = job["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+    return job["spec"]["activeDeadlineSeconds"], grace, int(command[-2])
+
+
+@pytest.mark.parametrize(
+    ("plan", "phase_runs"),
+    [
+        ({}, 3),
+        ({"phases": ["prepare", "randread"]}, 2),
+        ({"iodepths": [1, 2, 4, 8]}, 1 + 2 * 4),
+        ({"iodepths": [1, 4], "phases": ["randwrite"]}, 2),
+    ],
+)
+def test_the_deadlines_follow_the_phases_stop_cleanup_and_push(
+    plan: dict[str, Any], phase_runs: int
+) -> None:
+    """Each phase run (a sweep runs each random phase per IO depth) gets fio's slack; after
+    the Job's deadline its SIGTERM leaves the client the time to stop fio, clean up and
+    push; the servers listen until the client cannot need them any more, never longer."""
+    benchmark = {**BENCHMARK, "plan": {**BENCHMARK["plan"], **plan}}  # type: ignore[dict-item]
+    deadline, grace, server_seconds = _deadlines(benchmark)
+    assert grace == STOP_GRACE_SECONDS + CLEANUP_SECONDS + PUSH_SECONDS + 10
+    assert deadline == 60 + 1200 + phase_runs * PHASE_SLACK_SECONDS + grace
+    assert server_seconds == 600 + deadline + grace
+    quiet = {**benchmark, "push": False}
+    assert _deadlines(quiet)[1] == STOP_GRACE_SECONDS + CLEANUP_SECONDS + 10
+
+
+def test_the_server_stops_listening_at_its_deadline_and_stays_up(tmp_path: Path) -> None:
+    """The rendered server command, run here with real fio and a 3-second deadline: fio
+    listens, then no longer, while the container's process stays (a StatefulSet restarts
+    only what exits); SIGTERM then ends it at once."""
+    (servers,) = [o for o in render(BENCHMARK) if o["kind"] == "StatefulSet"]
+    command = servers["spec"]["template"]["spec"]["containers"][0]["command"]
+    port = free_port()
+    process = subprocess.Popen(
+        [*command[:-2], "3", f"ip:127.0.0.1,{port}"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    try:
+        wait_for(lambda: listening(port), timeout=15, what="fio's server")
+        wait_for(lambda: not listening(port), timeout=30, what="the deadline")
+        time.sleep(2)
+        assert process.poll() is None, "the container's process exited: it would restart"
+        assert not listening(port)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=10) == 0
+        assert process.stdout is not None
+        assert b"no longer listening" in process.stdout.read()
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()

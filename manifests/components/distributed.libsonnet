@@ -77,11 +77,40 @@ function(config, benchmark)
     for i in std.range(0, b.servers - 1)
   ];
   local security = common.podSecurity(c, c.probeUser);
-  // The plan's budget bounds the phases; the client's deadline adds fio's per-phase slack
-  // (PHASE_SLACK_SECONDS, 60 s, in exporter/fioprobe/distributed/jobs.py), the clean-up (30 s)
-  // and the push.
+  // Deadlines. The plan's budget bounds the phases' runtimes; each phase run (a sweep runs
+  // every random phase once per IO depth) adds fio's slack (PHASE_SLACK_SECONDS in
+  // exporter/fioprobe/distributed/jobs.py); after the last phase, or at SIGTERM, the client
+  // stops fio's client (STOP_GRACE_SECONDS, client.py), runs the clean-up (CLEANUP_SECONDS,
+  // benchmark.py) and pushes (every attempt at its timeout, and the waits between them).
+  local planPhases = std.get(b.plan, 'phases', ['prepare', 'randread', 'randwrite']);
+  local phases = if std.isArray(planPhases) then planPhases else [];
+  local planSweep = std.get(b.plan, 'iodepths', [0]);
+  local sweep = if std.isArray(planSweep) && std.length(planSweep) > 0 then std.length(planSweep) else 1;
+  local phaseRuns = (if std.member(phases, 'prepare') then 1 else 0)
+                    + sweep * std.length([p for p in phases if p != 'prepare']);
+  local phaseSlack = 60;
+  local stopSeconds = 10;
+  local cleanupSeconds = 30;
+  local pushSeconds = if b.push then 2 * pgw.timeoutSeconds * pgw.attempts else 0;
   local budgetSeconds = std.get(std.get(b.plan, 'budget', {}), 'seconds_per_server', 3600);
-  local deadline = budgetSeconds + 3 * 60 + 30 + 2 * pgw.timeoutSeconds * pgw.attempts + 60;
+  // What the client needs after SIGTERM (the Job's deadline sends it): the grace period.
+  local clientGrace = stopSeconds + cleanupSeconds + pushSeconds + 10;
+  // The client Job's deadline: its start (image, DNS: 60 s), every phase, then the above.
+  local deadline = 60 + budgetSeconds + phaseRuns * phaseSlack + clientGrace;
+  // The servers listen from their start until the client can no longer need them: the
+  // window to apply the client after the servers are ready, the client's deadline, and its
+  // grace (the clean-up reaches the servers then). At that moment `timeout` stops fio's
+  // server for good: the container then idles without a listener, so the StatefulSet has no
+  // exit to restart, until the documented clean-up deletes the StatefulSet.
+  local clientStartWindow = 600;
+  local serverSeconds = clientStartWindow + deadline + clientGrace;
+  local serverScript = |||
+    trap 'kill -TERM "$child" 2>/dev/null; exit 0' TERM INT
+    timeout -k 10 "$1" fio --server="$2" & child=$!
+    wait "$child"
+    echo "fio server: past the benchmark's deadline ($1 s) or ended; no longer listening"
+    while :; do sleep 3600 & child=$!; wait "$child"; done
+  |||;
 
   {
     plan: {
@@ -125,6 +154,8 @@ function(config, benchmark)
           spec: {
             automountServiceAccountToken: false,
             enableServiceLinks: false,
+            // The script stops fio's server at SIGTERM and exits at once.
+            terminationGracePeriodSeconds: 15,
             securityContext: security.securityContext,
             nodeSelector: b.nodeSelector,
             // Spread over distinct nodes where there are several; several on one node where
@@ -144,8 +175,16 @@ function(config, benchmark)
               name: 'fio-server',
               image: '%s:%s' % [c.image.name, c.image.tag],
               imagePullPolicy: c.image.pullPolicy,
-              // fio writes the jobs' files in its working directory: the PVC.
-              command: ['fio', '--server=ip:0.0.0.0,%d' % port],
+              // fio writes the jobs' files in its working directory: the PVC. fio's server
+              // listens until serverSeconds, never after (see serverScript).
+              command: [
+                'sh',
+                '-c',
+                serverScript,
+                'fio-server',
+                std.toString(serverSeconds),
+                'ip:0.0.0.0,%d' % port,
+              ],
               workingDir: dataDir,
               ports: [{ name: 'fio', containerPort: port, protocol: 'TCP' }],
               resources: c.probeResources,
@@ -183,6 +222,8 @@ function(config, benchmark)
           metadata: { labels: common.labels(c, clientComponent, name) } + security.metadata,
           spec: {
             restartPolicy: 'Never',
+            // At the Job's deadline or a deletion: stop fio, clean up, push (see clientGrace).
+            terminationGracePeriodSeconds: clientGrace,
             automountServiceAccountToken: false,
             enableServiceLinks: false,
             securityContext: security.securityContext,

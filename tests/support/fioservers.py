@@ -20,16 +20,21 @@ from pathlib import Path
 
 from support.services import LOCALHOST, free_port, wait_for
 
+#: IPv6's loopback, as fio's `--server=ip6:` takes it.
+LOCALHOST6 = "::1"
+
 
 @dataclass
 class FioServer:
     port: int
     directory: Path
     process: subprocess.Popen[bytes]
+    host: str = LOCALHOST
 
     @property
     def address(self) -> str:
-        return f"{LOCALHOST}:{self.port}"
+        """host:port as `fioprobe distributed --servers` takes it (IPv6 in brackets)."""
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
 
     def children(self) -> list[int]:
         """Live processes whose parent is this server (fio forks one per job run)."""
@@ -50,33 +55,35 @@ class FioServer:
         return sorted(os.listdir(self.directory))
 
 
-def listening(port: int) -> bool:
-    """Whether something listens on 127.0.0.1:port (state 0A in /proc/net/tcp)."""
-    wanted = f"0100007F:{port:04X}"
-    with open("/proc/net/tcp") as handle:
+def listening(port: int, host: str = LOCALHOST) -> bool:
+    """Whether something listens on 127.0.0.1:port or [::1]:port (state 0A in
+    /proc/net/tcp or tcp6, which write the address as the kernel's 32-bit words)."""
+    ipv6 = host == LOCALHOST6
+    wanted = f"{'0' * 24 + '01000000' if ipv6 else '0100007F'}:{port:04X}"
+    with open("/proc/net/tcp6" if ipv6 else "/proc/net/tcp") as handle:
         return any(
             line.split()[1] == wanted and line.split()[3] == "0A" for line in handle.readlines()[1:]
         )
 
 
-def start_servers(base: Path, count: int) -> list[FioServer]:
+def start_servers(base: Path, count: int, host: str = LOCALHOST) -> list[FioServer]:
     servers = []
     for index in range(count):
         directory = base / f"server{index}"
         directory.mkdir(parents=True)
         port = free_port()
         process = subprocess.Popen(
-            ["fio", f"--server=ip:{LOCALHOST},{port}"],
+            ["fio", f"--server={'ip6' if ':' in host else 'ip'}:{host},{port}"],
             cwd=directory,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
-        servers.append(FioServer(port, directory, process))
+        servers.append(FioServer(port, directory, process, host))
     for server in servers:
         port = server.port
-        wait_for(lambda port=port: listening(port), timeout=15, what=f"fio server on {port}")
+        wait_for(lambda port=port: listening(port, host), timeout=15, what=f"fio server on {port}")
     return servers
 
 
@@ -95,8 +102,8 @@ def stop_servers(servers: list[FioServer]) -> None:
 
 
 @contextlib.contextmanager
-def fio_servers(base: Path, count: int) -> Iterator[list[FioServer]]:
-    servers = start_servers(base, count)
+def fio_servers(base: Path, count: int, host: str = LOCALHOST) -> Iterator[list[FioServer]]:
+    servers = start_servers(base, count, host)
     try:
         yield servers
     finally:

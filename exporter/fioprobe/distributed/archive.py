@@ -12,17 +12,20 @@ pattern reads as battery, group (the StorageClass) and node.
   unchanged, as a plain fio document (`jobs`), so the report has a row per server.
   `fioprobe_split_from` names the file they were taken from.
 
-Files are created new (`O_EXCL`): an archive never overwrites an earlier benchmark's.
+Files are created new (`O_EXCL`): an archive never overwrites an earlier benchmark's. A
+phase is kept whole or not at all: when a write fails (a full disk), the phase's files and the
+folders made for them are removed and the phase fails with the system's reason.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 from pathlib import Path
 
-from fioprobe.errors import UsageError
+from fioprobe.errors import FailureReason, ProbeFailure, UsageError, reason_for_errno
 from fioprobe.fio.clientserver import ClientServerRun
 
 ALL_SERVERS = "all-servers"
@@ -55,13 +58,52 @@ def check_archive_free(root: Path, name: str, storageclass: str) -> None:
         )
 
 
+def check_archive_writable(root: Path) -> None:
+    """Refuse, before any server is contacted, an output this process cannot write into.
+
+    `root` need not exist yet (the first phase makes it); the nearest part of it that does
+    must be a directory this process may write. Nothing is created here, so a refused
+    --output leaves no folder behind.
+    """
+    existing = root
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UsageError(f"--output {root}: {existing} is not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"--output {root}: {existing} is not writable by this process")
+
+
 def archive_phase(
     root: Path, name: str, storageclass: str, phase: str, text: str, result: ClientServerRun
 ) -> list[Path]:
-    """Write one phase's files under `root`; the paths written."""
-    written = []
+    """Write one phase's files under `root`; the paths written, or ProbeFailure with the
+    system's reason (nothing of the phase left) when a write fails."""
+    written: list[Path] = []
+    try:
+        _write_phase(root, name, storageclass, phase, text, result, written)
+    except OSError as exc:
+        _remove(written)
+        raise ProbeFailure(
+            reason_for_errno(exc.errno, FailureReason.IO_ERROR),
+            f"phase {phase}: its output could not be kept under {root}: "
+            f"{exc.strerror or exc} ({exc.filename or root}); the phase's files were removed",
+        ) from None
+    return written
+
+
+def _write_phase(
+    root: Path,
+    name: str,
+    storageclass: str,
+    phase: str,
+    text: str,
+    result: ClientServerRun,
+    written: list[Path],
+) -> None:
+    """Write the phase's files, appending each path to `written` before its first byte."""
     whole = root / benchmark_folder(name, storageclass, ALL_SERVERS) / f"{phase}.json"
-    written.append(_create(whole, document_text(text)))
+    _create(whole, document_text(text), written)
     for server in result.servers:
         folder = benchmark_folder(name, storageclass, server_folder_node(server.server))
         document = {
@@ -80,18 +122,28 @@ def archive_phase(
             document["global options"] = options
         document["fioprobe_split_from"] = f"{whole.parent.name}/{whole.name}"
         document["jobs"] = list(server.entries)
-        written.append(
-            _create(root / folder / f"{phase}.json", json.dumps(document, indent=2) + "\n")
-        )
-    return written
+        _create(root / folder / f"{phase}.json", json.dumps(document, indent=2) + "\n", written)
 
 
-def _create(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _create(path: Path, text: str, written: list[Path]) -> None:
+    for folder in reversed([path.parent, *path.parent.parents]):
+        if not folder.exists():
+            folder.mkdir()
+            written.append(folder)
     try:
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
     except FileExistsError:
         raise UsageError(f"{path} exists: an archive never overwrites a result") from None
+    written.append(path)
     with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
         handle.write(text)
-    return path
+
+
+def _remove(written: list[Path]) -> None:
+    """Remove what a failed phase made, files first, then the folders it created."""
+    for path in reversed(written):
+        with contextlib.suppress(OSError):
+            if path.is_dir():
+                path.rmdir()
+            else:
+                path.unlink()

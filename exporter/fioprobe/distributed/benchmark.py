@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -21,14 +22,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
-from fioprobe.distributed.archive import archive_phase, check_archive_free
+from fioprobe.distributed.archive import (
+    archive_phase,
+    check_archive_free,
+    check_archive_writable,
+)
 from fioprobe.distributed.client import ClientOutput, complaint, run_client
 from fioprobe.distributed.jobs import PhaseJob, cleanup_job, phase_jobs
 from fioprobe.distributed.plan import Plan, PlanError
-from fioprobe.distributed.servers import Server
+from fioprobe.distributed.servers import Server, reported_key
 from fioprobe.distributed.summary import phase_table
 from fioprobe.errors import FailureReason, FioprobeError, Interrupted, ProbeFailure
-from fioprobe.fio.clientserver import ClientServerRun, parse_client_server
+from fioprobe.fio.clientserver import ClientServerRun, ServerRun, parse_client_server
 from fioprobe.fio.execute import fio_binary
 from fioprobe.fio.parse import FioOutputError
 from fioprobe.metrics.distributed import BenchmarkOutcome, PhaseResult
@@ -70,6 +75,7 @@ def run_benchmark(
     """Run the plan's phases against `servers`; the outcome, or the error that ended it
     (after the clean-up and the push)."""
     jobs = check_plan(plan, servers)
+    check_archive_writable(archive_root)
     check_archive_free(archive_root, plan.name, plan.storageclass)
     fio = fio_binary()
     running = _Running()
@@ -108,10 +114,29 @@ def run_benchmark(
         ioengine=plan.ioengine,
     )
     if push is not None:
-        push(outcome)
+        _push(push, outcome, error)
     if error is not None:
         raise error
     return outcome
+
+
+def _push(
+    push: Callable[[BenchmarkOutcome], None],
+    outcome: BenchmarkOutcome,
+    error: FioprobeError | None,
+) -> None:
+    """Push the outcome; a refused push of a failed benchmark is one line on stderr.
+
+    What ended the benchmark (a phase's error, SIGTERM) decides the message and the exit
+    status: a push refused after it must not replace it, or a caller would read exit 4 and
+    a gateway error where the storage failed or the benchmark was stopped.
+    """
+    try:
+        push(outcome)
+    except FioprobeError as exc:
+        if error is None:
+            raise
+        print(f"fioprobe: push failed too: {exc}", file=sys.stderr, flush=True)
 
 
 def _phase(
@@ -136,8 +161,8 @@ def _phase(
 def _check_result(
     job: PhaseJob, servers: Sequence[Server], output: ClientOutput, result: ClientServerRun
 ) -> None:
-    reported = {server.server for server in result.servers}
-    missing = [server.name for server in servers if server.name not in reported]
+    reported = _reported(result)
+    missing = [server.name for server in servers if server.key not in reported]
     if missing:
         raise ProbeFailure(
             FailureReason.FIO_ERROR,
@@ -154,6 +179,11 @@ def _check_result(
             f"phase {job.phase}: fio's client exited {output.returncode}"
             f"{': ' + ', '.join(failed) if failed else ''}{_said(output)}",
         )
+
+
+def _reported(result: ClientServerRun) -> dict[tuple[str, int | None], ServerRun]:
+    """Each server of fio's output by (host, port): what `Server.key` is compared with."""
+    return {reported_key(server.hostname, server.port): server for server in result.servers}
 
 
 def _check_budget(plan: Plan, job: PhaseJob, result: ClientServerRun, used: dict[str, int]) -> None:
@@ -192,12 +222,12 @@ def _cleanup(fio: str, plan: Plan, servers: Sequence[Server]) -> tuple[bool, str
             False,
             f"clean-up: {exc}; the servers' working directories may still hold bench.* files",
         )
-    reported = {server.server: server for server in result.servers}
-    absent = [s.name for s in servers if s.name not in reported]
+    reported = _reported(result)
+    absent = [s.name for s in servers if s.key not in reported]
     failed = [
-        f"{s.name} (error {reported[s.name].run.failed_jobs[0].error})"
+        f"{s.name} (error {reported[s.key].run.failed_jobs[0].error})"
         for s in servers
-        if s.name in reported and reported[s.name].run.failed_jobs
+        if s.key in reported and reported[s.key].run.failed_jobs
     ]
     done = len(servers) - len(absent) - len(failed)
     if not absent and not failed:

@@ -27,7 +27,7 @@ class Server:
 
     @property
     def name(self) -> str:
-        """host:port, as fio names the server in its output ([host]:port for IPv6)."""
+        """host:port as the caller wrote it ([host]:port for IPv6), for messages."""
         return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
 
     @property
@@ -36,6 +36,24 @@ class Server:
         if ":" in self.host:
             return f"ip6:{self.host},{self.port}"
         return f"{self.host},{self.port}"
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """(host, port) as `reported_key` makes it of fio's output, to match the two."""
+        return self.host, self.port
+
+
+def reported_key(hostname: str, port: int | None) -> tuple[str, int | None]:
+    """fio's `hostname` and `port` of an output entry, comparable with `Server.key`.
+
+    fio reports the host as it was given after `ip6:`, without brackets (`::1`), so a printed
+    `host:port` never equals the bracketed name; an IPv6 address is compared in its
+    canonical form, which is the form `parse_servers` sends.
+    """
+    try:
+        return str(ipaddress.IPv6Address(hostname)), port
+    except ValueError:
+        return hostname, port
 
 
 def parse_servers(text: str) -> tuple[Server, ...]:

@@ -2,7 +2,8 @@
 
 The results become what the live exporter would have pushed, one push per run, each at the
 run's own time: per series key (storageclass = the report's group, profile = the report's job
-row, node when known) the runs are merged in time order into the same cumulative totals
+row, node when known; `benchmark` for fio client/server output, see `series_labels`) the runs
+are merged in time order into the same cumulative totals
 (`fioprobe.metrics.totals.merge_run`) and rendered by the same collector
 (`fioprobe.metrics.collector`), so
 histograms are cumulative across runs with the contract's buckets, and last-run summaries
@@ -41,7 +42,7 @@ from prometheus_client.samples import Sample
 
 from fioprobe.errors import ExitCode, FailureReason, FioprobeError, UsageError
 from fioprobe.fio.model import Run
-from fioprobe.grouping import JOB, PROBE_LABELS, probe_key
+from fioprobe.grouping import BENCHMARK, JOB, PROBE_LABELS, probe_key
 from fioprobe.metrics.collector import ProbeOutcome, registry_for
 from fioprobe.metrics.totals import GroupTotals, merge_run
 from fioprobe.offline.convert import refuse_inexact
@@ -52,10 +53,12 @@ from fioprobe.text import printable
 
 #: Labels the exporter sets itself; --label may not override them.
 RESERVED_LABELS = frozenset(
-    {"job", *PROBE_LABELS, "le", "quantile", "fio_job", "reason",
+    {"job", *PROBE_LABELS, BENCHMARK, "le", "quantile", "fio_job", "reason",
      "fio_version", "version", "volume_type", "provisioner", "ran_on_node", "histogram_source",
      "__name__", "instance"}
 )  # fmt: skip
+#: The `benchmark` of client/server output whose folder gives no battery.
+UNNAMED_BENCHMARK = "fio-client"
 _LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 OPENMETRICS_NAME = "fioprobe-backfill.om"
 
@@ -115,8 +118,20 @@ def parse_labels(pairs: Iterable[str]) -> dict[str, str]:
 
 
 def series_labels(entry: Entry, extra: dict[str, str]) -> dict[str, str]:
-    """The Pushgateway grouping key the live exporter would have used, plus extra labels."""
-    return {"job": JOB, **probe_key(entry.group, entry.row, entry.node), **extra}
+    """The Pushgateway grouping key the live exporter would have used, plus extra labels.
+
+    A result of fio's client (client/server output: every job names its server's
+    `hostname`, fio's "All clients" aggregate too) is a benchmark's, never a probe's: its
+    series carry `benchmark=<the folder's battery>` (`fioprobe distributed` names its
+    archive's folders `<benchmark>_<storageclass>-fio-<server>`), or `benchmark=fio-client`
+    when the folder pattern gives no battery. The mixin's probe rules and panels select
+    `benchmark=""`, so they never take a benchmark's servers for probes, while its figures
+    stay queryable under the benchmark's name.
+    """
+    labels = {"job": JOB, **probe_key(entry.group, entry.row, entry.node), **extra}
+    if entry.job.hostname is not None:
+        labels[BENCHMARK] = entry.battery or UNNAMED_BENCHMARK
+    return labels
 
 
 def plan(entries: Sequence[Entry], extra: dict[str, str] | None = None) -> list[Push]:
