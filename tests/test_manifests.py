@@ -140,6 +140,32 @@ def test_pvc_size_is_the_volume_model_size() -> None:
         assert pvc["spec"]["storageClassName"] == target["name"], key
 
 
+def test_odf_example_probes_the_ceph_rbd_storageclass_on_openshift(tmp_path: Path) -> None:
+    """manifests/examples/odf.libsonnet, as its comment says to use it: a PVC of ODF's RBD
+    StorageClass, probed with the ceph-rbd volume model, under OpenShift's SCC."""
+    overrides = (MANIFESTS / "examples" / "odf.libsonnet").read_text()
+    subprocess.run(
+        ["bash", str(GENERATE), str(tmp_path), "--tla-code", f"overrides={overrides}"],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    out = tmp_path / "generated"
+    claims = {
+        o["spec"].get("storageClassName") for o in of_kind("PersistentVolumeClaim", out).values()
+    }
+    assert "ocs-storagecluster-ceph-rbd" in claims
+    (cm,) = [
+        o for o in of_kind("ConfigMap", out).values()
+        if o["metadata"]["name"] == "fioprobe-config" and o["metadata"]["namespace"] == "fioprobe"
+    ]  # fmt: skip
+    (text,) = cm["data"].values()
+    path = tmp_path / "odf.yaml"
+    path.write_text(text)
+    (target,) = load_config(path).targets
+    assert target.volume.type == "ceph-rbd"
+    assert target.volume.provisioner == "openshift-storage.rbd.csi.ceph.com"
+    assert of_kind("SecurityContextConstraints", out)
+
+
 def test_kube_prometheus_part_leaves_rules_and_dashboards_to_add_mixin() -> None:
     """In kube-prometheus, addMixin makes the PrometheusRule and dashboards: not fioprobe."""
     rendered = subprocess.run(
