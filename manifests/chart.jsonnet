@@ -22,7 +22,7 @@ local sizing = import 'lib/sizing.libsonnet';
 // probeIntervalSeconds sets every window, so each interval has files of its own.
 local intervals = [5, 10, 15];
 
-local schema = defaults + {
+local schema = defaults {
   namespace:: null,
   '#everyMinutes':: "Probe interval in minutes: 5, 10 or 15 (the chart's rules and dashboards are rendered for these). Also the mixin's probeIntervalSeconds.",
   everyMinutes: p.check(

@@ -219,7 +219,7 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
     // nothing below but auth, tls, timeoutSeconds and attempts applies. Who runs it scrapes
     // it, with honorLabels (docs/MANIFESTS.md). The port is explicit: the probes'
     // NetworkPolicy lets them reach it, on any address (where it runs is not known here).
-    '#url':: "An existing Pushgateway (http[s]://host:port): the probes push there and none is deployed; null: deploy one.",
+    '#url':: 'An existing Pushgateway (http[s]://host:port): the probes push there and none is deployed; null: deploy one.',
     url: p.nullable(p.check(
       p.type('string'),
       function(v) common.urlParts(v) != null,
