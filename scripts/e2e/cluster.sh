@@ -487,7 +487,8 @@ fault_disks_up() {
 
 # Local PersistentVolumes behind no-provisioner StorageClasses named like the manifests'
 # (gp2, gp3), the fault disks above (e2e-slow, e2e-full, e2e-readonly) and a default class for
-# the Pushgateway's PVC: the kubelet applies fsGroup to local volumes as it does to EBS volumes.
+# the Pushgateways' PVCs and the Helm release's probe (scripts/e2e/helm-values.yaml): the
+# kubelet applies fsGroup to local volumes as it does to EBS volumes.
 storage_up() {
   fault_disks_up
   local docs="" sc
@@ -507,7 +508,8 @@ volumeBindingMode: WaitForFirstConsumer
   local spec
   # name class capacity
   for spec in "gp2-0 gp2 100Gi" "gp3-0 gp3 20Gi" "slow e2e-slow 1Gi" "full e2e-full 1Gi" \
-    "readonly e2e-readonly 1Gi" "standard-0 standard 1Gi" "standard-1 standard 1Gi"; do
+    "readonly e2e-readonly 1Gi" "standard-0 standard 1Gi" "standard-1 standard 1Gi" \
+    "standard-2 standard 1Gi" "standard-3 standard 1Gi"; do
     read -r name sc cap <<<"$spec"
     mkdir -p "$RUN/pv/$name"
     docs+="---
