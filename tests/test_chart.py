@@ -417,3 +417,21 @@ def test_every_object_is_accepted_by_the_api_server(
     checked = kube.dry_run("-f", str(restricted))
     assert checked.returncode == 0, checked.stderr
     assert [x for x in checked.stderr.splitlines() if "PodSecurity" in x] == [], checked.stderr
+
+
+@pytest.mark.slow
+def test_helm_install_dry_run_against_the_api_server_prints_the_notes(kube: Kube) -> None:
+    """Helm's own install path against the real API server (capabilities, the release's
+    rendering with the server's version), and the notes it prints for the user."""
+    for name in NAMESPACES:
+        created = kube.kubectl("create", "namespace", name)
+        assert created.returncode == 0 or "AlreadyExists" in created.stderr, created.stderr
+    result = helm(
+        "install", "fioprobe", str(CHART), "--namespace", "fioprobe", "--dry-run=server",
+        "--kubeconfig", str(kube.kubeconfig),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    notes = result.stdout.split("NOTES:", 1)[1]
+    assert "is installed in namespace fioprobe" in notes
+    assert "3 etcd node CronJob(s) in namespace fioprobe-etcd" in notes
+    assert "pod-security.kubernetes.io/enforce=privileged" in notes
