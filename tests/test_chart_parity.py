@@ -78,6 +78,20 @@ VARIANTS: dict[str, dict[str, Any]] = {
         ]
     },
     "per-node": PER_NODE,
+    # An optional key given as null is left out, in lists too (lib/params.libsonnet).
+    "nulls": {
+        "storageClasses": [
+            {
+                "name": "gp2",
+                "storageClassName": None,
+                "schedule": None,
+                "volume": {"type": "gp2", "size": "10Gi", "iops": None, "dedicated": None},
+                "profiles": [{"name": "etcd-fsync", "runtime": None, "size": "8Mi"}],
+            }
+        ],
+        "etcd": {"tolerations": [{"key": "dedicated", "operator": "Exists", "value": None}]},
+        "pushgateway": {"storageClassName": None, "groupsPerReplica": None},
+    },
     "sharded": {
         "pushgateway": {
             "replicas": 3,

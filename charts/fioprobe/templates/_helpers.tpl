@@ -227,9 +227,28 @@ null
 {{- toJson $conf -}}
 {{- end }}
 
+{{/* A map without its null values: an optional key given as null is absent (lib/params.libsonnet). */}}
+{{- define "fioprobe.compact" -}}
+{{- $out := dict -}}
+{{- range $k, $x := . }}{{ if not (kindIs "invalid" $x) }}{{ $_ := set $out $k $x }}{{ end }}{{ end -}}
+{{- toJson $out -}}
+{{- end }}
+
 {{/* A volume model as the manifests complete it (lib/defaults.libsonnet volume: type unknown). */}}
 {{- define "fioprobe.volume" -}}
-{{- toJson (merge (deepCopy (. | default dict)) (dict "type" "unknown")) -}}
+{{- toJson (merge (include "fioprobe.compact" (. | default dict) | fromJson) (dict "type" "unknown")) -}}
+{{- end }}
+
+{{/*
+Items of a list as the manifests complete them: strings as they are, objects without null
+values (profiles: names or overrides; tolerations). JSON.
+*/}}
+{{- define "fioprobe.listItems" -}}
+{{- $out := list -}}
+{{- range . -}}
+{{- if kindIs "map" . }}{{ $out = append $out (include "fioprobe.compact" . | fromJson) }}{{ else }}{{ $out = append $out . }}{{ end -}}
+{{- end -}}
+{{- toJson $out -}}
 {{- end }}
 
 {{/*
