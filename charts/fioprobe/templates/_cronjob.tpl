@@ -31,7 +31,8 @@ spec:
           labels:
             {{- $labels | nindent 12 }}
           {{- with $security.annotations }}
-          annotations: {{ toJson . }}
+          annotations:
+            {{- toYaml . | nindent 12 }}
           {{- end }}
         spec:
           restartPolicy: "Never"
@@ -39,10 +40,14 @@ spec:
           automountServiceAccountToken: false
           enableServiceLinks: false
           terminationGracePeriodSeconds: 30
-          securityContext: {{ toJson $security.securityContext }}
-          containers: [{{ toJson $container }}]
-          volumes: {{ toJson $volumes }}
+          securityContext:
+            {{- toYaml $security.securityContext | nindent 12 }}
+          containers:
+            {{- toYaml (list $container) | nindent 12 }}
+          volumes:
+            {{- toYaml $volumes | nindent 12 }}
           {{- range $k, $x := .podExtra }}
-          {{ $k }}: {{ toJson $x }}
+          {{ $k }}:
+            {{- toYaml $x | nindent 12 }}
           {{- end }}
 {{- end }}
