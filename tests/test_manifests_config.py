@@ -439,6 +439,7 @@ def test_explicit_null_renders_the_same_as_leaving_it_out(tmp_path: Path) -> Non
     )  # fmt: skip
     nulls = {
         "pushgateway": {
+            "url": None,
             "storageClassName": None,
             "groupsPerReplica": None,
             "tls": {"serverName": None},
