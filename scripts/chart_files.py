@@ -3,7 +3,8 @@
 scripts/generate.d/32-chart.sh runs it: values.yaml with every key's doc as its comment (the
 docs of manifests/lib/defaults.libsonnet, as docs/MANIFESTS.md's table has them),
 values.schema.json, the mixin's rules and dashboards per probe interval under files/, and
-files/derived.json (what the templates look up rather than compute). Deterministic: keys in
+files/derived.json (what the templates look up rather than compute), and Chart.yaml's
+appVersion (fioprobe's version). Deterministic: keys in
 jsonnet's sorted order, one YAML writer with no freedom left, so regenerating changes nothing.
 """
 
@@ -89,6 +90,17 @@ def write(out: Path, bundle: dict[str, Any]) -> None:
         for name, text in dashboards.items():
             (folder / name).write_text(text)
     (files / "derived.json").write_text(json.dumps(bundle["derived"], indent=2) + "\n")
+    # Chart.yaml is hand-written but for its appVersion: fioprobe's version, from its one home.
+    chart = out / "Chart.yaml"
+    if chart.exists():
+        lines = chart.read_text().splitlines(keepends=True)
+        version = bundle["values"]["version"]
+        chart.write_text(
+            "".join(
+                f'appVersion: "{version}"\n' if line.startswith("appVersion:") else line
+                for line in lines
+            )
+        )
 
 
 if __name__ == "__main__":
