@@ -18,6 +18,7 @@ import test_manifests_apiserver as apiserver
 import yaml
 from conftest import REPO
 from support.chart import CHART, HELM, helm, helm_template
+from test_chart_parity import VARIANTS
 from test_manifests_apiserver import Kube
 
 INTERVALS = (5, 10, 15)
@@ -53,6 +54,15 @@ def test_helm_lint_is_clean(strict: bool) -> None:
     findings = [line for line in result.stdout.splitlines() if line.startswith("[")]
     # The one finding left is informational: the chart has no icon to point at.
     assert findings == ["[INFO] Chart.yaml: icon is recommended"], result.stdout
+
+
+@pytest.mark.parametrize("variant", ["openshift-per-node-tls", "sharded", "existing-pushgateway"])
+def test_helm_lint_is_clean_with_other_values(variant: str, tmp_path: Path) -> None:
+    values = tmp_path / "values.json"
+    values.write_text(json.dumps(VARIANTS[variant]))
+    result = helm("lint", "--strict", str(CHART), "-f", str(values))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "[WARNING]" not in result.stdout and "[ERROR]" not in result.stdout, result.stdout
 
 
 def test_template_gives_probes_rules_monitors_and_dashboards() -> None:
