@@ -31,7 +31,10 @@ local schema = defaults {
     "must be 5, 10 or 15 (the chart's rules and dashboards are rendered for these)",
     { enum: intervals },
   ),
-  monitoring+: { mixinConfig:: null },
+  monitoring+: {
+    mixinConfig:: null,
+    dashboards+: { '#namespace':: "Their namespace; null: the release's." },
+  },
   // prometheus-community's releaseLabel (true: release=<this release>), or the release name
   // of the kube-prometheus-stack whose selectors must match (its default selectors take
   // only monitors and rules labelled release=<its own release>).

@@ -47,7 +47,8 @@ def dump(value: Any) -> str:
 
 
 def _comment(doc: str, indent: str) -> list[str]:
-    return [f"{indent}# {line}" for line in textwrap.wrap(doc, 96 - len(indent))]
+    width = 96 - len(indent)
+    return [f"{indent}# {line}" for line in textwrap.wrap(doc, width, break_on_hyphens=False)]
 
 
 def values_yaml(values: dict[str, Any], docs: dict[str, str], path: str = "") -> list[str]:
