@@ -63,6 +63,19 @@ local perNodeNodes =
   [r for r in expected.rules if r.record == 'node:fioprobe_per_node:info'][0];
 
 {
+  // Chart.yaml. Its version is fioprobe's: the chart ships in this repository with the image
+  // and the manifests of the same version, so one number names all three.
+  chart: {
+    apiVersion: 'v2',
+    name: 'fioprobe',
+    description: "Disk health monitoring for Kubernetes: budgeted fio probes of every StorageClass and etcd disk pushed to a Pushgateway, a continuous fsync stream scraped by Prometheus, and the fioprobe mixin's alerts and Grafana dashboards.",
+    type: 'application',
+    version: config.version,
+    appVersion: config.version,
+    // CronJob timeZone is GA from 1.27.
+    kubeVersion: '>=1.27.0-0',
+    keywords: ['fio', 'storage', 'etcd', 'disk', 'prometheus', 'pushgateway'],
+  },
   values: values,
   docs: { [row.key]: row.doc for row in p.rows(schema) },
   schema: {

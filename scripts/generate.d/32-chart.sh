@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Writes the Helm chart's generated files (charts/fioprobe/: values.yaml, values.schema.json,
-# files/rules/, files/dashboards/, files/derived.json) from the manifests' schema, defaults and
+# Writes the Helm chart's generated files (charts/fioprobe/: Chart.yaml, values.yaml,
+# values.schema.json, files/rules/, files/dashboards/, files/derived.json) from the manifests' schema, defaults and
 # configuration and from the mixin, as manifests/chart.jsonnet collects them; the chart's
 # templates and README are hand-written. Rendered with go-jsonnet, as every generated file is
 # (see 10-mixin.sh); scripts/chart_files.py writes the files (docs as YAML comments).
