@@ -193,6 +193,13 @@ BAD = [
         "{ platform: 'OpenShift' }",
         ["platform: must be 'kubernetes' or 'openshift', got \"OpenShift\""],
     ),
+    (
+        "{ pushgateway: { url: 'http://pgw.monitoring.svc' } }",
+        [
+            "pushgateway.url: must be http://host:port or https://host:port (a path may follow),"
+            ' got "http://pgw.monitoring.svc"'
+        ],
+    ),
     # Items of lists: required keys, at least one profile, unique names.
     (
         "{ storageClasses: [{ name: 'gp2' }] }",
@@ -432,6 +439,7 @@ def test_explicit_null_renders_the_same_as_leaving_it_out(tmp_path: Path) -> Non
     )  # fmt: skip
     nulls = {
         "pushgateway": {
+            "url": None,
             "storageClassName": None,
             "groupsPerReplica": None,
             "tls": {"serverName": None},

@@ -391,12 +391,15 @@ def test_the_pushgateway_tag_has_one_place_that_make_e2e_reads() -> None:
     image = deployment["spec"]["template"]["spec"]["containers"][0]["image"]
     assert read.stdout == image
     assert re.fullmatch(r"quay\.io/prometheus/pushgateway:v\d+\.\d+\.\d+", image)
+    # Generated copies: the manifests and the Helm chart's values (scripts/generate.d/32-chart.sh).
     spelt = subprocess.run(
         ["git", "grep", "-l", "-E", r"prometheus/pushgateway:v[0-9]", "--", ".",
-         ":!manifests/generated", ":!tests/data"],
+         ":!manifests/generated", ":!tests/data", ":!charts/fioprobe/values.yaml"],
         cwd=REPO, capture_output=True, text=True, check=True,
     ).stdout.split()  # fmt: skip
     assert spelt == ["docs/MANIFESTS.md", "manifests/lib/defaults.libsonnet"]
+    values = yaml.safe_load((REPO / "charts" / "fioprobe" / "values.yaml").read_text())
+    assert values["pushgateway"]["image"] == image
     docs = (REPO / "docs" / "MANIFESTS.md").read_text()
     assert docs.count("pushgateway:v") == 1
     assert f'| `pushgateway.image` | string | `"{image}"` |' in docs

@@ -47,6 +47,11 @@ GENERATED = (
     "dashboards/out/",
     "manifests/generated/",
     "manifests/kustomization.yaml",
+    # The Helm chart's, but its templates and README (scripts/generate.d/32-chart.sh).
+    "charts/fioprobe/Chart.yaml",
+    "charts/fioprobe/values.yaml",
+    "charts/fioprobe/values.schema.json",
+    "charts/fioprobe/files/",
 )
 #: Label sets written as data (see the module docstring).
 LABEL_DATA = ("tests/", "bench/", "alerts/tests/")

@@ -167,7 +167,17 @@ function(config) {
   },
 
   // Probes may reach the Pushgateway and the cluster DNS (to resolve the Pushgateway's
-  // Service name), nothing else; nothing may reach them.
+  // Service name), nothing else; nothing may reach them. An existing Pushgateway
+  // (pushgateway.url) by its port only: where its pods run is not known here.
+  local toPushgateway = if pgw.url != null then {
+    ports: [{ protocol: 'TCP', port: common.urlParts(pgw.url).port }],
+  } else {
+    to: [{
+      namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': c.namespace } },
+      podSelector: { matchLabels: common.selectorLabels('pushgateway') },
+    }],
+    ports: [{ protocol: 'TCP', port: pgw.port }],
+  },
   local networkPolicy(namespace) = {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',
@@ -177,13 +187,7 @@ function(config) {
       policyTypes: ['Ingress', 'Egress'],
       ingress: [],
       egress: [
-        {
-          to: [{
-            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': c.namespace } },
-            podSelector: { matchLabels: common.selectorLabels('pushgateway') },
-          }],
-          ports: [{ protocol: 'TCP', port: pgw.port }],
-        },
+        toPushgateway,
         {
           to: [{
             namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': c.dns.namespace } },

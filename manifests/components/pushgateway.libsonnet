@@ -6,6 +6,7 @@
 // with a volume per replica and a headless Service (stable per-replica DNS names, which the
 // probes hash over) replace the Deployment, its PVC and the Service's cluster IP; the one
 // ServiceMonitor scrapes every replica through the headless Service's endpoints.
+// With an existing Pushgateway (pushgateway.url) only the namespace: the probes push there.
 local common = import '../lib/common.libsonnet';
 local sizing = import '../lib/sizing.libsonnet';
 
@@ -18,6 +19,7 @@ function(config) {
   local selector = common.selectorLabels('pushgateway'),
   local replicas = sizing.replicas(c),
   local sharded = replicas > 1,
+  local own = pgw.url == null,
   local probeNamespaces = std.set(
     [c.namespace]
     + (if std.length(c.etcd.nodes) > 0 then [c.etcd.namespace] else [])
@@ -36,14 +38,14 @@ function(config) {
     },
   },
 
-  serviceAccount: {
+  serviceAccount: if !own then null else {
     apiVersion: 'v1',
     kind: 'ServiceAccount',
     metadata: meta(pgw.name),
     automountServiceAccountToken: false,
   },
 
-  persistentVolumeClaim: if sharded then null else {
+  persistentVolumeClaim: if sharded || !own then null else {
     apiVersion: 'v1',
     kind: 'PersistentVolumeClaim',
     metadata: meta(pgw.name),
@@ -103,11 +105,11 @@ function(config) {
     },
   },
 
-  deployment: if sharded then null else deployment,
+  deployment: if sharded || !own then null else deployment,
 
   // Each replica keeps its own groups on its own volume; a replica that restarts comes back
   // with them under the same name, so the probes' hashing still finds every group.
-  statefulSet: if !sharded then null else {
+  statefulSet: if !sharded || !own then null else {
     apiVersion: 'apps/v1',
     kind: 'StatefulSet',
     metadata: meta(pgw.name),
@@ -144,7 +146,7 @@ function(config) {
     },
   },
 
-  service: {
+  service: if !own then null else {
     apiVersion: 'v1',
     kind: 'Service',
     metadata: meta(pgw.name),
@@ -154,7 +156,7 @@ function(config) {
     },
   },
 
-  networkPolicy: {
+  networkPolicy: if !own then null else {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',
     metadata: meta(pgw.name),
@@ -180,7 +182,7 @@ function(config) {
     },
   },
 
-  serviceMonitor: if !c.monitoring.serviceMonitor.enabled then null else {
+  serviceMonitor: if !c.monitoring.serviceMonitor.enabled || !own then null else {
     apiVersion: 'monitoring.coreos.com/v1',
     kind: 'ServiceMonitor',
     metadata: meta(pgw.name) + { labels+: c.monitoring.serviceMonitor.labels },

@@ -85,6 +85,17 @@
       else std.parseInt(parts[1]) / std.pow(10, std.length(parts[1]));
       (whole + fraction) * (if suffix == '' then 1 else scales[suffix]),
 
+  // An http(s) URL with an explicit port (pushgateway.url) as {scheme, host, port}; null when
+  // it is none. The form is also the chart's JSON Schema pattern (lib/defaults.libsonnet).
+  urlParts(url)::
+    local parts = std.split(url, '://');
+    local authority = if std.length(parts) == 2 then std.split(parts[1], '/')[0] else '';
+    local hostPort = std.split(authority, ':');
+    local digits(s) = s != '' && std.length([ch for ch in std.stringChars(s) if !std.member('0123456789', ch)]) == 0;
+    if std.length(parts) != 2 || !std.member(['http', 'https'], parts[0])
+       || std.length(hostPort) != 2 || hostPort[0] == '' || !digits(hostPort[1]) then null
+    else { scheme: parts[0], host: hostPort[0], port: std.parseInt(hostPort[1]) },
+
   // A DNS-1123 name from free text (node names carry dots; CronJob names must stay <= 52
   // characters because the Job controller appends an 11-character suffix).
   dnsName(text, max=52)::

@@ -16,13 +16,17 @@ local wholeNumber(default, min, max=null) = p.check(
   function(v) v == std.floor(v) && v >= min && (max == null || v <= max),
   if max == null then 'must be a whole number of at least %d' % min
   else 'must be a whole number from %d to %d' % [min, max],
+  { type: 'integer', minimum: min } + (if max == null then {} else { maximum: max }),
 );
 
 // A whole number of bytes from `min` to `max`, a string fioprobe reads as a size
-// (4096, 4Mi, 1.5Gi: lib/common.libsonnet's quantityBytes).
+// (4096, 4Mi, 1.5Gi: lib/common.libsonnet's quantityBytes). JSON Schema checks the form;
+// the chart's templates check the range (fioprobe.validate).
 local bytes(default, min, max, problem) = p.check(default, function(v)
   local n = common.quantityBytes(v);
-  n != null && n == std.floor(n) && n >= min && n <= max, problem);
+  n != null && n == std.floor(n) && n >= min && n <= max, problem, {
+  pattern: '^[0-9]+([.][0-9]+)?(Ki|Mi|Gi|Ti|K|M|G|T)?$',
+});
 
 // Kubernetes resource requests and limits: quantities by resource name.
 local resources(requests, limits) = {
@@ -63,7 +67,7 @@ local profile = p.oneOf(null, ['string', {
   runtime: p.optional(p.oneOf(null, ['string', 'number'])),
 }]);
 local profiles(default=null) =
-  local list = p.check(p.list(profile, if default == null then [] else default), function(v) std.length(v) > 0, 'needs at least one profile');
+  local list = p.check(p.list(profile, if default == null then [] else default), function(v) std.length(v) > 0, 'needs at least one profile', { minItems: 1 });
   if default == null then p.required(list) else list;
 
 local toleration = {
@@ -75,7 +79,7 @@ local toleration = {
   tolerationSeconds: p.optional('number'),
 };
 
-local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not be empty'));
+local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not be empty', { minLength: 1 }));
 
 {
   // Parts used in several places, for the documentation (not configuration keys: hidden).
@@ -90,13 +94,15 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
     '#tag':: 'Image tag; `version` by default.',
     tag: $.version,
     '#pullPolicy':: 'imagePullPolicy of the probe containers.',
-    pullPolicy: p.check('IfNotPresent', function(v) std.member(['Always', 'IfNotPresent', 'Never'], v), 'must be Always, IfNotPresent or Never'),
+    pullPolicy: p.check('IfNotPresent', function(v) std.member(['Always', 'IfNotPresent', 'Never'], v), 'must be Always, IfNotPresent or Never', { enum: ['Always', 'IfNotPresent', 'Never'] }),
   },
   '#namespace':: 'Namespace of the Pushgateway and the StorageClass probes (Pod Security restricted).',
   namespace: 'fioprobe',
 
   '#everyMinutes':: "Probe interval in minutes; must divide 60. Also the mixin's probeIntervalSeconds.",
-  everyMinutes: p.check(5, function(v) v == std.floor(v) && v >= 1 && v <= 60 && 60 % v == 0, 'must be a whole number of minutes that divides 60'),
+  everyMinutes: p.check(5, function(v) v == std.floor(v) && v >= 1 && v <= 60 && 60 % v == 0, 'must be a whole number of minutes that divides 60', {
+    enum: [m for m in std.range(1, 60) if 60 % m == 0],
+  }),
   // A run that could not start within this time after its slot is skipped, not started late:
   // a late start would overlap the next slot on the same disk.
   '#startingDeadlineSeconds':: 'CronJob startingDeadlineSeconds: a run that cannot start this soon after its slot is skipped.',
@@ -118,7 +124,7 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
   // only the hostPath probes pin theirs (the prepared directories are owned by probeUser),
   // allowed by an SCC of their own (docs/MANIFESTS.md, "OpenShift").
   '#platform':: 'kubernetes: every pod pins its user and fsGroup. openshift: the platform assigns them, except to the hostPath probes, which pin theirs under an SCC of their own (docs/MANIFESTS.md, OpenShift).',
-  platform: p.check('kubernetes', function(v) std.member(['kubernetes', 'openshift'], v), "must be 'kubernetes' or 'openshift'"),
+  platform: p.check('kubernetes', function(v) std.member(['kubernetes', 'openshift'], v), "must be 'kubernetes' or 'openshift'", { enum: ['kubernetes', 'openshift'] }),
   '#probeResources':: 'Resources of a probe container.',
   probeResources: resources({ cpu: '50m', memory: '64Mi' }, { cpu: '1', memory: '256Mi' }),
 
@@ -155,7 +161,7 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
     '#name':: 'The storageclass label of these node-local probes.',
     name: 'etcd-disk',
     '#nodes':: 'Control-plane node names (kubernetes.io/hostname); empty turns the etcd probes off.',
-    nodes: p.check(p.list('string'), function(v) std.length(std.set(v)) == std.length(v), 'must not name a node twice'),
+    nodes: p.check(p.list('string'), function(v) std.length(std.set(v)) == std.length(v), 'must not name a node twice', { uniqueItems: true }),
     '#hostPath':: "Dedicated directory beside etcd's data, on the same filesystem; prepared once per node.",
     hostPath: '/var/lib/etcd-fioprobe',
     '#namespace':: 'Namespace of the etcd probes (Pod Security privileged: hostPath).',
@@ -189,7 +195,7 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
     '#port':: 'Port of /metrics in the pods (the PodMonitor scrapes it).',
     port: wholeNumber(9436, 1, 65535),
     '#intervalSeconds':: 'Seconds between two write+fdatasync operations (0.1 to 3600).',
-    intervalSeconds: p.check(1, function(v) v >= 0.1 && v <= 3600, 'must be from 0.1 to 3600'),
+    intervalSeconds: p.check(1, function(v) v >= 0.1 && v <= 3600, 'must be from 0.1 to 3600', { minimum: 0.1, maximum: 3600 }),
     '#writeSize':: 'Bytes per write (etcd WAL-like: 2300).',
     writeSize: wholeNumber(2300, 512, 1048576),
     // The bounds of `fioprobe continuous --file-size`: a value it refuses would stop every
@@ -197,7 +203,7 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
     '#fileSize':: 'Bytes of the one preallocated file per target, a quantity (the bytes on disk).',
     fileSize: bytes('4Mi', 64 * 1024, std.pow(1024, 3), 'must be a whole number of bytes from 64Ki to 1Gi, a quantity like 4Mi or 65536'),
     '#stallThresholdSeconds':: 'An operation outstanding longer than this counts as a stall.',
-    stallThresholdSeconds: p.check(0.01, function(v) v >= 0.0001 && v <= 60, 'must be from 0.0001 to 60'),
+    stallThresholdSeconds: p.check(0.01, function(v) v >= 0.0001 && v <= 60, 'must be from 0.0001 to 60', { minimum: 0.0001, maximum: 60 }),
     '#pvcSize':: "Size of each StorageClass stream's PVC.",
     pvcSize: '1Gi',
     // Measured with one target: 23.4 MB resident plus the file's page cache (up to its
@@ -208,6 +214,18 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
 
   '#pushgateway':: 'The Pushgateway the probes push to.',
   pushgateway: {
+    // An existing Pushgateway instead of one of fioprobe's own (a shared one, or the
+    // prometheus-pushgateway chart beside kube-prometheus-stack): the probes push there, and
+    // nothing below but auth, tls, timeoutSeconds and attempts applies. Who runs it scrapes
+    // it, with honorLabels (docs/MANIFESTS.md). The port is explicit: the probes'
+    // NetworkPolicy lets them reach it, on any address (where it runs is not known here).
+    '#url':: 'An existing Pushgateway (http[s]://host:port): the probes push there and none is deployed; null: deploy one.',
+    url: p.nullable(p.check(
+      p.type('string'),
+      function(v) common.urlParts(v) != null,
+      'must be http://host:port or https://host:port (a path may follow)',
+      { pattern: '^https?://[^/:]+:[0-9]+(/.*)?$' },
+    )),
     '#name':: 'Name of its Deployment or StatefulSet, Service and ServiceAccount.',
     name: 'fioprobe-pushgateway',
     // The one place of its tag: make e2e builds Debian's prometheus-pushgateway under this
@@ -262,6 +280,7 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
       p.oneOf('auto', ['string', 'number']),
       function(v) v == 'auto' || (std.isNumber(v) && v == std.floor(v) && v >= 1),
       "must be 'auto' or a whole number of at least 1",
+      { anyOf: [{ const: 'auto' }, { type: 'integer', minimum: 1 }] },
     ),
     // Groups one replica holds; null: from the probe interval by the measured push cost
     // (lib/sizing.libsonnet, docs/SIZING.md): 900 at 5 minutes.

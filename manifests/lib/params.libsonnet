@@ -17,7 +17,8 @@
 //                        another schema owns them); merged key by key, null removes a key
 //   list(item, default)  a list whose items are checked (and completed) by the `item` schema;
 //                        a list given replaces the default, it is not appended to
-//   check(node, test, problem)  a further condition on the value
+//   check(node, test, problem, json)  a further condition on the value; `json`, the same
+//                        condition in JSON Schema keywords, for the Helm chart's schema
 //   type(name)           a value of a type given by name, without a default
 // A key `'#name'::` beside `name` documents it (the generated table in docs/MANIFESTS.md); an
 // object with a `'#title'::` (a Kubernetes type) is named by it instead of listing its keys.
@@ -38,7 +39,7 @@
   oneOf(default, types):: node('oneOf', { default: default, types: [asSchema(t) for t in types] }),
   map(default={}, type=null, keys=null):: node('map', { default: default, type: type, keys: keys }),
   list(item, default=[], unique=null):: node('list', { item: asSchema(item), default: default, unique: unique }),
-  check(schema, test, problem):: node('check', { schema: schema, test: test, problem: problem }),
+  check(schema, test, problem, json=null):: node('check', { schema: schema, test: test, problem: problem, json: json }),
 
   // --- describing a value and a type, for messages and the documentation table ------------
 
@@ -227,6 +228,57 @@
     local found = std.flattenArrays([$.problems(schema, layer) for layer in layers]);
     if found != [] then error std.join('\n', [prefix + p for p in found])
     else std.foldl(function(base, layer) mergeOnto(schema, base, layer), layers, $.default(schema)),
+
+  // --- JSON Schema, for the Helm chart ----------------------------------------------------
+
+  // The JSON Schema of a node (draft 2020-12 keywords), for the chart's values.schema.json
+  // (scripts/generate.d/32-chart.sh): the same keys, types and bounds that problems() checks,
+  // so that the chart refuses what the manifests refuse. A check's test is jsonnet that JSON
+  // Schema cannot run: its `json` says the same in JSON Schema keywords (merged over the inner
+  // node's, so it may narrow the type), and a check without one stops the generator. What no
+  // keyword can say (a list's unique names) is checked by the chart's templates.
+  // `complete`: the object's keys with a default are always there (Helm merges values.yaml
+  // under the user's values) and so required: a user's null removes a key in Helm, which the
+  // manifests refuse as a value of the wrong type. Items of lists are completed by the
+  // templates instead, where only required keys are required.
+  jsonSchema(schema, complete=true)::
+    local k = kindOf(schema);
+    local docOf(key) = if std.objectHasAll(schema, '#' + key) then { description: schema['#' + key] } else {};
+    local hasDefault(child) =
+      local d = $.default(child);
+      d != null && !isAbsent(d);
+    if k == 'object' then
+      local required = [
+        key
+        for key in std.objectFields(schema)
+        if kindOf(schema[key]) == 'required' || (complete && hasDefault(schema[key]))
+      ];
+      {
+        type: 'object',
+        additionalProperties: false,
+        properties: {
+          [key]: docOf(key) + $.jsonSchema(schema[key], complete)
+          for key in std.objectFields(schema)
+        },
+      } + (if required == [] then {} else { required: required })
+    else if k == 'type' then { type: schema.name }
+    else if k == 'nullable' || k == 'optional' then { anyOf: [$.jsonSchema(schema.type, complete), { type: 'null' }] }
+    else if k == 'required' then $.jsonSchema(schema.type, complete)
+    else if k == 'oneOf' then { anyOf: [$.jsonSchema(t, false) for t in schema.types] }
+    else if k == 'map' then
+      { type: 'object' }
+      + (if schema.type == null then {} else { additionalProperties: { type: [schema.type, 'null'] } })
+      + (if schema.keys == null then {} else { propertyNames: { enum: schema.keys } })
+    else if k == 'list' then { type: 'array', items: $.jsonSchema(schema.item, false) }
+    else if k == 'check' then
+      if schema.json == null then error 'lib/params.libsonnet: a check without its JSON Schema (%s)' % schema.problem
+      else
+        local inner = $.jsonSchema(schema.schema, complete);
+        // The hint's own alternatives replace the inner node's.
+        (if std.objectHas(schema.json, 'anyOf') || std.objectHas(schema.json, 'enum') || std.objectHas(schema.json, 'const')
+         then { [key]: inner[key] for key in std.objectFields(inner) if !std.member(['type', 'anyOf'], key) }
+         else inner) + schema.json
+    else { type: k },
 
   // The documentation table (docs/MANIFESTS.md) in Markdown, from rows() below.
   markdown(schema)::

@@ -59,10 +59,12 @@
   // One replica: the Service. Several: each StatefulSet pod by its stable DNS name under the
   // headless Service (<name>-<ordinal>.<name>.<namespace>.svc), in ordinal order; the probes
   // hash over exactly these (fioprobe.gateway.shards), so the list must not be reordered.
+  // An existing Pushgateway (pushgateway.url): that one.
   urls(c)::
     local pgw = c.pushgateway;
     local scheme = if pgw.tls.enabled then 'https' else 'http';
-    if !$.sharded(c) then ['%s://%s.%s.svc:%d' % [scheme, pgw.name, c.namespace, pgw.port]]
+    if pgw.url != null then [pgw.url]
+    else if !$.sharded(c) then ['%s://%s.%s.svc:%d' % [scheme, pgw.name, c.namespace, pgw.port]]
     else [
       '%s://%s-%d.%s.%s.svc:%d' % [scheme, pgw.name, i, pgw.name, c.namespace, pgw.port]
       for i in std.range(0, $.replicas(c) - 1)

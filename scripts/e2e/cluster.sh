@@ -488,7 +488,8 @@ fault_disks_up() {
 # Local PersistentVolumes behind no-provisioner StorageClasses named like the manifests'
 # (gp2, gp3), the fault disks above (e2e-slow, e2e-full, e2e-readonly), three for the servers of
 # a distributed benchmark (e2e-bench, tests/e2e/test_30_distributed.py) and a default class for
-# the Pushgateway's PVC: the kubelet applies fsGroup to local volumes as it does to EBS volumes.
+# the Pushgateways' PVCs and the Helm release's probe (scripts/e2e/helm-values.yaml): the
+# kubelet applies fsGroup to local volumes as it does to EBS volumes.
 storage_up() {
   fault_disks_up
   local docs="" sc
@@ -509,6 +510,7 @@ volumeBindingMode: WaitForFirstConsumer
   # name class capacity
   for spec in "gp2-0 gp2 100Gi" "gp3-0 gp3 20Gi" "slow e2e-slow 1Gi" "full e2e-full 1Gi" \
     "readonly e2e-readonly 1Gi" "standard-0 standard 1Gi" "standard-1 standard 1Gi" \
+    "standard-2 standard 1Gi" "standard-3 standard 1Gi" \
     "bench-0 e2e-bench 1Gi" "bench-1 e2e-bench 1Gi" "bench-2 e2e-bench 1Gi"; do
     read -r name sc cap <<<"$spec"
     mkdir -p "$RUN/pv/$name"

@@ -4,7 +4,8 @@
 #   2. brings the cluster up (scripts/e2e/cluster.sh up) and builds the image from the
 #      unmodified Dockerfile into it
 #   3. does what docs/MANIFESTS.md tells a user: configuration -> generate -> the
-#      prometheus-operator CRDs -> `kubectl apply -k`; the configuration changes are in
+#      prometheus-operator CRDs -> `kubectl apply -k` (and, beside it, what
+#      charts/fioprobe/README.md tells one: `helm install`); the configuration changes are in
 #      scripts/e2e/config.jsonnet (a one-minute interval, so the CronJobs fire within the
 #      test's time, and a StorageClass per injected fault)
 #   4. runs the scenario tests (tests/e2e, pytest)
@@ -112,6 +113,18 @@ done
 date +%s.%N >"$RUN/applied-at"
 kubectl_ apply -k "$RUN/manifests" >"$RUN/logs/apply.log"
 say "applied $(wc -l <"$RUN/logs/apply.log") objects"
+
+# The Helm chart beside the manifests, as its README tells a user: the namespace first (Pod
+# Security restricted), then `helm install` with a values file (scripts/e2e/helm-values.yaml: a
+# StorageClass probe every minute, its own Pushgateway; the etcd probes and the streams stay the
+# manifests'). tests/e2e/test_30_helm.py checks that its probe pushes, then uninstalls it.
+kubectl_ create namespace fioprobe-helm >/dev/null
+kubectl_ label namespace fioprobe-helm pod-security.kubernetes.io/enforce=restricted \
+  pod-security.kubernetes.io/warn=restricted pod-security.kubernetes.io/audit=restricted >/dev/null
+date +%s.%N >"$RUN/helm-installed-at"
+"$REPO/.tools/bin/helm" install fioprobe-helm "$REPO/charts/fioprobe" --kubeconfig "$KUBECONFIG" \
+  --namespace fioprobe-helm -f "$REPO/scripts/e2e/helm-values.yaml" >"$RUN/logs/helm-install.log"
+say "helm installed release fioprobe-helm"
 
 # The scenario tests, in their own process group so that the trap can end them. A background
 # job of a non-interactive shell starts with SIGINT ignored, and Python then installs no

@@ -15,7 +15,9 @@ cd "$(dirname "$SELF")/../.."
 ROOT=$PWD
 KT=scripts/kube-tools
 kube_version=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' "$KT/kubernetes/go.mod")
-hash=$(cat "$KT"/kubernetes/go.{mod,sum} "$KT"/controller-gen/go.{mod,sum} "$KT"/*/tools.go "$SELF" |
+# Its own two wrapper modules only: helm's (34-helm.sh) is built and cached apart.
+hash=$(cat "$KT"/kubernetes/go.{mod,sum} "$KT"/controller-gen/go.{mod,sum} \
+  "$KT"/kubernetes/tools.go "$KT"/controller-gen/tools.go "$SELF" |
   sha256sum | cut -c1-12)
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/fioprobe/kube-tools-$kube_version-$hash
 LINK=$ROOT/.tools/kube

@@ -35,6 +35,9 @@ REPO = Path(__file__).resolve().parents[2]
 KUBECTL = REPO / ".tools" / "kube" / "bin" / "kubectl"
 NAMESPACE = "fioprobe"
 ETCD_NAMESPACE = "fioprobe-etcd"
+# The Helm chart's release, installed beside the manifests (scripts/e2e/run.sh).
+HELM_RELEASE = "fioprobe-helm"
+HELM_NAMESPACE = "fioprobe-helm"
 NODE = "control-plane-0"
 # The StorageClasses of scripts/e2e/config.jsonnet whose disks have a fault (scripts/e2e/cluster.sh
 # makes them): one whose fsyncs take 15 ms more, and two whose probes must fail, with the reason
@@ -211,8 +214,10 @@ def expected_groups(manifests: list[dict[str, Any]]) -> list[dict[str, str]]:
 
 @pytest.fixture(scope="session")
 def rules_file(kube: Kube, run_dir: Path) -> Path:
-    """The applied PrometheusRule's groups, as the prometheus-operator would load them."""
-    rules = kube.json("prometheusrule", "-A")["items"]
+    """The applied PrometheusRules' groups, as the prometheus-operator would load them: the
+    manifests' (the Helm release beside them, tests/e2e/test_30_helm.py, has the same groups in
+    a namespace of its own, for a Prometheus of its own)."""
+    rules = kube.json("prometheusrule", "-n", NAMESPACE)["items"]
     assert rules, "no PrometheusRule was applied"
     path = run_dir / "prometheus-rules.yaml"
     path.write_text(yaml.safe_dump({"groups": [g for r in rules for g in r["spec"]["groups"]]}))

@@ -284,10 +284,12 @@ def test_network_policies_match_the_real_pods(kube: Kube) -> None:
         if p["metadata"]["namespace"] == "kube-system"
         and p["metadata"].get("labels", {}).get("k8s-app") == "kube-dns"
     ]
+    # The manifests' Pushgateway (the Helm release's, in its own namespace, serves its own probes).
     pushgateway_pods = [
         p
         for p in pods
         if p["metadata"].get("labels", {}).get("app.kubernetes.io/component") == "pushgateway"
+        and p["metadata"]["namespace"] == NAMESPACE
     ]
     assert dns_pods and pushgateway_pods
     probe_templates = [

@@ -1,0 +1,415 @@
+{{/*
+Helpers of the fioprobe chart. Every template renders the objects that manifests/components/
+renders for the same configuration (tests/test_chart_parity.py compares them); the comments
+there say why each field is what it is. Names are the manifests' fixed names (one release per
+namespace); `app.kubernetes.io/instance` is the probe target, as in the manifests, so Helm's
+own labels are only helm.sh/chart and app.kubernetes.io/managed-by.
+*/}}
+
+{{/* Labels that select pods: (dict "component" c "instance" i), instance optional. */}}
+{{- define "fioprobe.selectorLabels" -}}
+app.kubernetes.io/component: {{ .component | toJson }}
+{{- with .instance }}
+app.kubernetes.io/instance: {{ . | toJson }}
+{{- end }}
+app.kubernetes.io/name: "fioprobe"
+{{- end }}
+
+{{/* Labels of objects and pod templates, without Helm's: (dict "root" $ "component" c "instance" i). */}}
+{{- define "fioprobe.podLabels" -}}
+{{ include "fioprobe.selectorLabels" . }}
+app.kubernetes.io/part-of: "fioprobe"
+app.kubernetes.io/version: {{ .root.Values.version | toJson }}
+{{- end }}
+
+{{/* Labels of every object: the pods' and Helm's own. */}}
+{{- define "fioprobe.labels" -}}
+{{ include "fioprobe.podLabels" . }}
+helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace "+" "_" | toJson }}
+app.kubernetes.io/managed-by: {{ .root.Release.Service | toJson }}
+{{- end }}
+
+{{/* metadata of an object: (dict "root" $ "component" c "name" n "namespace" ns "instance" i "extra" labels). */}}
+{{- define "fioprobe.metadata" -}}
+metadata:
+  name: {{ .name | toJson }}
+  {{- with .namespace }}
+  namespace: {{ . | toJson }}
+  {{- end }}
+  labels:
+    {{- include "fioprobe.labels" . | nindent 4 }}
+    {{- range $k, $v := .extra }}
+    {{- if not (has $k (list "app.kubernetes.io/component" "app.kubernetes.io/instance" "app.kubernetes.io/name" "app.kubernetes.io/part-of" "app.kubernetes.io/version")) }}
+    {{ $k | toJson }}: {{ $v | toJson }}
+    {{- end }}
+    {{- end }}
+{{- end }}
+
+{{/*
+The labels a monitor or rule carries for its Prometheus: its own from values, and
+release=<releaseLabel> for kube-prometheus-stack's selectors (true: this release's name).
+*/}}
+{{- define "fioprobe.monitorLabels" -}}
+{{- $labels := deepCopy (.labels | default dict) -}}
+{{- $release := .root.Values.releaseLabel -}}
+{{- if kindIs "string" $release }}{{ $_ := set $labels "release" $release }}
+{{- else if $release }}{{ $_ := set $labels "release" .root.Release.Name }}{{ end -}}
+{{- toJson $labels -}}
+{{- end }}
+
+{{/* A DNS-1123 name from free text, at most `max` characters (lib/common.libsonnet dnsName). */}}
+{{- define "fioprobe.dnsName" -}}
+{{- $name := regexReplaceAll "[^a-z0-9-]" (lower .text) "-" -}}
+{{- if gt (len $name) (int (.max | default 52)) -}}
+{{- fail (printf "name %s is longer than %d characters" $name (int (.max | default 52))) -}}
+{{- end -}}
+{{- $name -}}
+{{- end }}
+
+{{/* Cron schedule of the probe at `index` of its kind (lib/common.libsonnet schedule). */}}
+{{- define "fioprobe.schedule" -}}
+{{- $every := int .root.Values.everyMinutes -}}
+{{- if .explicit }}{{ .explicit }}
+{{- else if eq $every 60 }}{{ printf "%d * * * *" (mod (int .index) $every) }}
+{{- else if eq $every 1 }}* * * * *
+{{- else }}{{ printf "%d-59/%d * * * *" (mod (int .index) $every) $every }}{{ end -}}
+{{- end }}
+
+{{/*
+Pod securityContext and template annotations on the platform (lib/common.libsonnet
+podSecurity): (dict "root" $ "user" uid "hostPath" bool). Renders {"securityContext": ...,
+"annotations": ...} as JSON for fromJson.
+*/}}
+{{- define "fioprobe.podSecurity" -}}
+{{- $openshift := eq .root.Values.platform "openshift" -}}
+{{- $ctx := dict "runAsNonRoot" true "seccompProfile" (dict "type" "RuntimeDefault") "fsGroupChangePolicy" "OnRootMismatch" -}}
+{{- if or .hostPath (not $openshift) -}}
+{{- $_ := set $ctx "runAsUser" (int64 .user) -}}
+{{- $_ := set $ctx "runAsGroup" (int64 .user) -}}
+{{- $_ := set $ctx "fsGroup" (int64 .user) -}}
+{{- end -}}
+{{- $annotations := dict -}}
+{{- if $openshift -}}
+{{- $_ := set $annotations "openshift.io/required-scc" (ternary (include "fioprobe.hostPathScc" .) "restricted-v2" (not (not .hostPath))) -}}
+{{- end -}}
+{{- toJson (dict "securityContext" $ctx "annotations" $annotations) -}}
+{{- end }}
+
+{{- define "fioprobe.hostPathScc" -}}
+{{- (.root.Files.Get "files/derived.json" | fromJson).hostPathScc -}}
+{{- end }}
+
+{{/* The restricted container securityContext (lib/common.libsonnet). */}}
+{{- define "fioprobe.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+runAsNonRoot: true
+capabilities:
+  drop: ["ALL"]
+seccompProfile:
+  type: "RuntimeDefault"
+{{- end }}
+
+{{/*
+A value as go-jsonnet's std.manifestYamlDoc(v, indent_array_in_object=false, quote_keys=false)
+writes it, so that the probes' configuration files are the manifests' byte for byte:
+(dict "v" value "in" indentation). Keys sorted, strings JSON-quoted, lists in an object not
+indented, whole numbers without a fraction.
+*/}}
+{{- define "fioprobe.manifestYaml" -}}
+{{- $v := .v -}}
+{{- $in := .in -}}
+{{- if kindIs "map" $v -}}
+{{- if not $v }}{}{{ end -}}
+{{- range $n, $k := keys $v | sortAlpha -}}
+{{- $x := index $v $k -}}
+{{- if $n }}{{ printf "\n%s" $in }}{{ end -}}
+{{- printf "%s:" $k -}}
+{{- if and (kindIs "map" $x) $x -}}
+{{- printf "\n%s  " $in }}{{ include "fioprobe.manifestYaml" (dict "v" $x "in" (printf "%s  " $in)) -}}
+{{- else if and (kindIs "slice" $x) $x -}}
+{{- printf "\n%s" $in }}{{ include "fioprobe.manifestYaml" (dict "v" $x "in" $in) -}}
+{{- else -}}
+{{- printf " " }}{{ include "fioprobe.manifestYaml" (dict "v" $x "in" $in) -}}
+{{- end -}}
+{{- end -}}
+{{- else if kindIs "slice" $v -}}
+{{- if not $v }}[]{{ end -}}
+{{- range $n, $x := $v -}}
+{{- if $n }}{{ printf "\n%s" $in }}{{ end -}}
+{{- if and (kindIs "slice" $x) $x -}}
+{{- printf "-\n%s  " $in }}{{ include "fioprobe.manifestYaml" (dict "v" $x "in" (printf "%s  " $in)) -}}
+{{- else -}}
+{{- printf "- " }}{{ include "fioprobe.manifestYaml" (dict "v" $x "in" (printf "%s  " $in)) -}}
+{{- end -}}
+{{- end -}}
+{{- else if kindIs "float64" $v -}}
+{{- if eq $v (floor $v) }}{{ int64 $v }}{{ else }}{{ $v }}{{ end -}}
+{{- else if kindIs "invalid" $v -}}
+null
+{{- else -}}
+{{- toJson $v -}}
+{{- end -}}
+{{- end }}
+
+{{/* The probes' Pushgateway URLs (lib/sizing.libsonnet urls), as a JSON list. */}}
+{{- define "fioprobe.pushgatewayUrls" -}}
+{{- $pgw := .Values.pushgateway -}}
+{{- $scheme := ternary "https" "http" $pgw.tls.enabled -}}
+{{- $urls := list -}}
+{{- $replicas := int (include "fioprobe.replicas" .) -}}
+{{- if $pgw.url -}}
+{{- $urls = list $pgw.url -}}
+{{- else if eq $replicas 1 -}}
+{{- $urls = list (printf "%s://%s.%s.svc:%d" $scheme $pgw.name .Release.Namespace (int $pgw.port)) -}}
+{{- else -}}
+{{- range $i := until $replicas -}}
+{{- $urls = append $urls (printf "%s://%s-%d.%s.%s.svc:%d" $scheme $pgw.name $i $pgw.name $.Release.Namespace (int $pgw.port)) -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $urls -}}
+{{- end }}
+
+{{/* Every Pushgateway group the configuration pushes (lib/sizing.libsonnet expectedGroups). */}}
+{{- define "fioprobe.expectedGroups" -}}
+{{- $n := 0 -}}
+{{- range .Values.storageClasses }}{{ $n = add $n (len .profiles) }}{{ end -}}
+{{- $n = add $n (mul (len .Values.etcd.nodes) (len .Values.etcd.profiles)) -}}
+{{- if .Values.perNode.enabled -}}
+{{- $per := 0 -}}
+{{- range concat .Values.perNode.localDisks .Values.perNode.storageClasses }}{{ $per = add $per (len .profiles) }}{{ end -}}
+{{- $n = add $n (mul (int .Values.perNode.expectedNodes) $per) -}}
+{{- end -}}
+{{- $n -}}
+{{- end }}
+
+{{/* Pushgateway replicas (lib/sizing.libsonnet replicas). */}}
+{{- define "fioprobe.replicas" -}}
+{{- $pgw := .Values.pushgateway -}}
+{{- if eq (toString $pgw.replicas) "auto" -}}
+{{- $per := $pgw.groupsPerReplica | default (index (.Files.Get "files/derived.json" | fromJson).groupsPerReplica (toString (int .Values.everyMinutes))) -}}
+{{- max 1 (ceil (divf (int (include "fioprobe.expectedGroups" .)) $per)) | int -}}
+{{- else -}}
+{{- int $pgw.replicas -}}
+{{- end -}}
+{{- end }}
+
+{{/* A CPU quantity in millicores (lib/sizing.libsonnet cpuMillis). */}}
+{{- define "fioprobe.cpuMillis" -}}
+{{- $q := toString . -}}
+{{- if hasSuffix "m" $q }}{{ trimSuffix "m" $q | float64 }}{{ else }}{{ mulf (float64 $q) 1000 }}{{ end -}}
+{{- end }}
+
+{{/* The CPU request of a sharded Pushgateway's replica (lib/sizing.libsonnet replicaCpuRequest). */}}
+{{- define "fioprobe.replicaCpuRequest" -}}
+{{- $groups := int (include "fioprobe.expectedGroups" .) -}}
+{{- $share := ceil (divf $groups (int (include "fioprobe.replicas" .))) -}}
+{{- $rule := mulf 10 (ceil (mulf (divf (mulf 0.000081 $share $share) (mul (int .Values.everyMinutes) 60)) 100)) -}}
+{{- $resources := .Values.pushgateway.resources -}}
+{{- $wanted := maxf $rule (float64 (include "fioprobe.cpuMillis" (get $resources.requests "cpu" | default "0"))) -}}
+{{- if hasKey $resources.limits "cpu" -}}
+{{- $wanted = minf $wanted (float64 (include "fioprobe.cpuMillis" (get $resources.limits "cpu"))) -}}
+{{- end -}}
+{{- printf "%dm" (int64 $wanted) -}}
+{{- end }}
+
+{{/* The probes' fioprobe configuration of their Pushgateway (components/probes.libsonnet). */}}
+{{- define "fioprobe.probePushgateway" -}}
+{{- $pgw := .Values.pushgateway -}}
+{{- $urls := include "fioprobe.pushgatewayUrls" . | fromJsonArray -}}
+{{- $conf := dict "timeout_seconds" $pgw.timeoutSeconds "attempts" $pgw.attempts -}}
+{{- if eq (len $urls) 1 }}{{ $_ := set $conf "url" (first $urls) }}{{ else }}{{ $_ := set $conf "shards" $urls }}{{ end -}}
+{{- if $pgw.auth.enabled -}}
+{{- $_ := set $conf "username_file" "/var/run/secrets/fioprobe/pushgateway-auth/username" -}}
+{{- $_ := set $conf "password_file" "/var/run/secrets/fioprobe/pushgateway-auth/password" -}}
+{{- end -}}
+{{- if $pgw.tls.enabled }}{{ $_ := set $conf "ca_file" "/var/run/secrets/fioprobe/pushgateway-ca/ca.crt" }}{{ end -}}
+{{- toJson $conf -}}
+{{- end }}
+
+{{/* A map without its null values: an optional key given as null is absent (lib/params.libsonnet). */}}
+{{- define "fioprobe.compact" -}}
+{{- $out := dict -}}
+{{- range $k, $x := . }}{{ if not (kindIs "invalid" $x) }}{{ $_ := set $out $k $x }}{{ end }}{{ end -}}
+{{- toJson $out -}}
+{{- end }}
+
+{{/* A volume model as the manifests complete it (lib/defaults.libsonnet volume: type unknown). */}}
+{{- define "fioprobe.volume" -}}
+{{- toJson (merge (include "fioprobe.compact" (. | default dict) | fromJson) (dict "type" "unknown")) -}}
+{{- end }}
+
+{{/*
+Items of a list as the manifests complete them: strings as they are, objects without null
+values (profiles: names or overrides; tolerations). JSON.
+*/}}
+{{- define "fioprobe.listItems" -}}
+{{- $out := list -}}
+{{- range . -}}
+{{- if kindIs "map" . }}{{ $out = append $out (include "fioprobe.compact" . | fromJson) }}{{ else }}{{ $out = append $out . }}{{ end -}}
+{{- end -}}
+{{- toJson $out -}}
+{{- end }}
+
+{{/*
+Worst case of one probe run in seconds, per profile, plus a minute for the pod
+(components/probes.libsonnet activeDeadline): (dict "root" $ "profiles" list).
+*/}}
+{{- define "fioprobe.activeDeadline" -}}
+{{- $v := .root.Values -}}
+{{- $perProfile := add (int $v.profileTimeoutSeconds) 25 60 (mul 2 (int $v.pushgateway.timeoutSeconds) (int $v.pushgateway.attempts)) -}}
+{{- add (mul (len .profiles) $perProfile) 60 -}}
+{{- end }}
+
+{{/*
+The probe container (components/probes.libsonnet container): (dict "root" $ "extraMounts"
+list "command" list "resources" map). JSON, for the pod templates to emit.
+*/}}
+{{- define "fioprobe.probeContainer" -}}
+{{- $v := .root.Values -}}
+{{- $mounts := list (dict "name" "config" "mountPath" $v.configMountPath "readOnly" true) -}}
+{{- if not .noProbeMount }}{{ $mounts = append $mounts (dict "name" "probe" "mountPath" $v.probeMountPath) }}{{ end -}}
+{{- $mounts = append $mounts (dict "name" "tmp" "mountPath" "/tmp") -}}
+{{- if $v.pushgateway.auth.enabled }}{{ $mounts = append $mounts (dict "name" "pushgateway-auth" "mountPath" "/var/run/secrets/fioprobe/pushgateway-auth" "readOnly" true) }}{{ end -}}
+{{- if $v.pushgateway.tls.enabled }}{{ $mounts = append $mounts (dict "name" "pushgateway-ca" "mountPath" "/var/run/secrets/fioprobe/pushgateway-ca" "readOnly" true) }}{{ end -}}
+{{- $command := .command | default (list "fioprobe" "run" "--config" (printf "%s/config.yaml" $v.configMountPath)) -}}
+{{- toJson (dict
+  "name" "fioprobe"
+  "image" (printf "%s:%s" $v.image.name $v.image.tag)
+  "imagePullPolicy" $v.image.pullPolicy
+  "command" $command
+  "env" (list (dict "name" "NODE_NAME" "valueFrom" (dict "fieldRef" (dict "fieldPath" "spec.nodeName"))))
+  "resources" (.resources | default $v.probeResources)
+  "securityContext" (include "fioprobe.containerSecurityContext" . | fromYaml)
+  "volumeMounts" (concat $mounts (.extraMounts | default list))) -}}
+{{- end }}
+
+{{/* The probe pods' volumes (components/probes.libsonnet volumes): (dict "root" $ "configKey" k "probe" volume-or-nil). */}}
+{{- define "fioprobe.probeVolumes" -}}
+{{- $pgw := .root.Values.pushgateway -}}
+{{- $volumes := list (dict "name" "config" "configMap" (dict "name" "fioprobe-config" "items" (list (dict "key" .configKey "path" "config.yaml")))) -}}
+{{- with .probe }}{{ $volumes = append $volumes (merge (dict "name" "probe") .) }}{{ end -}}
+{{- $volumes = append $volumes (dict "name" "tmp" "emptyDir" (dict "sizeLimit" "16Mi")) -}}
+{{- if $pgw.auth.enabled -}}
+{{- $volumes = append $volumes (dict "name" "pushgateway-auth" "secret" (dict "secretName" $pgw.auth.secretName "items" (list (dict "key" "username" "path" "username") (dict "key" "password" "path" "password")))) -}}
+{{- end -}}
+{{- if $pgw.tls.enabled -}}
+{{- $volumes = append $volumes (dict "name" "pushgateway-ca" "secret" (dict "secretName" $pgw.tls.caSecretName "items" (list (dict "key" "ca.crt" "path" "ca.crt")))) -}}
+{{- end -}}
+{{- toJson $volumes -}}
+{{- end }}
+
+{{/* The probes' ServiceAccount (components/probes.libsonnet serviceAccount): (dict "root" $ "namespace" ns). */}}
+{{- define "fioprobe.probeServiceAccount" -}}
+apiVersion: v1
+kind: ServiceAccount
+{{ include "fioprobe.metadata" (dict "root" .root "component" "probe" "name" "fioprobe" "namespace" .namespace) }}
+automountServiceAccountToken: false
+{{- end }}
+
+{{/* The probes' NetworkPolicy (components/probes.libsonnet networkPolicy): (dict "root" $ "namespace" ns). */}}
+{{- define "fioprobe.probeNetworkPolicy" -}}
+{{- $v := .root.Values -}}
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+{{ include "fioprobe.metadata" (dict "root" .root "component" "probe" "name" "fioprobe-probes" "namespace" .namespace) }}
+spec:
+  podSelector:
+    matchLabels:
+      {{- include "fioprobe.selectorLabels" (dict "component" "probe") | nindent 6 }}
+  policyTypes: ["Ingress", "Egress"]
+  ingress: []
+  egress:
+    {{- if $v.pushgateway.url }}
+    - ports:
+        - protocol: TCP
+          port: {{ regexFind ":[0-9]+(/|$)" (trimPrefix "https://" (trimPrefix "http://" $v.pushgateway.url)) | trimAll ":/" | int }}
+    {{- else }}
+    - to:
+        - namespaceSelector:
+            matchLabels:
+              kubernetes.io/metadata.name: {{ .root.Release.Namespace | toJson }}
+          podSelector:
+            matchLabels:
+              {{- include "fioprobe.selectorLabels" (dict "component" "pushgateway") | nindent 14 }}
+      ports:
+        - protocol: TCP
+          port: {{ int $v.pushgateway.port }}
+    {{- end }}
+    - to:
+        - namespaceSelector:
+            matchLabels:
+              kubernetes.io/metadata.name: {{ $v.dns.namespace | toJson }}
+          podSelector:
+            matchLabels: {{ toJson $v.dns.podSelector }}
+      ports:
+        - protocol: UDP
+          port: {{ int $v.dns.port }}
+        - protocol: TCP
+          port: {{ int $v.dns.port }}
+{{- end }}
+
+{{/* A ConfigMap of fioprobe configurations (components/probes.libsonnet configMap): (dict "root" $ "namespace" ns "name" n "component" c "data" {key: config}). */}}
+{{- define "fioprobe.configMap" -}}
+apiVersion: v1
+kind: ConfigMap
+{{ include "fioprobe.metadata" (dict "root" .root "component" .component "name" .name "namespace" .namespace) }}
+data:
+  {{- range $key := keys .data | sortAlpha }}
+  {{ $key | toJson }}: |
+    {{- include "fioprobe.manifestYaml" (dict "v" (index $.data $key) "in" "") | nindent 4 }}
+  {{- end }}
+{{- end }}
+
+{{/*
+What JSON Schema cannot check, and the manifests refuse (lib/defaults.libsonnet, the
+components' asserts): unique names, sizes within bounds, directories that do not overlap.
+*/}}
+{{- define "fioprobe.validate" -}}
+{{- $v := .Values -}}
+{{- range $list := list (list "storageClasses" $v.storageClasses) (list "perNode.localDisks" $v.perNode.localDisks) (list "perNode.storageClasses" $v.perNode.storageClasses) -}}
+{{- $names := list -}}
+{{- range index $list 1 }}{{ $names = append $names .name }}{{ end -}}
+{{- if ne (len $names) (len (uniq $names)) -}}
+{{- fail (printf "%s: a name appears more than once: %s" (index $list 0) (join ", " $names)) -}}
+{{- end -}}
+{{- end -}}
+{{- if $v.continuous.enabled -}}
+{{- $bytes := include "fioprobe.quantityBytes" $v.continuous.fileSize | float64 -}}
+{{- if or (lt $bytes 65536.0) (gt $bytes 1073741824.0) (ne $bytes (floor $bytes)) -}}
+{{- fail (printf "continuous.fileSize: must be a whole number of bytes from 64Ki to 1Gi, a quantity like 4Mi or 65536, got %s" $v.continuous.fileSize) -}}
+{{- end -}}
+{{- if lt $bytes (float64 $v.continuous.writeSize) -}}
+{{- fail (printf "continuous.fileSize (%s) must hold at least one write of continuous.writeSize (%d bytes)" $v.continuous.fileSize (int $v.continuous.writeSize)) -}}
+{{- end -}}
+{{- end -}}
+{{- $state := printf "%s/" $v.stateHostPath -}}
+{{- $etcdDir := printf "%s/" $v.etcd.hostPath -}}
+{{- if and $v.etcd.nodes (or (hasPrefix $etcdDir $state) (hasPrefix $state $etcdDir)) -}}
+{{- fail (printf "stateHostPath %s overlaps etcd.hostPath %s, the probed directory; give it a directory of its own" $v.stateHostPath $v.etcd.hostPath) -}}
+{{- end -}}
+{{- if $v.perNode.enabled -}}
+{{- if not (or $v.perNode.localDisks $v.perNode.storageClasses) -}}
+{{- fail "perNode.enabled needs perNode.localDisks or perNode.storageClasses" -}}
+{{- end -}}
+{{- $names := list -}}
+{{- range concat $v.perNode.localDisks $v.perNode.storageClasses }}{{ $names = append $names .name }}{{ end -}}
+{{- if or (ne (len $names) (len (uniq $names))) (and $v.etcd.nodes (has $v.etcd.name $names)) -}}
+{{- fail (printf "perNode.localDisks and perNode.storageClasses need names of their own, different from each other and from etcd.name, got %s" (join ", " $names)) -}}
+{{- end -}}
+{{- range $v.perNode.localDisks -}}
+{{- $dir := printf "%s/%s" $v.perNode.hostPath .name -}}
+{{- if or (eq $v.stateHostPath $dir) (hasPrefix (printf "%s/" $dir) $v.stateHostPath) (hasPrefix $state $dir) -}}
+{{- fail (printf "stateHostPath %s overlaps the directories of perNode.localDisks %s; give it a directory of its own" $v.stateHostPath .name) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end }}
+
+{{/* Bytes of a size as fioprobe reads one (lib/common.libsonnet quantityBytes). */}}
+{{- define "fioprobe.quantityBytes" -}}
+{{- $scales := dict "Ki" 1024.0 "Mi" 1048576.0 "Gi" 1073741824.0 "Ti" 1099511627776.0 "K" 1e3 "M" 1e6 "G" 1e9 "T" 1e12 -}}
+{{- $suffix := regexFind "(Ki|Mi|Gi|Ti|K|M|G|T)$" . -}}
+{{- $number := trimSuffix $suffix . -}}
+{{- mulf (float64 $number) (get $scales $suffix | default 1.0) -}}
+{{- end }}

@@ -1,0 +1,112 @@
+// What the Helm chart (charts/fioprobe/) takes from the manifests, as one JSON object that
+// scripts/generate.d/32-chart.sh writes into the chart's files: its values (the manifests'
+// configuration, defaults + manifests/config.libsonnet, with the docs of every key), its
+// values.schema.json (the same schema, lib/params.libsonnet's jsonSchema), and the mixin's
+// rules and dashboards exactly as the manifests render them for each probe interval the chart
+// offers. The templates compute only what depends on values; everything else is here, so the
+// chart and the manifests have one source.
+//
+// The chart's values are the manifests' keys but these:
+//   namespace              the release's namespace (helm --namespace): Helm's way
+//   monitoring.mixinConfig the rules and dashboards are rendered here, not at install time:
+//                          a changed threshold needs the mixin rendered again (manifests)
+//   everyMinutes           only the intervals rendered below
+// and one of its own: releaseLabel (the label kube-prometheus-stack's selectors match).
+local common = import 'lib/common.libsonnet';
+local defaults = import 'lib/defaults.libsonnet';
+local monitoringConfig = import 'lib/monitoring-config.libsonnet';
+local p = import 'lib/params.libsonnet';
+local sizing = import 'lib/sizing.libsonnet';
+
+// Probe intervals (minutes) the chart's rules and dashboards are rendered for: the mixin's
+// probeIntervalSeconds sets every window, so each interval has files of its own.
+local intervals = [5, 10, 15];
+
+local schema = defaults {
+  namespace:: null,
+  '#everyMinutes':: "Probe interval in minutes: 5, 10 or 15 (the chart's rules and dashboards are rendered for these). Also the mixin's probeIntervalSeconds.",
+  everyMinutes: p.check(
+    5,
+    function(v) std.member(intervals, v),
+    "must be 5, 10 or 15 (the chart's rules and dashboards are rendered for these)",
+    { enum: intervals },
+  ),
+  monitoring+: {
+    mixinConfig:: null,
+    dashboards+: { '#namespace':: "Their namespace; null: the release's." },
+  },
+  // prometheus-community's releaseLabel (true: release=<this release>), or the release name
+  // of the kube-prometheus-stack whose selectors must match (its default selectors take
+  // only monitors and rules labelled release=<its own release>).
+  '#releaseLabel':: 'Adds release=<value> to the ServiceMonitor, PodMonitor and PrometheusRules: a kube-prometheus-stack release name, or true for this release (false: none).',
+  releaseLabel: p.check(p.oneOf(false, ['boolean', 'string']), function(v) true, '', {}),
+};
+
+local config = monitoringConfig.merged(import 'config.libsonnet');
+local values = { [k]: config[k] for k in std.objectFields(config) if k != 'namespace' } + {
+  monitoring+: { mixinConfig:: null },
+  releaseLabel: false,
+};
+
+local rendered = {
+  [std.toString(m)]: (import 'main.libsonnet')(overrides={ everyMinutes: m }).monitoring
+  for m in intervals
+};
+
+// The one rule of the `fioprobe.expected` group that is no static series: the nodes that run
+// per-node probes, as the mixin writes it (without the node inventory, a mixinConfig key).
+local perNodeNodes =
+  local mixin = (import '../mixin.libsonnet') + {
+    _config+:: { expectedPerNodeProbes: [{ storageclass: 'x', profile: 'y' }] },
+  };
+  local expected = [g for g in mixin.prometheusRules.groups + mixin.prometheusAlerts.groups if g.name == 'fioprobe.expected'][0];
+  [r for r in expected.rules if r.record == 'node:fioprobe_per_node:info'][0];
+
+{
+  // Chart.yaml. Its version is fioprobe's: the chart ships in this repository with the image
+  // and the manifests of the same version, so one number names all three.
+  chart: {
+    apiVersion: 'v2',
+    name: 'fioprobe',
+    description: "Disk health monitoring for Kubernetes: budgeted fio probes of every StorageClass and etcd disk pushed to a Pushgateway, a continuous fsync stream scraped by Prometheus, and the fioprobe mixin's alerts and Grafana dashboards.",
+    type: 'application',
+    version: config.version,
+    appVersion: config.version,
+    // CronJob timeZone is GA from 1.27.
+    kubeVersion: '>=1.27.0-0',
+    keywords: ['fio', 'storage', 'etcd', 'disk', 'prometheus', 'pushgateway'],
+  },
+  values: values,
+  docs: { [row.key]: row.doc for row in p.rows(schema) },
+  schema: {
+    '$schema': 'https://json-schema.org/draft/2020-12/schema',
+    title: 'fioprobe chart values (generated from manifests/lib/defaults.libsonnet)',
+  } + p.jsonSchema(schema),
+  rules: { [m]: rendered[m].prometheusRule.spec.groups for m in std.objectFields(rendered) },
+  dashboards: {
+    [m]: {
+      [file]: rendered[m].dashboards[name].data[file]
+      for name in std.objectFields(rendered[m].dashboards)
+      for file in std.objectFields(rendered[m].dashboards[name].data)
+    }
+    for m in std.objectFields(rendered)
+  },
+  // What the templates look up rather than compute: sprig has no square root (the sizing
+  // rule's groups per replica), and the mixin's PromQL stays the mixin's.
+  derived: {
+    groupsPerReplica: {
+      [std.toString(m)]: sizing.groupsPerReplica({ everyMinutes: m, pushgateway: { groupsPerReplica: null } })
+      for m in intervals
+    },
+    perNodeNodesRule: perNodeNodes,
+    // The names of the expected group's static series (lib/util.libsonnet).
+    records: {
+      local u = import '../lib/util.libsonnet',
+      expected: u.expectedRecord,
+      expectedPerNode: u.expectedPerNodeRecord,
+      expectedOnNode: u.expectedOnNodeRecord,
+      expectedStream: u.expectedStreamRecord,
+    },
+    hostPathScc: common.hostPathScc,
+  },
+}

@@ -1,0 +1,122 @@
+"""The Helm chart and the jsonnet manifests rendered for one configuration, as objects.
+
+Both renderers are the real ones: `helm template` (built by scripts/setup.d/34-helm.sh) and
+scripts/generate.d/30-manifests.sh (go-jsonnet). A configuration is a layer over
+manifests/config.libsonnet, which is also what the chart's values.yaml holds, so one layer
+renders both ways: `--tla-code overrides=<JSON>` for jsonnet, `-f <JSON>` for Helm.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+CHART = REPO / "charts" / "fioprobe"
+HELM = REPO / ".tools" / "bin" / "helm"
+GENERATE = REPO / "scripts" / "generate.d" / "30-manifests.sh"
+
+#: Labels that only Helm sets: the one difference the chart may have on any object.
+HELM_LABELS = ("helm.sh/chart", "app.kubernetes.io/managed-by")
+#: Kinds the manifests render and the chart leaves to Helm's way of installing: the release's
+#: namespace is Helm's (--namespace), the etcd and per-node namespaces the user's (README).
+NOT_IN_CHART = {"Namespace"}
+#: Generated files of the manifests that hold no Kubernetes object.
+NOT_OBJECTS = {"continuous-scrape-config.yaml"}
+
+Key = tuple[str, str, str]
+
+
+def key(obj: dict[str, Any]) -> Key:
+    meta = obj["metadata"]
+    return (obj["kind"], meta.get("namespace", ""), meta["name"])
+
+
+def helm(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(HELM), *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def helm_template(
+    values: dict[str, Any],
+    namespace: str = "fioprobe",
+    chart: Path = CHART,
+    release: str = "fioprobe",
+) -> subprocess.CompletedProcess[str]:
+    """`helm template` with `values` as the user's values file."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+        json.dump(values, f)
+        f.flush()
+        return helm("template", release, str(chart), "--namespace", namespace, "-f", f.name)
+
+
+def chart_objects(
+    values: dict[str, Any], namespace: str = "fioprobe", chart: Path = CHART
+) -> dict[Key, dict[str, Any]]:
+    """The chart's objects for `values`, without Helm's own labels."""
+    result = helm_template(values, namespace, chart)
+    assert result.returncode == 0, result.stderr
+    objects = {}
+    for doc in yaml.safe_load_all(result.stdout):
+        if doc is None:
+            continue
+        labels = doc["metadata"].get("labels", {})
+        for label in HELM_LABELS:
+            labels.pop(label, None)
+        assert key(doc) not in objects, f"{key(doc)} rendered twice"
+        objects[key(doc)] = doc
+    return objects
+
+
+def manifest_objects(overrides: dict[str, Any], out: Path) -> dict[Key, dict[str, Any]]:
+    """The jsonnet manifests' objects for `overrides`, without those the chart leaves to Helm."""
+    subprocess.run(
+        ["bash", str(GENERATE), str(out), "--tla-code", f"overrides={json.dumps(overrides)}"],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    objects = {}
+    for path in sorted((out / "generated").glob("*.yaml")):
+        if path.name in NOT_OBJECTS:
+            continue
+        obj = yaml.safe_load(path.read_text())
+        if obj["kind"] not in NOT_IN_CHART:
+            objects[key(obj)] = obj
+    return objects
+
+
+def differences(a: Any, b: Any, path: str = "") -> list[str]:
+    """Where two parsed objects differ, as paths with both values (at most a few)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        found: list[str] = []
+        for k in sorted(set(a) | set(b)):
+            if k not in a or k not in b:
+                found.append(f"{path}.{k}: only in {'chart' if k in a else 'manifests'}")
+            else:
+                found += differences(a[k], b[k], f"{path}.{k}")
+        return found
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [
+            d
+            for i, (x, y) in enumerate(zip(a, b, strict=True))
+            for d in differences(x, y, f"{path}[{i}]")
+        ]
+    if a != b or type(a) is not type(b):
+        return [f"{path}: chart {a!r:.200} != manifests {b!r:.200}"]
+    return []
+
+
+def compare(chart: dict[Key, dict[str, Any]], manifests: dict[Key, dict[str, Any]]) -> list[str]:
+    """Every difference between the two renderings, object by object."""
+    problems = [f"{k}: only in the chart" for k in sorted(set(chart) - set(manifests))]
+    problems += [f"{k}: only in the manifests" for k in sorted(set(manifests) - set(chart))]
+    for k in sorted(set(chart) & set(manifests)):
+        problems += [f"{k}{d}" for d in differences(chart[k], manifests[k])]
+    return problems

@@ -1,0 +1,447 @@
+"""The Helm chart charts/fioprobe/ with the real helm (scripts/setup.d/34-helm.sh): lint, what
+`helm template` gives, values refused by its schema with a message naming the key, the rules
+and dashboards equal to the mixin's for every probe interval, the generated files current,
+and every object accepted by the test suite's real kube-apiserver.
+
+That the chart gives the same objects as the jsonnet manifests is tests/test_chart_parity.py.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import test_manifests_apiserver as apiserver
+import yaml
+from conftest import REPO
+from support.chart import CHART, HELM, helm, helm_template
+from test_chart_parity import VARIANTS
+from test_manifests_apiserver import Kube
+
+INTERVALS = (5, 10, 15)
+GO_JSONNET = REPO / ".tools" / "bin" / "go-jsonnet"
+
+#: The kube-apiserver and etcd of tests/test_manifests_apiserver.py, one for this module.
+kube = apiserver.kube
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _helm() -> None:
+    if not HELM.exists():
+        pytest.fail(f"{HELM} missing: run `make setup` (scripts/setup.d/34-helm.sh)")
+
+
+def objects(values: dict[str, Any] | None = None, namespace: str = "fioprobe") -> list[dict]:
+    result = helm_template(values or {}, namespace)
+    assert result.returncode == 0, result.stderr
+    return [d for d in yaml.safe_load_all(result.stdout) if d is not None]
+
+
+def of_kind(docs: list[dict], kind: str) -> dict[str, dict]:
+    return {d["metadata"]["name"]: d for d in docs if d["kind"] == kind}
+
+
+# --- lint and template ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_helm_lint_is_clean(strict: bool) -> None:
+    result = helm("lint", str(CHART), *(["--strict"] if strict else []))
+    assert result.returncode == 0, result.stdout + result.stderr
+    findings = [line for line in result.stdout.splitlines() if line.startswith("[")]
+    # The one finding left is informational: the chart has no icon to point at.
+    assert findings == ["[INFO] Chart.yaml: icon is recommended"], result.stdout
+
+
+@pytest.mark.parametrize("variant", ["openshift-per-node-tls", "sharded", "existing-pushgateway"])
+def test_helm_lint_is_clean_with_other_values(variant: str, tmp_path: Path) -> None:
+    values = tmp_path / "values.json"
+    values.write_text(json.dumps(VARIANTS[variant]))
+    result = helm("lint", "--strict", str(CHART), "-f", str(values))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "[WARNING]" not in result.stdout and "[ERROR]" not in result.stdout, result.stdout
+
+
+def test_template_gives_probes_rules_monitors_and_dashboards() -> None:
+    docs = objects()
+    assert set(of_kind(docs, "CronJob")) == {
+        "fioprobe-gp2",
+        "fioprobe-gp3",
+        "fioprobe-etcd-control-plane-0",
+        "fioprobe-etcd-control-plane-1",
+        "fioprobe-etcd-control-plane-2",
+    }
+    assert set(of_kind(docs, "PrometheusRule")) == {"fioprobe", "fioprobe-expected"}
+    assert set(of_kind(docs, "ServiceMonitor")) == {"fioprobe-pushgateway"}
+    assert set(of_kind(docs, "PodMonitor")) == {"fioprobe-continuous"}
+    dashboards = {
+        name: d
+        for name, d in of_kind(docs, "ConfigMap").items()
+        if d["metadata"]["labels"].get("grafana_dashboard") == "1"
+    }
+    assert set(dashboards) == {
+        "grafana-dashboard-fioprobe-overview",
+        "grafana-dashboard-fioprobe-comparison",
+        "grafana-dashboard-fioprobe-etcd-disks",
+    }
+    for d in dashboards.values():
+        (text,) = d["data"].values()
+        assert json.loads(text)["uid"], d["metadata"]["name"]
+    # Helm's own labels, and the release's namespace for everything but the etcd probes.
+    for d in docs:
+        assert d["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "Helm"
+        assert d["metadata"]["namespace"] in ("fioprobe", "fioprobe-etcd"), d["metadata"]
+    assert {d["kind"] for d in docs} >= {"Deployment", "Service", "PersistentVolumeClaim"}
+    assert not [d for d in docs if d["kind"] == "Namespace"]
+
+
+def test_the_release_namespace_holds_the_main_objects() -> None:
+    docs = objects(namespace="storage-probes")
+    urls = {
+        yaml.safe_load(text)["pushgateway"]["url"]
+        for cm in of_kind(docs, "ConfigMap").values()
+        if cm["metadata"]["name"] == "fioprobe-config"
+        for text in cm["data"].values()
+    }
+    assert urls == {"http://fioprobe-pushgateway.storage-probes.svc:9091"}
+    assert of_kind(docs, "Deployment")["fioprobe-pushgateway"]["metadata"]["namespace"] == (
+        "storage-probes"
+    )
+
+
+@pytest.mark.parametrize(
+    ("release_label", "expected"),
+    [(False, None), (True, "fioprobe"), ("kube-prometheus-stack", "kube-prometheus-stack")],
+)
+def test_release_label_marks_monitors_and_rules_only(
+    release_label: bool | str, expected: str | None
+) -> None:
+    docs = objects({"releaseLabel": release_label})
+    monitoring = {"ServiceMonitor", "PodMonitor", "PrometheusRule"}
+    for d in docs:
+        label = d["metadata"]["labels"].get("release")
+        assert label == (expected if d["kind"] in monitoring else None), (d["kind"], label)
+
+
+def test_toggles_switch_monitors_rules_and_dashboards_off() -> None:
+    docs = objects(
+        {
+            "monitoring": {
+                "serviceMonitor": {"enabled": False},
+                "podMonitor": {"enabled": False},
+                "prometheusRule": {"enabled": False},
+                "dashboards": {"enabled": False},
+            }
+        }
+    )
+    kinds = {d["kind"] for d in docs}
+    assert not kinds & {"ServiceMonitor", "PodMonitor", "PrometheusRule"}
+    assert not [d for d in docs if "grafana_dashboard" in d["metadata"]["labels"]]
+
+
+def test_dashboards_label_and_namespace_are_values() -> None:
+    docs = objects(
+        {
+            "monitoring": {
+                "dashboards": {
+                    "namespace": "grafana",
+                    "labels": {"grafana_dashboard": None, "grafana.example/dashboard": "yes"},
+                }
+            }
+        }
+    )
+    dashboards = [d for d in docs if d["metadata"]["name"].startswith("grafana-dashboard-")]
+    assert len(dashboards) == 3
+    for d in dashboards:
+        assert d["metadata"]["namespace"] == "grafana"
+        assert d["metadata"]["labels"]["grafana.example/dashboard"] == "yes"
+        assert "grafana_dashboard" not in d["metadata"]["labels"]
+
+
+def test_an_existing_pushgateway_replaces_the_charts_own() -> None:
+    url = "http://prometheus-pushgateway.monitoring.svc:9091"
+    docs = objects({"pushgateway": {"url": url}})
+    assert not [d for d in docs if d["metadata"]["labels"]["app.kubernetes.io/component"]
+                == "pushgateway"]  # fmt: skip
+    configs = [
+        yaml.safe_load(text)
+        for cm in of_kind(docs, "ConfigMap").values()
+        if cm["metadata"]["name"] in ("fioprobe-config", "fioprobe-continuous")
+        for text in cm["data"].values()
+    ]
+    assert configs and {c["pushgateway"]["url"] for c in configs} == {url}
+
+
+# --- the schema ---------------------------------------------------------------------------------
+
+#: Values the schema (or, where JSON Schema cannot say it, the templates) refuses, with
+#: fragments of the message that must name the key and what is wrong.
+BAD: list[tuple[dict[str, Any], list[str]]] = [
+    ({"everyMinute": 5}, ["additional properties 'everyMinute' not allowed"]),
+    ({"namespace": "x"}, ["additional properties 'namespace' not allowed"]),
+    (
+        {"monitoring": {"mixinConfig": {"failingRuns": 2}}},
+        ["at '/monitoring'", "'mixinConfig' not allowed"],
+    ),
+    ({"everyMinutes": "5"}, ["at '/everyMinutes'", "value must be one of 5, 10, 15"]),
+    (
+        {"platform": "OpenShift"},
+        ["at '/platform'", "value must be one of 'kubernetes', 'openshift'"],
+    ),
+    ({"image": {"pullPolicy": "Sometimes"}}, ["at '/image/pullPolicy'", "'Always'"]),
+    ({"etcd": {"nodes": ["a", "a"]}}, ["at '/etcd/nodes'", "items at 0 and 1 are equal"]),
+    ({"etcd": {"nodes": "cp-0"}}, ["at '/etcd/nodes'", "got string, want array"]),
+    ({"continuous": {"port": 70000}}, ["at '/continuous/port'", "maximum"]),
+    ({"continuous": {"intervalSeconds": 0.01}}, ["at '/continuous/intervalSeconds'", "minimum"]),
+    ({"continuous": {"writeSize": 2300.5}}, ["at '/continuous/writeSize'", "want integer"]),
+    ({"continuous": {"fileSize": "4Q"}}, ["at '/continuous/fileSize'", "does not match pattern"]),
+    ({"successfulJobsHistoryLimit": -1}, ["at '/successfulJobsHistoryLimit'", "minimum"]),
+    ({"pushgateway": {"replicas": 0}}, ["at '/pushgateway/replicas'", "value must be 'auto'"]),
+    ({"pushgateway": {"replicas": "two"}}, ["at '/pushgateway/replicas'", "value must be 'auto'"]),
+    ({"pushgateway": {"url": "http://pgw"}}, ["at '/pushgateway/url'", "does not match pattern"]),
+    ({"pushgateway": {"auth": True}}, ["at '/pushgateway/auth'", "got boolean, want object"]),
+    ({"dns": {"podSelector": {"k8s-app": 1}}}, ["at '/dns/podSelector/k8s-app'", "got number"]),
+    ({"releaseLabel": 1}, ["at '/releaseLabel'", "got number, want boolean"]),
+    ({"storageClasses": [{"name": "gp2"}]}, ["at '/storageClasses/0'", "'volume'", "'profiles'"]),
+    (
+        {"storageClasses": [{"name": "gp2", "volume": {"size": "1Gi"}, "profiles": []}]},
+        ["at '/storageClasses/0/profiles'", "minItems"],
+    ),
+    (
+        {"storageClasses": [{"name": "", "volume": {"size": "1Gi"}, "profiles": ["etcd-fsync"]}]},
+        ["at '/storageClasses/0/name'", "minLength"],
+    ),
+    (
+        {"storageClasses": [{"name": "a", "volume": {"type": "gp2"}, "profiles": ["etcd-fsync"]}]},
+        ["at '/storageClasses/0/volume'", "missing property 'size'"],
+    ),
+    (
+        {
+            "storageClasses": [
+                {"name": "a", "volume": {"size": "1Gi", "iops": "x"}, "profiles": ["x"]}
+            ]
+        },
+        ["at '/storageClasses/0/volume/iops'"],
+    ),
+    (
+        {"storageClasses": [{"name": "a", "volume": {"size": "1Gi"}, "profiles": [{"nam": "x"}]}]},
+        ["at '/storageClasses/0/profiles/0'"],
+    ),
+    # What JSON Schema cannot say, the templates check (as the manifests do).
+    (
+        {
+            "storageClasses": [
+                {"name": "a", "volume": {"size": "1Gi"}, "profiles": ["etcd-fsync"]},
+                {"name": "a", "volume": {"size": "2Gi"}, "profiles": ["etcd-fsync"]},
+            ]
+        },
+        ["storageClasses: a name appears more than once: a, a"],
+    ),
+    ({"continuous": {"fileSize": "2Gi"}}, ["continuous.fileSize: must be a whole number of bytes"]),
+    ({"continuous": {"fileSize": "64Ki", "writeSize": 1048576}}, ["must hold at least one write"]),
+    (
+        {"stateHostPath": "/var/lib/etcd-fioprobe/state"},
+        ["stateHostPath", "overlaps etcd.hostPath"],
+    ),
+    ({"perNode": {"enabled": True}}, ["perNode.enabled needs perNode.localDisks"]),
+]
+
+
+@pytest.mark.parametrize(("values", "fragments"), BAD, ids=[json.dumps(v) for v, _ in BAD])
+def test_bad_values_are_refused_with_a_message_naming_the_key(
+    values: dict[str, Any], fragments: list[str]
+) -> None:
+    result = helm_template(values)
+    assert result.returncode != 0, f"accepted: {values}"
+    for fragment in fragments:
+        assert fragment in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("minutes", [1, 2, 3, 4, 6, 7, 12, 20, 30, 60, 0, -5, 5.5])
+def test_every_minutes_outside_the_rendered_intervals_is_refused(minutes: float) -> None:
+    result = helm_template({"everyMinutes": minutes})
+    assert result.returncode != 0
+    assert "at '/everyMinutes': value must be one of 5, 10, 15" in result.stderr, result.stderr
+
+
+def _schema_paths(schema: dict[str, Any], path: str = "") -> set[str]:
+    paths = set()
+    for key, sub in schema.get("properties", {}).items():
+        at = f"{path}.{key}" if path else key
+        paths.add(at)
+        paths |= _schema_paths(sub, at)
+        if sub.get("type") == "array" and "items" in sub:
+            paths |= _schema_paths(sub["items"], f"{at}[]")
+    return paths
+
+
+def test_the_chart_has_the_manifests_keys_but_the_helm_ones() -> None:
+    """Every key of lib/defaults.libsonnet is a value, but the two the chart leaves to Helm
+    (the namespace, the mixin's config); the one of its own is releaseLabel."""
+    rows = subprocess.run(
+        [str(GO_JSONNET), "-J", str(REPO), "-e",
+         "[r.key for r in (import 'manifests/lib/params.libsonnet')"
+         ".rows(import 'manifests/lib/defaults.libsonnet')]"],
+        capture_output=True, text=True, check=True, timeout=60,
+    )  # fmt: skip
+    manifest_keys = set(json.loads(rows.stdout))
+    chart_keys = _schema_paths(json.loads((CHART / "values.schema.json").read_text()))
+    assert manifest_keys - chart_keys == {"namespace", "monitoring.mixinConfig"}
+
+    # Keys of titled types (volume model, profile, toleration) have no rows of their own.
+    def documented(key: str) -> bool:
+        parent = key.rsplit(".", 1)[0] if "." in key else ""
+        return parent == "" or any(k.startswith(parent + ".") for k in manifest_keys)
+
+    assert {k for k in chart_keys - manifest_keys if documented(k)} == {"releaseLabel"}
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert set(values) == {k for k in chart_keys if "." not in k and "[]" not in k}
+
+
+def test_the_app_version_is_fioprobes() -> None:
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    init = (REPO / "exporter" / "fioprobe" / "__init__.py").read_text()
+    assert f'__version__ = "{chart["appVersion"]}"' in init
+    assert values["version"] == values["image"]["tag"] == chart["appVersion"]
+
+
+# --- one source for rules and dashboards ------------------------------------------------------
+
+
+def _mixin_rules(minutes: int) -> list[dict[str, Any]]:
+    """The mixin alone (alerts/rules.jsonnet) at this probe interval: no deployment's group."""
+    result = subprocess.run(
+        [str(GO_JSONNET), "-J", str(REPO), "--tla-code",
+         f"config={{ probeIntervalSeconds: {minutes * 60} }}",
+         str(REPO / "alerts" / "rules.jsonnet")],
+        capture_output=True, text=True, check=True, timeout=120,
+    )  # fmt: skip
+    groups: list[dict[str, Any]] = json.loads(result.stdout)["groups"]
+    return groups
+
+
+@pytest.mark.parametrize("minutes", INTERVALS)
+def test_the_prometheus_rule_is_the_mixins_rules_at_the_interval(minutes: int) -> None:
+    docs = objects({"everyMinutes": minutes})
+    rules = of_kind(docs, "PrometheusRule")
+    assert rules["fioprobe"]["spec"]["groups"] == _mixin_rules(minutes)
+    (expected,) = rules["fioprobe-expected"]["spec"]["groups"]
+    assert expected["name"] == "fioprobe.expected"
+
+
+def test_the_five_minute_rules_are_the_committed_rule_file() -> None:
+    committed = yaml.safe_load((REPO / "alerts" / "out" / "rules.yaml").read_text())["groups"]
+    assert of_kind(objects(), "PrometheusRule")["fioprobe"]["spec"]["groups"] == committed
+
+
+def test_the_intervals_render_different_windows() -> None:
+    texts = {m: json.dumps(_mixin_rules(m)) for m in INTERVALS}
+    assert len(set(texts.values())) == len(INTERVALS)
+
+
+def test_the_five_minute_dashboards_are_the_committed_ones() -> None:
+    docs = objects()
+    for cm in of_kind(docs, "ConfigMap").values():
+        if not cm["metadata"]["name"].startswith("grafana-dashboard-"):
+            continue
+        ((file, text),) = cm["data"].items()
+        committed = json.loads((REPO / "dashboards" / "out" / file).read_text())
+        assert json.loads(text) == committed, file
+
+
+def test_the_generated_chart_files_are_current(tmp_path: Path) -> None:
+    out = tmp_path / "chart"
+    subprocess.run(
+        ["bash", str(REPO / "scripts" / "generate.d" / "32-chart.sh"), str(out)],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    generated = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
+    assert generated, "nothing generated"
+    for rel in generated:
+        assert (out / rel).read_bytes() == (CHART / rel).read_bytes(), f"{rel}: run make generate"
+    committed = {p.relative_to(CHART) for p in (CHART / "files").rglob("*") if p.is_file()}
+    assert committed <= set(generated), committed - set(generated)
+
+
+# --- on a real kube-apiserver ---------------------------------------------------------------
+
+#: Namespaces a user creates before installing (the chart's README): the release's, and the
+#: privileged ones of the hostPath probes.
+NAMESPACES = {
+    "fioprobe": "restricted",
+    "fioprobe-etcd": "privileged",
+    "fioprobe-nodes": "privileged",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "values",
+    [
+        {},
+        {
+            "pushgateway": {"auth": {"enabled": True}, "tls": {"enabled": True}, "replicas": 2},
+            "perNode": {
+                "enabled": True,
+                "localDisks": [{"name": "node-disk", "profiles": ["etcd-fsync"]}],
+                "storageClasses": [
+                    {"name": "gp3-node", "volume": {"size": "1Gi"}, "profiles": ["etcd-fsync"]}
+                ],
+            },
+            "releaseLabel": "kube-prometheus-stack",
+        },
+    ],
+    ids=["default", "auth-tls-sharded-per-node"],
+)
+def test_every_object_is_accepted_by_the_api_server(
+    kube: Kube, values: dict[str, Any], tmp_path: Path
+) -> None:
+    for name, level in NAMESPACES.items():
+        created = kube.kubectl("create", "namespace", name)
+        assert created.returncode == 0 or "AlreadyExists" in created.stderr, created.stderr
+        labelled = kube.kubectl(
+            "label", "--overwrite", "namespace", name,
+            f"pod-security.kubernetes.io/enforce={level}",
+            "pod-security.kubernetes.io/warn=restricted",
+        )  # fmt: skip
+        assert labelled.returncode == 0, labelled.stderr
+    result = helm_template(values)
+    assert result.returncode == 0, result.stderr
+    rendered = tmp_path / "chart.yaml"
+    rendered.write_text(result.stdout)
+    applied = kube.dry_run("-f", str(rendered))
+    assert applied.returncode == 0, applied.stderr
+    count = len([d for d in yaml.safe_load_all(result.stdout) if d is not None])
+    assert len([x for x in applied.stdout.splitlines() if "(server dry run)" in x]) == count
+    # Pod Security: nothing in the restricted release namespace, only hostPath elsewhere.
+    in_release = [
+        d for d in yaml.safe_load_all(result.stdout)
+        if d is not None and d["metadata"].get("namespace") == "fioprobe"
+    ]  # fmt: skip
+    restricted = tmp_path / "restricted.yaml"
+    restricted.write_text(yaml.safe_dump_all(in_release))
+    checked = kube.dry_run("-f", str(restricted))
+    assert checked.returncode == 0, checked.stderr
+    assert [x for x in checked.stderr.splitlines() if "PodSecurity" in x] == [], checked.stderr
+
+
+@pytest.mark.slow
+def test_helm_install_dry_run_against_the_api_server_prints_the_notes(kube: Kube) -> None:
+    """Helm's own install path against the real API server (capabilities, the release's
+    rendering with the server's version), and the notes it prints for the user."""
+    for name in NAMESPACES:
+        created = kube.kubectl("create", "namespace", name)
+        assert created.returncode == 0 or "AlreadyExists" in created.stderr, created.stderr
+    result = helm(
+        "install", "fioprobe", str(CHART), "--namespace", "fioprobe", "--dry-run=server",
+        "--kubeconfig", str(kube.kubeconfig),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    notes = result.stdout.split("NOTES:", 1)[1]
+    assert "is installed in namespace fioprobe" in notes
+    assert "3 etcd node CronJob(s) in namespace fioprobe-etcd" in notes
+    assert "pod-security.kubernetes.io/enforce=privileged" in notes

@@ -1,0 +1,204 @@
+"""The Helm chart and the jsonnet manifests cannot drift: for the same configuration they give
+the same objects, field for field, but Helm's own labels and the namespaces Helm leaves to
+the user (tests/support/chart.py says which).
+
+Each configuration is one layer over manifests/config.libsonnet, which is also what the
+chart's values.yaml holds (scripts/generate.d/32-chart.sh), rendered by the real `helm
+template` and the real go-jsonnet generator. The variants are the switches a platform engineer
+turns: the platform, the stream, Pushgateway auth and TLS, sharding, an existing Pushgateway,
+no etcd nodes, StorageClasses with their own schedule or StorageClass name, per-node probes,
+each probe interval of the chart, monitoring toggles and labels, another namespace.
+"""
+
+from __future__ import annotations
+
+import copy
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.chart import CHART, HELM, chart_objects, compare, manifest_objects
+
+PER_NODE: dict[str, Any] = {
+    "perNode": {
+        "enabled": True,
+        "expectedNodes": 3,
+        "nodeSelector": {"fioprobe.example.com/probe": "true"},
+        "tolerations": [
+            {"key": "fioprobe.example.com/pool", "operator": "Exists", "effect": "NoSchedule"}
+        ],
+        "localDisks": [{"name": "node-disk", "profiles": ["etcd-fsync"], "etcdDisk": True}],
+        "storageClasses": [
+            {
+                "name": "gp3",
+                "storageClassName": "gp3-csi",
+                "volume": {"type": "gp3", "size": "8Gi", "iops": 3000, "throughput": "125Mi"},
+                "profiles": ["etcd-fsync", {"name": "randread-iops", "runtime": 5}],
+            }
+        ],
+    }
+}
+
+VARIANTS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "openshift": {"platform": "openshift"},
+    "openshift-per-node-tls": {
+        "platform": "openshift",
+        "pushgateway": {"tls": {"enabled": True}},
+        **PER_NODE,
+    },
+    "continuous-off": {"continuous": {"enabled": False}},
+    "continuous-storageclasses-only": {
+        "continuous": {"etcd": False, "intervalSeconds": 0.5, "stallThresholdSeconds": 0.005}
+    },
+    "auth-and-tls": {
+        "pushgateway": {
+            "auth": {"enabled": True},
+            "tls": {"enabled": True, "serverName": "pgw.example"},
+        }
+    },
+    "no-etcd-nodes": {"etcd": {"nodes": []}},
+    "own-schedules": {
+        "storageClasses": [
+            {
+                "name": "gp2",
+                "schedule": "7 * * * *",
+                "volume": {"type": "gp2", "size": "10Gi"},
+                "profiles": ["etcd-fsync", {"name": "randread-iops", "runtime": 5, "size": "16Mi"}],
+            },
+            {
+                "name": "ceph",
+                "storageClassName": "ocs-storagecluster-ceph-rbd",
+                "volume": {"type": "ceph-rbd", "size": "5Gi", "dedicated": False},
+                "profiles": ["etcd-fsync"],
+                "etcdDisk": True,
+            },
+            {"name": "io2", "volume": {"size": "4Gi", "iops": 4000}, "profiles": ["etcd-fsync"]},
+        ]
+    },
+    "per-node": PER_NODE,
+    # An optional key given as null is left out, in lists too (lib/params.libsonnet).
+    "nulls": {
+        "storageClasses": [
+            {
+                "name": "gp2",
+                "storageClassName": None,
+                "schedule": None,
+                "volume": {"type": "gp2", "size": "10Gi", "iops": None, "dedicated": None},
+                "profiles": [{"name": "etcd-fsync", "runtime": None, "size": "8Mi"}],
+            }
+        ],
+        "etcd": {"tolerations": [{"key": "dedicated", "operator": "Exists", "value": None}]},
+        "pushgateway": {"storageClassName": None, "groupsPerReplica": None},
+    },
+    "sharded": {
+        "pushgateway": {
+            "replicas": 3,
+            "storageClassName": "fast",
+            "resources": {"limits": {"cpu": "2"}},
+        }
+    },
+    "sharded-auto": {
+        "pushgateway": {"groupsPerReplica": 2},
+        "etcd": {"nodes": ["cp-a.example.com"]},
+    },
+    "existing-pushgateway": {
+        "pushgateway": {"url": "https://pgw.monitoring.svc:9443", "auth": {"enabled": True}}
+    },
+    "every-10-minutes": {"everyMinutes": 10},
+    "every-15-minutes": {
+        "everyMinutes": 15,
+        "startingDeadlineSeconds": 300,
+        "profileTimeoutSeconds": 90,
+    },
+    "monitoring": {
+        "monitoring": {
+            "serviceMonitor": {"enabled": False},
+            "podMonitor": {"labels": {"team": "storage"}, "interval": "5s"},
+            "prometheusRule": {"labels": {"role": None, "team": "storage"}},
+            "dashboards": {
+                "namespace": "grafana",
+                "labels": {"grafana_dashboard": None, "dashboards": "fioprobe"},
+            },
+            "prometheusNamespace": "openshift-user-workload-monitoring",
+        }
+    },
+    "monitoring-off": {
+        "monitoring": {
+            "serviceMonitor": {"enabled": False},
+            "podMonitor": {"enabled": False},
+            "prometheusRule": {"enabled": False},
+            "dashboards": {"enabled": False},
+        }
+    },
+    "image-and-resources": {
+        "image": {"name": "quay.example/fioprobe", "tag": "1.2.3", "pullPolicy": "Always"},
+        "probeResources": {"limits": {"cpu": None}, "requests": {"ephemeral-storage": "1Mi"}},
+        "probeUser": 1000,
+        "dns": {
+            "namespace": "openshift-dns",
+            "podSelector": {"k8s-app": None, "dns.operator.openshift.io/daemonset-dns": "default"},
+            "port": 5353,
+        },
+    },
+}
+
+#: Rendered into another namespace: the release's for the chart, `namespace` for jsonnet.
+NAMESPACES = {"default": "fioprobe", "other-namespace": "storage-probes"}
+
+
+def _values(overrides: dict[str, Any]) -> dict[str, Any]:
+    """The chart's values for a manifests layer: the same, less the manifests' `namespace`."""
+    return {k: v for k, v in overrides.items() if k != "namespace"}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _helm() -> None:
+    if not HELM.exists():
+        pytest.fail(f"{HELM} missing: run `make setup` (scripts/setup.d/34-helm.sh)")
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_the_chart_renders_what_the_manifests_render(name: str, tmp_path: Path) -> None:
+    overrides = VARIANTS[name]
+    problems = compare(chart_objects(_values(overrides)), manifest_objects(overrides, tmp_path))
+    assert problems == [], "\n".join(problems[:40])
+
+
+def test_in_another_namespace_too(tmp_path: Path) -> None:
+    overrides = {"namespace": "storage-probes", **PER_NODE}
+    chart = chart_objects(_values(overrides), namespace="storage-probes")
+    problems = compare(chart, manifest_objects(overrides, tmp_path))
+    assert problems == [], "\n".join(problems[:40])
+
+
+def test_a_field_changed_on_one_side_is_a_difference(tmp_path: Path) -> None:
+    """The comparison sees a changed field, a missing object and an extra label."""
+    chart = chart_objects({})
+    manifests = manifest_objects({}, tmp_path)
+    assert compare(chart, manifests) == []
+    changed = copy.deepcopy(chart)
+    cronjob = next(k for k in changed if k[0] == "CronJob")
+    changed[cronjob]["spec"]["startingDeadlineSeconds"] += 1
+    del changed[next(k for k in changed if k[0] == "ServiceMonitor")]
+    rule = next(k for k in changed if k[0] == "PrometheusRule")
+    changed[rule]["metadata"]["labels"]["extra"] = "x"
+    problems = compare(changed, manifests)
+    assert any("startingDeadlineSeconds" in p for p in problems), problems
+    assert any("ServiceMonitor" in p and "only in the manifests" in p for p in problems), problems
+    assert any("labels.extra: only in chart" in p for p in problems), problems
+
+
+def test_a_template_changed_alone_fails_the_comparison(tmp_path: Path) -> None:
+    """A chart whose CronJob template drifts from components/probes.libsonnet is caught."""
+    chart = tmp_path / "chart"
+    shutil.copytree(CHART, chart)
+    template = chart / "templates" / "_cronjob.tpl"
+    text = template.read_text()
+    assert "terminationGracePeriodSeconds: 30" in text
+    template.write_text(
+        text.replace("terminationGracePeriodSeconds: 30", "terminationGracePeriodSeconds: 31")
+    )
+    problems = compare(chart_objects({}, chart=chart), manifest_objects({}, tmp_path / "out"))
+    assert problems and all("terminationGracePeriodSeconds" in p for p in problems), problems
