@@ -13,11 +13,15 @@ each probe interval of the chart, monitoring toggles and labels, another namespa
 from __future__ import annotations
 
 import copy
+import json
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
+from conftest import REPO
 from support.chart import CHART, HELM, chart_objects, compare, manifest_objects
 
 PER_NODE: dict[str, Any] = {
@@ -163,6 +167,21 @@ def _helm() -> None:
 def test_the_chart_renders_what_the_manifests_render(name: str, tmp_path: Path) -> None:
     overrides = VARIANTS[name]
     problems = compare(chart_objects(_values(overrides)), manifest_objects(overrides, tmp_path))
+    assert problems == [], "\n".join(problems[:40])
+
+
+def test_the_odf_examples_are_one_configuration(tmp_path: Path) -> None:
+    """charts/fioprobe/examples/odf-values.yaml and manifests/examples/odf.libsonnet: the same
+    keys, and the same objects rendered both ways."""
+    values = yaml.safe_load((CHART / "examples" / "odf-values.yaml").read_text())
+    jsonnet = subprocess.run(
+        [str(REPO / ".tools" / "bin" / "go-jsonnet"),
+         str(REPO / "manifests" / "examples" / "odf.libsonnet")],
+        capture_output=True, text=True, check=True, timeout=60,
+    )  # fmt: skip
+    overrides = json.loads(jsonnet.stdout)
+    assert values == overrides
+    problems = compare(chart_objects(values), manifest_objects(overrides, tmp_path))
     assert problems == [], "\n".join(problems[:40])
 
 
