@@ -13,14 +13,15 @@ import json
 import math
 import re
 from array import array
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from fioprobe.errors import ExitCode, FailureReason, FioprobeError
 from fioprobe.fio.model import OPERATIONS, Bins, Job, LatencyStats, OpStats, Run
+from fioprobe.fio.output_error import FioOutputError
+from fioprobe.fio.repeats import DECODER, DOCUMENT_START, strict_if_client_server
 
 __all__ = [
     "FioOutputError",
@@ -31,10 +32,6 @@ __all__ = [
     "run_of_entries",
 ]
 
-#: fio's JSON document starts with "{" at the start of a line (possibly indented when
-#: copied out of a document). Only those braces are tried, which keeps the search linear.
-_CANDIDATE = re.compile(r"^[ \t]*\{", re.MULTILINE)
-_DECODER = json.JSONDecoder()
 
 #: Time units of fio latency blocks, by key name: fio 3.x writes nanoseconds (`clat_ns`),
 #: fio 2.x microseconds (`clat`). Values are *divided* by these: division by a power of ten
@@ -44,21 +41,6 @@ _US_PER_S = 1e6
 #: fio's counters are uint64: a larger count is not fio output (and would overflow floats
 #: once summed over runs).
 _COUNT_LIMIT = 2**64
-
-
-class FioOutputError(FioprobeError, ValueError):
-    """fio output that cannot be turned into a trustworthy result (exit 3, parse_error).
-
-    The message is one line: "<source>: <what is wrong>".
-    """
-
-    exit_code = ExitCode.BAD_INPUT
-    reason = FailureReason.PARSE_ERROR
-
-    def __init__(self, source: str, problem: str) -> None:
-        super().__init__(f"{source}: {problem}")
-        self.source = source
-        self.problem = problem
 
 
 def parse_file(path: str | Path) -> Run:
@@ -138,17 +120,17 @@ def _whole_document(text: str) -> dict[str, Any] | None:
 def _find_fio_document(text: str, source: str) -> dict[str, Any]:
     whole = _whole_document(text)
     if whole is not None:
-        return _strict_if_client_server(whole, text, len(text) - len(text.lstrip()), source)
+        return strict_if_client_server(whole, text, len(text) - len(text.lstrip()), source)
     found: dict[str, Any] | None = None
     found_at = 0
     first_error: json.JSONDecodeError | None = None
     saw_json = False
     position = 0
-    while (match := _CANDIDATE.search(text, position)) is not None:
+    while (match := DOCUMENT_START.search(text, position)) is not None:
         start = match.end() - 1
         position = start + 1
         try:
-            obj, end = _DECODER.raw_decode(text, start)
+            obj, end = DECODER.raw_decode(text, start)
         except json.JSONDecodeError as exc:
             if first_error is None:
                 first_error = exc
@@ -162,132 +144,12 @@ def _find_fio_document(text: str, source: str) -> dict[str, Any]:
             # complete one holds the final totals.
             found, found_at = obj, start
     if found is not None:
-        return _strict_if_client_server(found, text, found_at, source)
+        return strict_if_client_server(found, text, found_at, source)
     if first_error is not None:
         raise FioOutputError(source, _describe_decode_error(text, first_error)) from None
     if saw_json:
         raise FioOutputError(source, 'JSON found, but not fio output (no "jobs" list)')
     raise FioOutputError(source, "no fio JSON output found" + _fio_said(text))
-
-
-class _DifferentRepeat(Exception):
-    """A key repeated in one object with another value: which value is fio's is unknowable."""
-
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
-
-
-def _strict_if_client_server(
-    document: dict[str, Any], text: str, start: int, source: str
-) -> dict[str, Any]:
-    """Client/server output read again, refusing every repeated key fio does not write.
-
-    A JSON decoder keeps the last of two equal keys and says nothing. fio's client writes
-    "global options" as the options of every server in one object, so a key repeats there
-    with the same value once per server (fio 3.33, one job file sent to three servers:
-    "bs" three times); fio 3.1 and older also repeat "0.00": 0 for unused slots of a
-    "percentile" object (and only there).
-    Those two repeats are accepted as they are; any other repeated key, or a repeat with
-    another value, is an edited or broken file, rejected whole. Plain (not client/server)
-    documents take the decoder's fast path unchecked: they are the probe's hot path.
-    """
-    if not isinstance(document.get("client_stats"), list):
-        return document
-    repeats: list[tuple[dict[str, Any], list[str]]] = []
-
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        obj: dict[str, Any] = {}
-        again: list[str] = []
-        for key, value in items:
-            if key in obj:
-                if not _same_value(obj[key], value):
-                    raise _DifferentRepeat(key)
-                again.append(key)
-            obj[key] = value
-        if again:
-            repeats.append((obj, again))
-        return obj
-
-    strict: dict[str, Any]
-    try:
-        strict, end = json.JSONDecoder(object_pairs_hook=pairs).raw_decode(text, start)
-    except _DifferentRepeat as exc:
-        raise FioOutputError(
-            source, f"key {_shown_key(exc.key)} appears twice in one object with different values"
-        ) from None
-    except (json.JSONDecodeError, RecursionError):  # the first decoding succeeded: not fio's
-        raise FioOutputError(source, "fio JSON decodes differently on a second reading") from None
-    _refuse_junk_after(text, end, source)
-    options = strict.get("global options")
-    accepted = [options] if isinstance(options, dict) else []
-    if isinstance(options, list):
-        accepted = [item for item in options if isinstance(item, dict)]
-    percentiles = {id(obj) for obj in _percentile_objects(strict)} if repeats else set()
-    for obj, keys in repeats:
-        if any(obj is item for item in accepted):
-            continue
-        if (
-            id(obj) in percentiles
-            and set(keys) == {"0.00"}
-            and obj["0.00"] == 0
-            and type(obj["0.00"]) is int
-        ):
-            continue
-        raise FioOutputError(
-            source,
-            f"key {_shown_key(keys[0])} appears more than once in one object; fio repeats "
-            'keys only in client/server "global options"',
-        )
-    return strict
-
-
-def _refuse_junk_after(text: str, end: int, source: str) -> None:
-    """Refuse client/server output with broken JSON after its document.
-
-    fio's client writes its document last; what may follow is whitespace or another
-    complete document. A document cut into, a second one half written or text glued to the
-    closing brace means the file was edited or concatenated, and which figures are fio's is
-    then unknowable: the whole file is rejected rather than the last good-looking part read.
-    """
-    line_end = text.find("\n", end)
-    glued = text[end : len(text) if line_end < 0 else line_end].strip()
-    if glued:
-        line = text.count("\n", 0, end) + 1
-        raise FioOutputError(
-            source, f"text after the fio JSON document on its last line {line}: {glued[:40]!r}"
-        )
-    position = end
-    while (match := _CANDIDATE.search(text, position)) is not None:
-        try:
-            _, position = _DECODER.raw_decode(text, match.end() - 1)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            detail = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
-            line = text.count("\n", 0, match.end() - 1) + 1
-            raise FioOutputError(
-                source, f"invalid JSON after the fio document, at line {line}: {detail}"
-            ) from None
-
-
-def _percentile_objects(value: object) -> Iterator[dict[str, Any]]:
-    """Every object under a "percentile" key: where old fio writes its "0.00" slots."""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if key == "percentile" and isinstance(item, dict):
-                yield item
-            yield from _percentile_objects(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _percentile_objects(item)
-
-
-def _same_value(first: object, second: object) -> bool:
-    """Equal and of one JSON type (1 and 1.0, true and 1 are different values here)."""
-    return type(first) is type(second) and first == second
-
-
-def _shown_key(key: str) -> str:
-    return f'"{key}"' if key.isprintable() and '"' not in key else repr(key)
 
 
 def _describe_decode_error(text: str, exc: json.JSONDecodeError) -> str:
