@@ -203,15 +203,7 @@ class ProbeCollector(Collector):
         latency = stats.latency
         if latency is None or not latency.has_data:
             return
-        name = family.name
-        labels = {**self.const_labels, "fio_job": job.name}
-        for quantile, percent in _QUANTILE_PERCENTS:
-            value = latency.percentiles.get(percent)
-            if value is not None:
-                family.add_sample(name, {**labels, "quantile": quantile}, value)
-        samples = stats.sample_count
-        family.add_sample(name + "_sum", labels, latency.mean_s * samples)
-        family.add_sample(name + "_count", labels, float(samples))
+        add_latency_summary(family, {**self.const_labels, "fio_job": job.name}, stats)
 
     def _health(self) -> Iterator[Metric]:
         outcome = self.outcome
@@ -281,6 +273,21 @@ class ProbeCollector(Collector):
                 family = self._scalar(name)
                 family.add_metric(self._values(), float(value))
                 yield family
+
+
+def add_latency_summary(family: Metric, labels: dict[str, str], stats: OpStats) -> None:
+    """One summary's samples from a run's latency: fio's own percentiles as quantiles, and
+    sum and count over its samples (mean x count: fio reports no sum)."""
+    latency = stats.latency
+    assert latency is not None
+    name = family.name
+    for quantile, percent in _QUANTILE_PERCENTS:
+        value = latency.percentiles.get(percent)
+        if value is not None:
+            family.add_sample(name, {**labels, "quantile": quantile}, value)
+    samples = stats.sample_count
+    family.add_sample(name + "_sum", labels, latency.mean_s * samples)
+    family.add_sample(name + "_count", labels, float(samples))
 
 
 def etcd_disk_label(etcd_disk: bool | None) -> str:

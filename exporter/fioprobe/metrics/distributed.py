@@ -18,11 +18,11 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from fioprobe import __version__
 from fioprobe.fio.clientserver import ClientServerRun
 from fioprobe.fio.model import OpStats, Run
-from fioprobe.metrics.table import METRICS_BY_NAME, SUMMARY_QUANTILES
+from fioprobe.metrics.collector import add_latency_summary
+from fioprobe.metrics.table import METRICS_BY_NAME
 
 #: The operations a distributed benchmark exports (no sync: its phases do not fsync).
 DISTRIBUTED_OPS = ("read", "write")
-_QUANTILE_PERCENTS = [(f"{q:g}", round(q * 100, 6)) for q in SUMMARY_QUANTILES]
 _DONE = {"read": "read", "write": "written"}
 
 
@@ -161,14 +161,7 @@ class DistributedCollector(Collector):
         family = families.get(name)
         if family is None:
             family = families[name] = Metric(name, definition.help, "summary")
-        labels = dict(zip(definition.labels, values, strict=True))
-        for quantile, percent in _QUANTILE_PERCENTS:
-            value = latency.percentiles.get(percent)
-            if value is not None:
-                family.add_sample(name, {**labels, "quantile": quantile}, value)
-        samples = stats.sample_count
-        family.add_sample(name + "_sum", labels, latency.mean_s * samples)
-        family.add_sample(name + "_count", labels, float(samples))
+        add_latency_summary(family, dict(zip(definition.labels, values, strict=True)), stats)
 
 
 def single_op(run: Run, op: str) -> OpStats | None:
