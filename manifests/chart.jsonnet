@@ -11,7 +11,9 @@
 //   monitoring.mixinConfig the rules and dashboards are rendered here, not at install time:
 //                          a changed threshold needs the mixin rendered again (manifests)
 //   everyMinutes           only the intervals rendered below
-// and one of its own: releaseLabel (the label kube-prometheus-stack's selectors match).
+// and two of its own: releaseLabel (the label kube-prometheus-stack's selectors match) and
+// benchmarks (distributed benchmarks, components/distributed.libsonnet's argument, each
+// rendered as manifests/distributed.jsonnet renders it).
 local common = import 'lib/common.libsonnet';
 local defaults = import 'lib/defaults.libsonnet';
 local monitoringConfig = import 'lib/monitoring-config.libsonnet';
@@ -21,6 +23,29 @@ local sizing = import 'lib/sizing.libsonnet';
 // Probe intervals (minutes) the chart's rules and dashboards are rendered for: the mixin's
 // probeIntervalSeconds sets every window, so each interval has files of its own.
 local intervals = [5, 10, 15];
+
+// One distributed benchmark: components/distributed.libsonnet's argument, whose asserts the
+// chart's templates repeat where JSON Schema cannot say it (a push with auth or TLS).
+local benchmark = {
+  '#name':: 'The benchmark: lowercase letters, digits and -, at most 40 (object names, its `benchmark` label).',
+  name: p.required(p.check('string', function(v) true, '', { pattern: '^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$' })),
+  '#storageclass':: "The StorageClass of the servers' PVCs.",
+  storageclass: p.required(p.check('string', function(v) true, '', { minLength: 1 })),
+  '#servers':: 'How many fio servers, 1 to 64 (spread over nodes where there are several).',
+  servers: p.required(p.check('number', function(v) true, '', { type: 'integer', minimum: 1, maximum: 64 })),
+  '#volumeSize':: "Each server's PVC, a quantity such as 40Gi; the plan's data set must fit on it.",
+  volumeSize: p.required(p.check('string', function(v) true, '', { pattern: '^[0-9]+(\\.[0-9]+)?(Ki|Mi|Gi|Ti|K|M|G|T)?$' })),
+  '#nodeSelector':: 'Where the servers may run.',
+  nodeSelector: p.map({}, 'string'),
+  '#keepVolumes':: 'true: the PVCs stay when the benchmark is removed.',
+  keepVolumes: false,
+  '#push':: "Push the result to the release's Pushgateway (not with its auth or TLS).",
+  push: true,
+  '#plan':: 'The rest of the plan (jobs_per_server, file_size, block_size, runtime, phases, budget, ...), checked by fioprobe when the client starts; not name, storageclass, servers, node_selector or volume_size, which come from above.',
+  plan: p.check(p.map({}), function(v) true, '', {
+    not: { anyOf: [{ required: [k] } for k in ['name', 'storageclass', 'servers', 'node_selector', 'volume_size']] },
+  }),
+};
 
 local schema = defaults {
   namespace:: null,
@@ -40,12 +65,15 @@ local schema = defaults {
   // only monitors and rules labelled release=<its own release>).
   '#releaseLabel':: 'Adds release=<value> to the ServiceMonitor, PodMonitor and PrometheusRules: a kube-prometheus-stack release name, or true for this release (false: none).',
   releaseLabel: p.check(p.oneOf(false, ['boolean', 'string']), function(v) true, '', {}),
+  '#benchmarks':: 'Distributed benchmarks (`fioprobe distributed`, docs/DISTRIBUTED.md): each runs its fio servers (a StatefulSet with a PVC each), one client Job and their NetworkPolicies while it is in the values; remove it (helm upgrade) to delete them, PVCs included unless keepVolumes.',
+  benchmarks: p.list(benchmark, []),
 };
 
 local config = monitoringConfig.merged(import 'config.libsonnet');
 local values = { [k]: config[k] for k in std.objectFields(config) if k != 'namespace' } + {
   monitoring+: { mixinConfig:: null },
   releaseLabel: false,
+  benchmarks: [],
 };
 
 local rendered = {
@@ -108,5 +136,7 @@ local perNodeNodes =
       expectedStream: u.expectedStreamRecord,
     },
     hostPathScc: common.hostPathScc,
+    // The fio server's script of a distributed benchmark (components/distributed.libsonnet).
+    distributedServerScript: importstr 'lib/distributed-server.sh',
   },
 }

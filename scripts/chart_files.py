@@ -23,7 +23,8 @@ HEADER = (
     "# manifests/config.libsonnet (manifests/chart.jsonnet). Do not edit: change those and run\n"
     "# `make generate`. Every key is checked by values.schema.json; docs/MANIFESTS.md explains\n"
     "# each one (the chart's values are the manifests' configuration keys, but `namespace`, the\n"
-    "# release's, and `monitoring.mixinConfig`; `releaseLabel` is the chart's own).\n"
+    "# release's, and `monitoring.mixinConfig`; `releaseLabel` and `benchmarks` are the\n"
+    "# chart's own).\n"
 )
 
 

@@ -177,6 +177,9 @@ def test_an_existing_pushgateway_replaces_the_charts_own() -> None:
 
 # --- the schema ---------------------------------------------------------------------------------
 
+#: The smallest distributed benchmark the chart takes.
+BENCH: dict[str, Any] = {"name": "q", "storageclass": "gp3", "servers": 1, "volumeSize": "1Gi"}
+
 #: Values the schema (or, where JSON Schema cannot say it, the templates) refuses, with
 #: fragments of the message that must name the key and what is wrong.
 BAD: list[tuple[dict[str, Any], list[str]]] = [
@@ -247,6 +250,20 @@ BAD: list[tuple[dict[str, Any], list[str]]] = [
         ["stateHostPath", "overlaps etcd.hostPath"],
     ),
     ({"perNode": {"enabled": True}}, ["perNode.enabled needs perNode.localDisks"]),
+    # Distributed benchmarks: what components/distributed.libsonnet refuses, refused here too.
+    ({"benchmarks": [{**BENCH, "name": "Qualify_gp3"}]}, ["at '/benchmarks/0/name'", "pattern"]),
+    ({"benchmarks": [{**BENCH, "servers": 0}]}, ["at '/benchmarks/0/servers'", "minimum"]),
+    ({"benchmarks": [{**BENCH, "servers": 2.5}]}, ["at '/benchmarks/0/servers'", "integer"]),
+    ({"benchmarks": [{**BENCH, "volumeSize": "lots"}]}, ["at '/benchmarks/0/volumeSize'"]),
+    ({"benchmarks": [{**BENCH, "replicas": 3}]}, ["at '/benchmarks/0'", "'replicas' not allowed"]),
+    ({"benchmarks": [{"name": "a", "servers": 1}]}, ["at '/benchmarks/0'", "'storageclass'"]),
+    ({"benchmarks": [{**BENCH, "plan": {"servers": 5}}]}, ["at '/benchmarks/0/plan'"]),
+    ({"benchmarks": [{**BENCH, "plan": {"volume_size": "1Ti"}}]}, ["at '/benchmarks/0/plan'"]),
+    ({"benchmarks": [BENCH, BENCH]}, ["benchmarks: a name appears more than once: q, q"]),
+    (
+        {"benchmarks": [BENCH], "pushgateway": {"auth": {"enabled": True}}},
+        ["distributed: push to a Pushgateway with auth or TLS is not supported yet"],
+    ),
 ]
 
 
@@ -280,7 +297,8 @@ def _schema_paths(schema: dict[str, Any], path: str = "") -> set[str]:
 
 def test_the_chart_has_the_manifests_keys_but_the_helm_ones() -> None:
     """Every key of lib/defaults.libsonnet is a value, but the two the chart leaves to Helm
-    (the namespace, the mixin's config); the one of its own is releaseLabel."""
+    (the namespace, the mixin's config); its own are releaseLabel and benchmarks (the
+    argument of components/distributed.libsonnet, not a configuration key)."""
     rows = subprocess.run(
         [str(GO_JSONNET), "-J", str(REPO), "-e",
          "[r.key for r in (import 'manifests/lib/params.libsonnet')"
@@ -296,7 +314,8 @@ def test_the_chart_has_the_manifests_keys_but_the_helm_ones() -> None:
         parent = key.rsplit(".", 1)[0] if "." in key else ""
         return parent == "" or any(k.startswith(parent + ".") for k in manifest_keys)
 
-    assert {k for k in chart_keys - manifest_keys if documented(k)} == {"releaseLabel"}
+    own = {k for k in chart_keys - manifest_keys if documented(k)}
+    assert {k for k in own if not k.startswith("benchmarks[].")} == {"releaseLabel", "benchmarks"}
     values = yaml.safe_load((CHART / "values.yaml").read_text())
     assert set(values) == {k for k in chart_keys if "." not in k and "[]" not in k}
 

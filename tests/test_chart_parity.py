@@ -22,7 +22,15 @@ from typing import Any
 import pytest
 import yaml
 from conftest import REPO
-from support.chart import CHART, HELM, chart_objects, compare, manifest_objects
+from support.chart import (
+    CHART,
+    HELM,
+    benchmark_objects,
+    chart_objects,
+    compare,
+    is_benchmark,
+    manifest_objects,
+)
 
 PER_NODE: dict[str, Any] = {
     "perNode": {
@@ -167,6 +175,66 @@ def _helm() -> None:
 def test_the_chart_renders_what_the_manifests_render(name: str, tmp_path: Path) -> None:
     overrides = VARIANTS[name]
     problems = compare(chart_objects(_values(overrides)), manifest_objects(overrides, tmp_path))
+    assert problems == [], "\n".join(problems[:40])
+
+
+#: A StorageClass qualified before it is trusted: the example of docs/DISTRIBUTED.md.
+BENCHMARK: dict[str, Any] = {
+    "name": "qualify-gp3",
+    "storageclass": "gp3",
+    "servers": 3,
+    "volumeSize": "40Gi",
+    "nodeSelector": {"node-role.kubernetes.io/worker": ""},
+    "plan": {
+        "jobs_per_server": 4,
+        "file_size": "8g",
+        "block_size": "8k",
+        "runtime": 240,
+        "iodepths": [1, 4, 16],
+        "budget": {"bytes_per_server": "200g", "seconds_per_server": 1200},
+    },
+}
+
+#: (the configuration, the benchmark's changes): what changes a benchmark's objects.
+BENCHMARK_VARIANTS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "default": ({}, {}),
+    "openshift": ({"platform": "openshift"}, {}),
+    "sharded-pushgateway": ({"pushgateway": {"replicas": 3}}, {}),
+    "existing-pushgateway": ({"pushgateway": {"url": "https://pgw.monitoring.svc:9443"}}, {}),
+    "no-push-keep-volumes-auth": (
+        {"pushgateway": {"auth": {"enabled": True}}},
+        {"push": False, "keepVolumes": True, "nodeSelector": {}},
+    ),
+    "one-phase-no-plan-defaults": (
+        {"image": {"tag": "1.2.3"}, "probeUser": 1000, "dns": {"port": 5353}},
+        {"plan": {"phases": ["randwrite"], "budget": {"bytes_per_server": "1g",
+                                                      "seconds_per_server": 50}}},
+    ),
+    "empty-plan": ({"namespace": "storage-probes"}, {"servers": 1, "plan": {}}),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(BENCHMARK_VARIANTS))
+def test_a_benchmark_renders_as_manifests_distributed_renders_it(name: str) -> None:
+    """`benchmarks` in the values: each one's objects are components/distributed.libsonnet's
+    for the same configuration, and the rest of the release is as without it."""
+    overrides, change = BENCHMARK_VARIANTS[name]
+    benchmark = {**BENCHMARK, **change}
+    namespace = overrides.get("namespace", "fioprobe")
+    values = _values(overrides)
+    chart = chart_objects({**values, "benchmarks": [benchmark]}, namespace=namespace)
+    ours = {k: v for k, v in chart.items() if is_benchmark(v)}
+    problems = compare(ours, benchmark_objects(benchmark, overrides))
+    assert problems == [], "\n".join(problems[:40])
+    rest = {k: v for k, v in chart.items() if not is_benchmark(v)}
+    assert compare(rest, chart_objects(values, namespace=namespace)) == []
+
+
+def test_two_benchmarks_in_one_release() -> None:
+    other = {**BENCHMARK, "name": "qualify-io2", "storageclass": "io2"}
+    chart = chart_objects({"benchmarks": [BENCHMARK, other]})
+    expected = {**benchmark_objects(BENCHMARK, {}), **benchmark_objects(other, {})}
+    problems = compare({k: v for k, v in chart.items() if is_benchmark(v)}, expected)
     assert problems == [], "\n".join(problems[:40])
 
 

@@ -14,9 +14,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -285,6 +287,86 @@ def test_a_server_that_is_not_there_fails_the_benchmark_and_cleans_the_others(
         f"127.0.0.1:{absent}: its working directory may still hold bench.* files"
     ) in done.stdout.decode()
     _nothing_left(servers)
+
+
+def test_a_prepare_cut_short_by_its_runtime_stops_the_benchmark(
+    tmp_path: Path, servers: list[FioServer]
+) -> None:
+    """fio ends a job at its runtime and calls it success: a prepare that did not lay out the
+    whole data set fails the benchmark, by name, before a random phase measures a smaller
+    one. 2 GiB in 4k writes within 1 s would take 500k IOPS: far beyond this machine."""
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(
+        PLAN.replace("servers: 3", "servers: 1")
+        .replace("file_size: 8m", "file_size: 1g\nprepare_block_size: 4k")
+        .replace("prepare_runtime: 20", "prepare_runtime: 1")
+        .replace("128m", "8g")
+    )
+    done = fioprobe(
+        "distributed", "--plan", str(plan), "--servers", servers[0].address,
+        "-o", str(tmp_path / "archive"),
+    )  # fmt: skip
+    stdout = done.stdout.decode()
+    assert done.returncode == 1, done.stderr.decode() + stdout
+    message = done.stderr.decode().strip()
+    assert re.fullmatch(
+        r"fioprobe: error: phase prepare: the data set was not laid out within prepare_runtime "
+        rf"\(1s\): {re.escape(servers[0].address)} wrote \d+ of 2147483648 bytes; raise "
+        r"prepare_runtime or lower file_size, or the random phases would measure a smaller "
+        r"data set",
+        message,
+    ), message
+    assert "phase randread" not in stdout
+    assert "clean-up: the benchmark's files removed on 1 servers" in stdout
+    _nothing_left(servers[:1])
+
+
+def test_a_client_waits_for_servers_that_start_after_it(tmp_path: Path) -> None:
+    """--wait-for-servers: a client started beside its servers (one apply, one Helm release)
+    sends nothing until every server listens, then runs; a server that never comes fails
+    the benchmark by name after the wait, with nothing sent and nothing to clean."""
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PLAN.replace("servers: 3", "servers: 2") + "phases: [prepare]\n")
+    ports = [services.free_port(), services.free_port()]
+    client = subprocess.Popen(
+        [sys.executable, "-m", "fioprobe", "distributed", "--plan", str(plan),
+         "--servers", ",".join(f"127.0.0.1:{port}" for port in ports),
+         "-o", str(tmp_path / "archive"), "--wait-for-servers", "120"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert client.stdout is not None
+        ready, _, _ = select.select([client.stdout], [], [], 60)
+        assert ready, "the client printed nothing in 60 s"
+        first = client.stdout.readline().decode()
+        assert first == "waiting up to 120s for 2 fio servers to listen\n", first
+        time.sleep(2)  # the client keeps trying meanwhile: nothing listens yet
+        assert client.poll() is None
+        with fio_servers(tmp_path / "servers", 2, ports=ports) as late:
+            stdout, stderr = client.communicate(timeout=120)
+            assert client.returncode == 0, stderr.decode() + stdout.decode()
+            assert re.match(r"all 2 fio servers listening after \d+s\n", stdout.decode())
+            assert "clean-up: the benchmark's files removed on 2 servers" in stdout.decode()
+            _nothing_left(late)
+    finally:
+        if client.poll() is None:
+            os.killpg(client.pid, signal.SIGKILL)
+            client.wait(timeout=10)
+
+    absent = services.free_port()
+    plan.write_text(PLAN.replace("servers: 3", "servers: 1"))
+    done = fioprobe(
+        "distributed", "--plan", str(plan), "--servers", f"127.0.0.1:{absent}",
+        "-o", str(tmp_path / "archive2"), "--wait-for-servers", "2",
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr.decode()
+    assert done.stderr.decode() == (
+        f"fioprobe: error: no fio server listening at 127.0.0.1:{absent} after 2s "
+        "(--wait-for-servers); nothing was sent to any server\n"
+    )
+    assert done.stdout.decode().splitlines()[-1] == (
+        "clean-up: no job was sent, so no server holds a file"
+    )
 
 
 def test_an_iodepth_sweep_gives_response_curves(tmp_path: Path, servers: list[FioServer]) -> None:

@@ -33,7 +33,7 @@ BAD = [
      "'directory': unknown key (expected one of: block_size, budget, direct, drop_caches, "
      "file_size, iodepth, iodepths, ioengine, jobs_per_server, loops, name, node_selector, "
      "phases, "
-     "prepare_block_size, prepare_runtime, runtime, servers, storageclass)"),
+     "prepare_block_size, prepare_runtime, runtime, servers, storageclass, volume_size)"),
     ("unknown budget key", GOOD.replace("  seconds_per_server: 600\n",
                                         "  seconds_per_server: 600\n  iops: 5\n"),
      "budget.'iops': unknown key (expected one of: bytes_per_server, seconds_per_server)"),
@@ -72,6 +72,17 @@ BAD = [
      "iodepths: must be a list of 1 to 16 IO depths, got 8"),
     ("node selector value", GOOD + "node_selector: {disk: [a]}\n",
      "node_selector.disk: ['a'] is not a label value"),
+    ("volume size not a quantity", GOOD + "volume_size: 40 gigs\n",
+     "volume_size: must be a size such as 40Gi or 500Mi (each server's volume), got '40 gigs'"),
+    ("volume size fractional", GOOD + "volume_size: 1.5\n",
+     "volume_size: must be a size such as 40Gi or 500Mi (each server's volume), got 1.5"),
+    # 4 files of 8g are 32 GiB; a 32Gi volume leaves about 90 % of it to files.
+    ("data set larger than the volume",
+     GOOD.replace("1g", "200g") + "jobs_per_server: 4\nfile_size: 8g\nvolume_size: 32Gi\n",
+     "the data set, jobs_per_server (4) files of file_size (8g), is 34359738368 bytes per "
+     "server: more than a filesystem leaves to files on volume_size (34359738368 bytes, about "
+     "90%: 30923764531); lower file_size or jobs_per_server, or give the servers larger "
+     "volumes"),
     ("not a mapping", "- a\n- b\n",
      "a plan is a mapping of keys such as name, storageclass, budget"),
 ]  # fmt: skip
@@ -89,6 +100,15 @@ def test_defaults_and_phase_order() -> None:
     assert plan.phases == ("prepare", "randwrite")  # always in their own order
     assert parse_plan(GOOD, "plan.yaml").phases == PHASES
     assert plan.budget.bytes_per_server == 1 << 30
+    assert plan.volume_size is None  # unknown unless the plan says: nothing to check then
+
+
+def test_a_data_set_that_fits_its_volume_is_accepted() -> None:
+    """Two files of 32m on 72Mi: 64 MiB within the 90 % a filesystem leaves to files."""
+    fits = parse_plan(GOOD + "volume_size: 72Mi\n", "plan.yaml")
+    assert fits.volume_size == 72 << 20
+    with pytest.raises(PlanError, match="more than a filesystem leaves to files"):
+        parse_plan(GOOD + "volume_size: 71Mi\n", "plan.yaml")
 
 
 #: (what, plan text additions, the message's start after "plan.yaml: ").

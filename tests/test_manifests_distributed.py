@@ -218,6 +218,25 @@ def test_the_plan_the_client_reads_is_accepted(
                     "--check")  # fmt: skip
     assert done.returncode == 0, done.stderr.decode()
     assert "rw=randread" in done.stdout.decode()
+    # The PVC's size reaches the plan: 4 files of 8g do not fit on 32Gi volumes.
+    small = render({**BENCHMARK, "volumeSize": "32Gi"})
+    (config,) = [o for o in small if o["kind"] == "ConfigMap"]
+    (tmp_path / "small.yaml").write_text(config["data"]["plan.yaml"])
+    refused = fioprobe("distributed", "--plan", str(tmp_path / "small.yaml"), "--servers",
+                       servers, "--check")  # fmt: skip
+    assert refused.returncode == 2
+    assert "more than a filesystem leaves to files on volume_size (34359738368 bytes" in (
+        refused.stderr.decode()
+    )
+
+
+def test_the_client_waits_for_servers_applied_with_it(objects: dict[str, dict[str, Any]]) -> None:
+    """Applied at once (the chart, or `part: 'all'`), the client finds its servers starting:
+    it waits for them before it sends anything."""
+    command = one(objects, "Job", "distributed-client")["spec"]["template"]["spec"]["containers"][
+        0
+    ]["command"]
+    assert command[command.index("--wait-for-servers") + 1] == "300"
 
 
 @pytest.mark.parametrize(
@@ -227,7 +246,12 @@ def test_the_plan_the_client_reads_is_accepted(
         ({"servers": 0}, "servers must be a whole number from 1 to 64"),
         ({"volumeSize": "lots"}, "volumeSize lots is not a quantity such as 40Gi"),
         ({"replicas": 3}, "unknown keys replicas"),
-        ({"plan": {"servers": 5}}, "plan must not set name, storageclass, servers, node_selector"),
+        (
+            {"plan": {"servers": 5}},
+            "plan must not set servers: name, storageclass, servers, node_selector, "
+            "volume_size come from the benchmark",
+        ),
+        ({"plan": {"volume_size": "1Ti"}}, "plan must not set volume_size"),
     ],
 )
 def test_bad_benchmarks_stop_the_rendering(change: dict[str, Any], message: str) -> None:
@@ -272,13 +296,14 @@ def _deadlines(benchmark: dict[str, Any]) -> tuple[int, int, int]:
 def test_the_deadlines_follow_the_phases_stop_cleanup_and_push(
     plan: dict[str, Any], phase_runs: int
 ) -> None:
-    """Each phase run (a sweep runs each random phase per IO depth) gets fio's slack; after
+    """The client's start and its wait for the servers (300 s) come first; each phase run
+    (a sweep runs each random phase per IO depth) gets fio's slack; after
     the Job's deadline its SIGTERM leaves the client the time to stop fio, clean up and
     push; the servers listen until the client cannot need them any more, never longer."""
     benchmark = {**BENCHMARK, "plan": {**BENCHMARK["plan"], **plan}}  # type: ignore[dict-item]
     deadline, grace, server_seconds = _deadlines(benchmark)
     assert grace == STOP_GRACE_SECONDS + CLEANUP_SECONDS + PUSH_SECONDS + 10
-    assert deadline == 60 + 1200 + phase_runs * PHASE_SLACK_SECONDS + grace
+    assert deadline == 60 + 300 + 1200 + phase_runs * PHASE_SLACK_SECONDS + grace
     assert server_seconds == 600 + deadline + grace
     quiet = {**benchmark, "push": False}
     assert _deadlines(quiet)[1] == STOP_GRACE_SECONDS + CLEANUP_SECONDS + 10

@@ -18,7 +18,12 @@
 //   keepVolumes   true: the PVCs stay when the StatefulSet is deleted (default false)
 //   push          push the result to fioprobe's Pushgateway (default true)
 //   plan          the rest of the plan (jobs_per_server, file_size, budget, ...), checked by
-//                 fioprobe itself when the client starts (and by `fioprobe distributed --check`)
+//                 fioprobe itself when the client starts (and by `fioprobe distributed --check`),
+//                 with volumeSize as its volume_size: a data set that does not fit is refused
+//
+// The client waits for its servers to listen (--wait-for-servers) before it sends anything,
+// so every object may be applied at once (the chart does); part 'servers' then 'client'
+// (manifests/distributed.jsonnet) works as well.
 local common = import '../lib/common.libsonnet';
 local sizing = import '../lib/sizing.libsonnet';
 
@@ -51,9 +56,13 @@ function(config, benchmark)
     std.join(', ', [k for k in std.objectFields(b) if !std.member(onlyIn, k)]),
     std.join(', ', onlyIn),
   ];
-  local fromPlan = ['name', 'storageclass', 'servers', 'node_selector'];
-  assert std.length([k for k in std.objectFields(b.plan) if std.member(fromPlan, k)]) == 0
-         : 'distributed: plan must not set %s: they come from the benchmark' % std.join(', ', fromPlan);
+  local fromPlan = ['name', 'storageclass', 'servers', 'node_selector', 'volume_size'];
+  local setInPlan = [k for k in std.objectFields(b.plan) if std.member(fromPlan, k)];
+  assert std.length(setInPlan) == 0
+         : 'distributed: plan must not set %s: %s come from the benchmark' % [
+    std.join(', ', setInPlan),
+    std.join(', ', fromPlan),
+  ];
 
   local ns = c.namespace;
   local port = 8765;
@@ -70,6 +79,7 @@ function(config, benchmark)
     storageclass: b.storageclass,
     servers: b.servers,
     node_selector: b.nodeSelector,
+    volume_size: b.volumeSize,
   };
   // The servers by their stable StatefulSet DNS names.
   local servers = [
@@ -95,8 +105,12 @@ function(config, benchmark)
   local budgetSeconds = std.get(std.get(b.plan, 'budget', {}), 'seconds_per_server', 3600);
   // What the client needs after SIGTERM (the Job's deadline sends it): the grace period.
   local clientGrace = stopSeconds + cleanupSeconds + pushSeconds + 10;
-  // The client Job's deadline: its start (image, DNS: 60 s), every phase, then the above.
-  local deadline = 60 + budgetSeconds + phaseRuns * phaseSlack + clientGrace;
+  // How long the client waits for every server to listen: the servers' PVCs provisioned and
+  // attached, their image pulled, when everything is applied at once.
+  local serverWait = 300;
+  // The client Job's deadline: its start (image, DNS: 60 s), the wait for its servers, every
+  // phase, then the above.
+  local deadline = 60 + serverWait + budgetSeconds + phaseRuns * phaseSlack + clientGrace;
   // The servers listen from their start until the client can no longer need them: the
   // window to apply the client after the servers are ready, the client's deadline, and its
   // grace (the clean-up reaches the servers then). At that moment `timeout` stops fio's
@@ -104,13 +118,7 @@ function(config, benchmark)
   // exit to restart, until the documented clean-up deletes the StatefulSet.
   local clientStartWindow = 600;
   local serverSeconds = clientStartWindow + deadline + clientGrace;
-  local serverScript = |||
-    trap 'kill -TERM "$child" 2>/dev/null; exit 0' TERM INT
-    timeout -k 10 "$1" fio --server="$2" & child=$!
-    wait "$child"
-    echo "fio server: past the benchmark's deadline ($1 s) or ended; no longer listening"
-    while :; do sleep 3600 & child=$!; wait "$child"; done
-  |||;
+  local serverScript = importstr '../lib/distributed-server.sh';
 
   {
     plan: {
@@ -240,6 +248,8 @@ function(config, benchmark)
                 std.join(',', servers),
                 '--output',
                 '/results',
+                '--wait-for-servers',
+                std.toString(serverWait),
               ] + (if b.push then ['--gateway', sizing.urls(c)[0]] else []),
               resources: c.probeResources,
               securityContext: common.containerSecurityContext,
@@ -276,8 +286,9 @@ function(config, benchmark)
     },
 
     // The Pushgateway's own policy admits probes and Prometheus only; policies add up, so this
-    // one admits the benchmark's client too, on the Pushgateway's port, while it exists.
-    pushgatewayPolicy: if b.push then {
+    // one admits the benchmark's client too, on the Pushgateway's port, while it exists. An
+    // existing Pushgateway (pushgateway.url) is not ours to admit anything to.
+    pushgatewayPolicy: if b.push && pgw.url == null then {
       apiVersion: 'networking.k8s.io/v1',
       kind: 'NetworkPolicy',
       metadata: common.metadata(c, clientComponent, 'fioprobe-bench-%s-push' % name, ns, name),
@@ -312,13 +323,19 @@ function(config, benchmark)
             }],
             ports: [{ protocol: 'UDP', port: c.dns.port }, { protocol: 'TCP', port: c.dns.port }],
           },
-        ] + (if b.push then [{
-               to: [{
-                 namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': c.namespace } },
-                 podSelector: { matchLabels: common.selectorLabels('pushgateway') },
-               }],
-               ports: [{ protocol: 'TCP', port: pgw.port }],
-             }] else []),
+        ] + (
+          if !b.push then []
+          // An existing Pushgateway by its port only, as the probes reach it: where its pods
+          // run is not known here.
+          else if pgw.url != null then [{ ports: [{ protocol: 'TCP', port: common.urlParts(pgw.url).port }] }]
+          else [{
+            to: [{
+              namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': c.namespace } },
+              podSelector: { matchLabels: common.selectorLabels('pushgateway') },
+            }],
+            ports: [{ protocol: 'TCP', port: pgw.port }],
+          }]
+        ),
       },
     },
   }

@@ -1,6 +1,7 @@
 """A distributed benchmark in the cluster: three fio servers of the StatefulSet on the node's
-local volumes of class e2e-bench (scripts/e2e/cluster.sh), the client Job, the push, and the
-documented clean-up, PVCs included (docs/DISTRIBUTED.md, "In a cluster").
+local volumes of class e2e-bench (scripts/e2e/cluster.sh), the client Job applied with them
+(it waits for them to listen), the push, and the documented clean-up, PVCs included
+(docs/DISTRIBUTED.md, "In a cluster").
 
 The cluster has one node: the servers' preferred anti-affinity must still let all three run
 there (spreading itself is checked on the rendered objects, tests/test_manifests_distributed.py).
@@ -69,17 +70,19 @@ def job_finished(kube: Kube) -> str | None:
 def test_benchmark_runs_pushes_and_is_cleaned_up(
     kube: Kube, run_dir: Path, pushgateway_url: str
 ) -> None:
-    kube("apply", "-f", "-", stdin=render(run_dir, "servers"))
+    # Everything at once, as the Helm chart applies it: the client waits for its servers.
+    kube("apply", "-f", "-", stdin=render(run_dir, "all"))
     servers = kube.wait(
         lambda: (lambda pods: pods if len(pods) == 3 else None)(running_servers(kube)),
         POD_TIMEOUT,
         "three running fio servers",
     )
     assert len({p["spec"]["nodeName"] for p in servers}) == 1  # one node: preferred, not required
-    kube("apply", "-f", "-", stdin=render(run_dir, "client"))
     outcome = kube.wait(lambda: job_finished(kube), JOB_TIMEOUT, "the benchmark Job to finish")
     log = kube("logs", "-n", NAMESPACE, f"job/fioprobe-bench-{NAME}", timeout=60)
     assert outcome == "Complete", log
+    assert "waiting up to 300s for 3 fio servers to listen" in log, log
+    assert "all 3 fio servers listening after" in log, log
     for phase in ("prepare", "randread", "randwrite"):
         assert f"phase {phase} (" in log, log
     assert "all servers (fio)" in log and "sum of servers" in log

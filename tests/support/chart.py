@@ -92,6 +92,26 @@ def manifest_objects(overrides: dict[str, Any], out: Path) -> dict[Key, dict[str
     return objects
 
 
+def benchmark_objects(
+    benchmark: dict[str, Any], overrides: dict[str, Any]
+) -> dict[Key, dict[str, Any]]:
+    """One distributed benchmark's objects as manifests/distributed.jsonnet renders them."""
+    done = subprocess.run(
+        [str(REPO / ".tools" / "bin" / "go-jsonnet"), "-J", str(REPO), "-J", str(REPO / "vendor"),
+         "--tla-code", f"benchmark={json.dumps(benchmark)}",
+         "--tla-code", f"overrides={json.dumps(overrides)}",
+         str(REPO / "manifests" / "distributed.jsonnet")],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    return {key(obj): obj for obj in json.loads(done.stdout)["items"]}
+
+
+def is_benchmark(obj: dict[str, Any]) -> bool:
+    """Whether an object belongs to a distributed benchmark (its component's label says so)."""
+    component = obj["metadata"].get("labels", {}).get("app.kubernetes.io/component", "")
+    return str(component).startswith("distributed-")
+
+
 def differences(a: Any, b: Any, path: str = "") -> list[str]:
     """Where two parsed objects differ, as paths with both values (at most a few)."""
     if isinstance(a, dict) and isinstance(b, dict):

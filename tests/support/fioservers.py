@@ -66,12 +66,15 @@ def listening(port: int, host: str = LOCALHOST) -> bool:
         )
 
 
-def start_servers(base: Path, count: int, host: str = LOCALHOST) -> list[FioServer]:
+def start_servers(
+    base: Path, count: int, host: str = LOCALHOST, ports: list[int] | None = None
+) -> list[FioServer]:
+    """`count` servers on free ports, or on `ports` (a test that made a client wait for them)."""
     servers = []
     for index in range(count):
         directory = base / f"server{index}"
         directory.mkdir(parents=True)
-        port = free_port()
+        port = ports[index] if ports else free_port()
         process = subprocess.Popen(
             ["fio", f"--server={'ip6' if ':' in host else 'ip'}:{host},{port}"],
             cwd=directory,
@@ -102,8 +105,10 @@ def stop_servers(servers: list[FioServer]) -> None:
 
 
 @contextlib.contextmanager
-def fio_servers(base: Path, count: int, host: str = LOCALHOST) -> Iterator[list[FioServer]]:
-    servers = start_servers(base, count, host)
+def fio_servers(
+    base: Path, count: int, host: str = LOCALHOST, ports: list[int] | None = None
+) -> Iterator[list[FioServer]]:
+    servers = start_servers(base, count, host, ports)
     try:
         yield servers
     finally:

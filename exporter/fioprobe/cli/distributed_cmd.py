@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fioprobe.cli import options
+from fioprobe.cli import argtypes, options
 from fioprobe.errors import ExitCode
 
 if TYPE_CHECKING:
@@ -47,6 +47,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "benchmark already there is never overwritten",
     )
     parser.add_argument(
+        "--wait-for-servers",
+        type=argtypes.seconds(0, 3600),
+        default=0.0,
+        metavar="SECONDS",
+        help="first wait up to SECONDS for every server to listen (a client started beside "
+        "its servers); nothing is sent before all of them do (default 0: no wait)",
+    )
+    parser.add_argument(
         "--check",
         action="store_true",
         help="check the plan and print each phase's job file; contact no server",
@@ -80,6 +88,6 @@ def run(args: argparse.Namespace) -> int:
     def say(line: str) -> None:
         print(line, flush=True)
 
-    run_benchmark(plan, servers, Path(args.output), say, push)
+    run_benchmark(plan, servers, Path(args.output), say, push, args.wait_for_servers)
     print(f"results kept under {args.output}", flush=True)
     return ExitCode.OK

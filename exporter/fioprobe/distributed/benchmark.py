@@ -28,9 +28,9 @@ from fioprobe.distributed.archive import (
     check_archive_writable,
 )
 from fioprobe.distributed.client import ClientOutput, complaint, run_client
-from fioprobe.distributed.jobs import PhaseJob, cleanup_job, phase_jobs
-from fioprobe.distributed.plan import Plan, PlanError
-from fioprobe.distributed.servers import Server, reported_key
+from fioprobe.distributed.jobs import PhaseJob, cleanup_job, phase_jobs, phase_kind
+from fioprobe.distributed.plan import Plan, PlanError, prepare_bytes
+from fioprobe.distributed.servers import Server, reported_key, wait_until_listening
 from fioprobe.distributed.summary import phase_table
 from fioprobe.errors import FailureReason, FioprobeError, Interrupted, ProbeFailure
 from fioprobe.fio.clientserver import ClientServerRun, ServerRun, parse_client_server
@@ -71,9 +71,11 @@ def run_benchmark(
     archive_root: Path,
     say: Say,
     push: Callable[[BenchmarkOutcome], None] | None = None,
+    wait_seconds: float = 0.0,
 ) -> BenchmarkOutcome:
     """Run the plan's phases against `servers`; the outcome, or the error that ended it
-    (after the clean-up and the push)."""
+    (after the clean-up and the push). With `wait_seconds`, first wait that long at most
+    for every server to listen."""
     jobs = check_plan(plan, servers)
     check_archive_writable(archive_root)
     check_archive_free(archive_root, plan.name, plan.storageclass)
@@ -81,12 +83,16 @@ def run_benchmark(
     running = _Running()
     phases: list[PhaseResult] = []
     error: FioprobeError | None = None
+    sent = False
     with _stop_signals(running):
         try:
+            if wait_seconds > 0:
+                wait_until_listening(servers, wait_seconds, say)
             for index, job in enumerate(jobs):
                 if index and plan.drop_caches:
                     say(drop_caches())
                 say(f"phase {job.phase}: sending the checked job to {len(servers)} servers")
+                sent = True
                 result = _phase(fio, plan, servers, job, running, archive_root)
                 phases.append(PhaseResult(job.phase, result))
                 for line in [*phase_table(phases[-1]), ""]:
@@ -95,13 +101,21 @@ def run_benchmark(
             error = exc
         finally:
             _ignore_signals()  # one interruption; then the clean-up runs to its end
-            cleaned, line = _cleanup(fio, plan, servers)
+            if sent:
+                cleaned, line = _cleanup(fio, plan, servers)
+            else:
+                cleaned, line = True, "clean-up: no job was sent, so no server holds a file"
             say(line)
     if isinstance(error, Interrupted):
-        error.what_happened = "fio's client told the servers to stop; " + (
-            "the benchmark's files were removed"
-            if cleaned
-            else "the clean-up did not reach every server (see the clean-up line)"
+        error.what_happened = (
+            "no job had been sent to any server"
+            if not sent
+            else "fio's client told the servers to stop; "
+            + (
+                "the benchmark's files were removed"
+                if cleaned
+                else "the clean-up did not reach every server (see the clean-up line)"
+            )
         )
     outcome = BenchmarkOutcome(
         phases=tuple(phases),
@@ -154,6 +168,8 @@ def _phase(
         raise ProbeFailure(_failure_reason(output), f"{exc}{_said(output)}") from None
     _check_result(job, servers, output, result)
     _check_budget(plan, job, result, running.used_bytes)
+    if phase_kind(job.phase) == "prepare":
+        _check_laid_out(plan, job, result)
     archive_phase(archive_root, plan.name, plan.storageclass, job.phase, output.text, result)
     return result
 
@@ -203,6 +219,34 @@ def _check_budget(plan: Plan, job: PhaseJob, result: ClientServerRun, used: dict
                 f"{server.server} so far, more than budget.bytes_per_server "
                 f"({plan.budget.bytes_per_server}); the benchmark stops",
             )
+
+
+def _check_laid_out(plan: Plan, job: PhaseJob, result: ClientServerRun) -> None:
+    """Prepare wrote the whole data set on every server, or the benchmark stops.
+
+    fio ends a job at its size or its runtime, whichever comes first, and reports success
+    either way: a prepare that `prepare_runtime` cut short leaves files shorter than
+    `file_size`, and the random phases would then measure a smaller data set (or lay the
+    rest out themselves, inside the measured runtime) without a word.
+    """
+    wanted = prepare_bytes(plan)
+    short = []
+    for server in result.servers:
+        written = sum(
+            stats.io_bytes
+            for entry in server.run.jobs
+            for stats in entry.ops.values()
+            if stats.op == "write"
+        )
+        if written < wanted:
+            short.append(f"{server.server} wrote {written} of {wanted} bytes")
+    if short:
+        raise ProbeFailure(
+            FailureReason.TIMEOUT,
+            f"phase {job.phase}: the data set was not laid out within prepare_runtime "
+            f"({plan.prepare_runtime}s): {', '.join(short)}; raise prepare_runtime or lower "
+            "file_size, or the random phases would measure a smaller data set",
+        )
 
 
 def _cleanup(fio: str, plan: Plan, servers: Sequence[Server]) -> tuple[bool, str]:

@@ -12,6 +12,7 @@ more IO than a probe, on purpose, and the plan says how much it may.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Hashable
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ import yaml
 
 from fioprobe.errors import UsageError
 from fioprobe.fio.profiles import OPTIONS, ProfileError, parse_size
+from fioprobe.probe.config import quantity_bytes
 
 #: The phases, in the order they run: the data set is laid out, then read, then written.
 PHASES = ("prepare", "randread", "randwrite")
@@ -67,6 +69,9 @@ class Plan:
     prepare_runtime: int = 60
     phases: tuple[str, ...] = PHASES
     drop_caches: bool = False
+    #: Each server's volume (its PVC's size), when the plan knows it: the data set of
+    #: `jobs_per_server` files of `file_size` must fit on it (see USABLE_FRACTION).
+    volume_size: int | None = None
     source: str = "<plan>"
     #: The random phases run once per IO depth, in this order: the points of a response
     #: curve (latency against IOPS). Without a sweep, (iodepth,).
@@ -96,6 +101,7 @@ _KEYS = (
     "ioengine",
     "phases",
     "iodepths",
+    "volume_size",
     *_INTEGERS,
     *_SIZES,
     *_FLAGS,
@@ -165,7 +171,59 @@ def parse_plan(text: str, source: str) -> Plan:
             raise PlanError(f"{source}: iodepths: give iodepth or iodepths, not both")
         values["iodepths"] = _iodepths(raw["iodepths"], source)
         values["iodepth"] = values["iodepths"][0]  # the prepare phase's
-    return Plan(**values)
+    if "volume_size" in raw:
+        values["volume_size"] = _volume_size(raw["volume_size"], source)
+    plan = Plan(**values)
+    _check_data_set_fits(plan)
+    return plan
+
+
+#: The part of a volume a filesystem leaves to files: ext4 keeps 5 % for root (fio's servers
+#: are not root) and its journal and inode tables take a few more; XFS takes less.
+USABLE_FRACTION = 0.9
+
+
+def data_set_bytes(plan: Plan) -> int:
+    """What the data set takes on each server's volume: one file of `file_size` per job."""
+    return plan.jobs_per_server * parse_size(plan.file_size)
+
+
+def prepare_bytes(plan: Plan) -> int:
+    """What a whole prepare writes on each server: fio writes whole blocks of a job's size,
+    so a `file_size` that is no multiple of `prepare_block_size` loses its last part block."""
+    block = parse_size(plan.prepare_block_size)
+    return plan.jobs_per_server * (parse_size(plan.file_size) // block * block)
+
+
+def _volume_size(value: object, source: str) -> int:
+    size = quantity_bytes(str(value)) if isinstance(value, str | int) else None
+    if (
+        isinstance(value, bool)
+        or size is None
+        or not math.isfinite(size)
+        or size < 1
+        or size != int(size)
+    ):
+        raise PlanError(
+            f"{source}: volume_size: must be a size such as 40Gi or 500Mi (each server's "
+            f"volume), got {_shown(value)}"
+        )
+    return int(size)
+
+
+def _check_data_set_fits(plan: Plan) -> None:
+    """A data set larger than the volume fills it in prepare: refused before it is sent."""
+    if plan.volume_size is None:
+        return
+    usable = int(plan.volume_size * USABLE_FRACTION)
+    if data_set_bytes(plan) > usable:
+        raise PlanError(
+            f"{plan.source}: the data set, jobs_per_server ({plan.jobs_per_server}) files of "
+            f"file_size ({plan.file_size}), is {data_set_bytes(plan)} bytes per server: more "
+            f"than a filesystem leaves to files on volume_size ({plan.volume_size} bytes, "
+            f"about {USABLE_FRACTION:.0%}: {usable}); lower file_size or jobs_per_server, or "
+            "give the servers larger volumes"
+        )
 
 
 def _text(raw: dict[Any, Any], key: str, form: re.Pattern[str], source: str, what: str) -> str:

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import socket
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from fioprobe.errors import UsageError
+from fioprobe.errors import FailureReason, ProbeFailure, UsageError
 
 _HOSTNAME = re.compile(
     r"(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*"
@@ -82,3 +85,48 @@ def _server(entry: str) -> Server:
     if _HOSTNAME.fullmatch(host) is None:
         raise UsageError(f"--servers: {host!r:.80} is not a host name or IPv4 address")
     return Server(host, int(port_text))
+
+
+#: How long one connection attempt may take, and the pause between rounds of attempts.
+_CONNECT_SECONDS = 2.0
+_ROUND_SECONDS = 1.0
+
+
+def wait_until_listening(
+    servers: Sequence[Server], seconds: float, say: Callable[[str], None]
+) -> None:
+    """Return once every server accepts a TCP connection; ProbeFailure after `seconds`.
+
+    A client started beside its servers (one `kubectl apply`, one Helm release) would
+    otherwise find them still starting and fail its first phase. Only a connection is made
+    and closed: fio's server takes that as a client that left, and nothing is sent until
+    every server is there, so a benchmark never starts on some of its servers.
+    """
+    say(f"waiting up to {seconds:g}s for {len(servers)} fio servers to listen")
+    started = time.monotonic()
+    deadline = started + seconds
+    waiting = list(servers)
+    while True:
+        waiting = [server for server in waiting if not _accepts(server, deadline)]
+        if not waiting:
+            say(f"all {len(servers)} fio servers listening after {time.monotonic() - started:.0f}s")
+            return
+        if time.monotonic() >= deadline:
+            raise ProbeFailure(
+                FailureReason.TIMEOUT,
+                f"no fio server listening at {', '.join(s.name for s in waiting)} after "
+                f"{seconds:g}s (--wait-for-servers); nothing was sent to any server",
+            )
+        time.sleep(min(_ROUND_SECONDS, max(0.0, deadline - time.monotonic())))
+
+
+def _accepts(server: Server, deadline: float) -> bool:
+    timeout = min(_CONNECT_SECONDS, deadline - time.monotonic())
+    if timeout <= 0:
+        return False
+    try:
+        # A name that does not resolve yet (a pod without its address) is not listening yet.
+        with socket.create_connection((server.host, server.port), timeout=timeout):
+            return True
+    except OSError:
+        return False
