@@ -164,7 +164,7 @@ def test_three_servers_prepare_randread_randwrite(
     report = fioprobe("report", str(archive), "-o", str(tmp_path / "report"))
     assert report.returncode == 0, report.stderr.decode()
     data = json.loads((tmp_path / "report" / "report.json").read_text())
-    nodes = {str(entry.get("node")) for entry in _entries(data)}
+    nodes = {str(entry.get("node")) for entry in _objects(data, "node")}
     assert {f"127.0.0.1-{s.port}" for s in servers} | {"all-servers"} <= nodes
     # ... and what `backfill` reads: every phase of every folder.
     backfill = fioprobe("backfill", str(archive), "-o", str(tmp_path / "blocks"))
@@ -212,16 +212,16 @@ def test_ipv6_servers_are_matched_by_address_and_port(tmp_path: Path) -> None:
     assert not any(listening(s.port, LOCALHOST6) for s in servers)
 
 
-def _entries(data: object) -> Iterator[dict[str, object]]:
-    """Every object of report.json that names a node."""
+def _objects(data: object, *keys: str) -> Iterator[dict[str, Any]]:
+    """Every object of report.json (at any depth) that has all of `keys`."""
     if isinstance(data, dict):
-        if "node" in data:
+        if set(keys) <= set(data):
             yield data
         for value in data.values():
-            yield from _entries(value)
+            yield from _objects(value, *keys)
     elif isinstance(data, list):
         for value in data:
-            yield from _entries(value)
+            yield from _objects(value, *keys)
 
 
 def test_sigterm_stops_servers_removes_files_and_exits_143(
@@ -399,23 +399,15 @@ def test_an_iodepth_sweep_gives_response_curves(tmp_path: Path, servers: list[Fi
     report = fioprobe("report", str(archive), "-o", str(tmp_path / "report"))
     assert report.returncode == 0, report.stderr.decode()
     data = json.loads((tmp_path / "report" / "report.json").read_text())
-    curves = [s for s in _sweeps(data) if s["family"].startswith("All clients")]
+    curves = [
+        s
+        for s in _objects(data, "option", "family", "op", "curves")
+        if s["family"].startswith("All clients")
+    ]
     (curve,) = [s for s in curves if s["op"] == "read"]
     points = curve["curves"]["local-disk"]
     assert [p["setting"] for p in points] == [1, 2, 4]
     assert all(p["iops"] > 0 for p in points)
-
-
-def _sweeps(data: object) -> Iterator[dict[str, Any]]:
-    """Every response curve of report.json (objects with option, family, op and curves)."""
-    if isinstance(data, dict):
-        if {"option", "family", "op", "curves"} <= set(data):
-            yield data
-        for value in data.values():
-            yield from _sweeps(value)
-    elif isinstance(data, list):
-        for value in data:
-            yield from _sweeps(value)
 
 
 def test_a_phase_past_its_deadline_is_stopped_on_every_server(

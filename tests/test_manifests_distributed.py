@@ -24,24 +24,12 @@ from conftest import REPO, fioprobe, wait_for
 from fioprobe.distributed.benchmark import CLEANUP_SECONDS
 from fioprobe.distributed.client import STOP_GRACE_SECONDS
 from fioprobe.distributed.jobs import PHASE_SLACK_SECONDS
+from support.benchmarks import QUALIFY_GP3
 from support.fioservers import listening
 from support.services import free_port
 
 GO_JSONNET = str(REPO / ".tools" / "bin" / "go-jsonnet")
-BENCHMARK = {
-    "name": "qualify-gp3",
-    "storageclass": "gp3",
-    "servers": 3,
-    "volumeSize": "40Gi",
-    "nodeSelector": {"node-role.kubernetes.io/worker": ""},
-    "plan": {
-        "jobs_per_server": 4,
-        "file_size": "8g",
-        "block_size": "8k",
-        "runtime": 240,
-        "budget": {"bytes_per_server": "200g", "seconds_per_server": 1200},
-    },
-}
+BENCHMARK = QUALIFY_GP3
 
 
 def render(benchmark: dict[str, Any], part: str = "all") -> list[dict[str, Any]]:

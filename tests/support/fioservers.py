@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from fioprobe.fio.execute import STAT_PARENT, live_processes
+
 from support.services import LOCALHOST, free_port, wait_for
 
 #: IPv6's loopback, as fio's `--server=ip6:` takes it.
@@ -38,18 +40,7 @@ class FioServer:
 
     def children(self) -> list[int]:
         """Live processes whose parent is this server (fio forks one per job run)."""
-        found = []
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry.name}/stat", "rb") as handle:
-                    fields = handle.read().rsplit(b")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == self.process.pid and fields[0] != b"Z":
-                found.append(int(entry.name))
-        return found
+        return live_processes(STAT_PARENT, self.process.pid)
 
     def files(self) -> list[str]:
         return sorted(os.listdir(self.directory))

@@ -196,9 +196,16 @@ def kill_group(process: subprocess.Popen[bytes]) -> None:
         process.wait(timeout=5)
 
 
-def _group_members(pgid: int) -> list[int]:
-    """Live (non-zombie) processes of a process group, from /proc."""
-    members = []
+#: Fields of /proc/<pid>/stat after the command's closing parenthesis (the command may hold
+#: spaces and parentheses): 0 the state, 1 the parent's PID, 2 the process group.
+STAT_PARENT = 1
+STAT_GROUP = 2
+
+
+def live_processes(field: int, value: int) -> list[int]:
+    """Live (non-zombie) processes whose /proc stat `field` is `value`: the members of a
+    process group (STAT_GROUP) or the children of a process (STAT_PARENT)."""
+    found = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -207,9 +214,14 @@ def _group_members(pgid: int) -> list[int]:
                 fields = handle.read().rsplit(b")", 1)[1].split()
         except OSError:
             continue
-        if int(fields[2]) == pgid and fields[0] != b"Z":
-            members.append(int(entry.name))
-    return members
+        if int(fields[field]) == value and fields[0] != b"Z":
+            found.append(int(entry.name))
+    return found
+
+
+def _group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes of a process group, from /proc."""
+    return live_processes(STAT_GROUP, pgid)
 
 
 def first_line(text: str) -> str:

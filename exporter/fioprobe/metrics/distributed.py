@@ -89,18 +89,10 @@ class DistributedCollector(Collector):
                     if stats is None:
                         continue
                     ran = max(ran, stats.runtime_s)
-                    prefix = f"fioprobe_distributed_{op}"
-                    self._add(families, f"{prefix}_iops", labels, stats.iops)
-                    self._add(
-                        families,
-                        f"{prefix}_bandwidth_bytes_per_second",
-                        labels,
-                        stats.bandwidth_bytes_per_second,
-                    )
+                    self._rates(families, f"fioprobe_distributed_{op}", labels, stats)
                     self._add(
                         families, f"fioprobe_distributed_{_DONE[op]}_bytes", labels, stats.io_bytes
                     )
-                    self._summary(families, f"{prefix}_latency_seconds", labels, stats)
                 # fio's `runtime` of the direction: job_runtime adds up the jobs' times.
                 runtime.add_metric(labels, ran)
         yield runtime
@@ -116,19 +108,23 @@ class DistributedCollector(Collector):
                 stats = single_op(aggregate, op)
                 if stats is None:
                     continue
-                prefix = f"fioprobe_distributed_aggregate_{op}"
-                labels = [phase.phase]
-                self._add(families, f"{prefix}_iops", labels, stats.iops)
-                self._add(
-                    families,
-                    f"{prefix}_bandwidth_bytes_per_second",
-                    labels,
-                    stats.bandwidth_bytes_per_second,
-                )
-                self._summary(families, f"{prefix}_latency_seconds", labels, stats)
+                self._rates(families, f"fioprobe_distributed_aggregate_{op}", [phase.phase], stats)
         yield from families.values()
 
     # -- helpers ---------------------------------------------------------------------------
+
+    def _rates(
+        self, families: dict[str, Metric], prefix: str, labels: list[str], stats: OpStats
+    ) -> None:
+        """IOPS, bandwidth and the latency summary of one direction, per server or in all."""
+        self._add(families, f"{prefix}_iops", labels, stats.iops)
+        self._add(
+            families,
+            f"{prefix}_bandwidth_bytes_per_second",
+            labels,
+            stats.bandwidth_bytes_per_second,
+        )
+        self._summary(families, f"{prefix}_latency_seconds", labels, stats)
 
     def _new_gauge(self, name: str) -> GaugeMetricFamily:
         definition = METRICS_BY_NAME[name]
