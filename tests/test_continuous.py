@@ -21,14 +21,12 @@ from pathlib import Path
 
 import pytest
 from conftest import fioprobe
-from prometheus_client.parser import text_string_to_metric_families
 from support import services
 from support.slowfs import slow_fs
 
 REPO = Path(__file__).resolve().parent.parent
 
-#: Samples of one scrape: {(name, sorted labels): value}.
-Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+Samples = services.Samples
 
 
 class Stream:
@@ -39,13 +37,7 @@ class Stream:
         self.url = f"http://127.0.0.1:{port}/metrics"
 
     def scrape(self, timeout: float = 5.0) -> Samples:
-        with urllib.request.urlopen(self.url, timeout=timeout) as response:
-            text = response.read().decode()
-        return {
-            (s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text)
-            for s in family.samples
-        }
+        return services.scrape(self.url, timeout)
 
     def value(self, name: str, **labels: str) -> float:
         """The one sample of `name` whose labels include `labels` (0 when absent)."""

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 from support import ceph, services
 
 REPO = Path(__file__).resolve().parents[2]
@@ -67,15 +66,8 @@ class Bed:
     def stream_dir(self) -> Path:
         return self.volume.mountpoint / "stream"
 
-    def scrape_stream(self) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-        url = f"http://{services.LOCALHOST}:{self.stream_port}/metrics"
-        with urllib.request.urlopen(url, timeout=5) as response:
-            text = response.read().decode()
-        return {
-            (s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text)
-            for s in family.samples
-        }
+    def scrape_stream(self) -> services.Samples:
+        return services.scrape(f"http://{services.LOCALHOST}:{self.stream_port}/metrics")
 
     def stream_value(self, name: str, **labels: str) -> float:
         found = [
@@ -211,19 +203,19 @@ def bed() -> Iterator[Bed]:
         write_config(config, gateway, volume.mountpoint / "probe", state)
         yield Bed(root, cluster, volume, gateway, prometheus, stream, stream_port, config)
     finally:
-        problems = ceph.release_held_io(cluster, volumes)
-        if stream is not None and stream.poll() is None:
-            stream.send_signal(signal.SIGTERM)
-            try:
-                stream.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                stream.kill()
-                stream.wait(timeout=30)
-        for service in reversed(started):
-            service.stop()
-        for volume in reversed(volumes):
-            problems += volume.close()
-        cluster.stop()
+
+        def stop_users() -> None:
+            if stream is not None and stream.poll() is None:
+                stream.send_signal(signal.SIGTERM)
+                try:
+                    stream.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    stream.kill()
+                    stream.wait(timeout=30)
+            for service in reversed(started):
+                service.stop()
+
+        problems = ceph.teardown(cluster, volumes, stop_users)
         if problems:
             print("ceph teardown:", *problems, sep="\n  ", file=sys.stderr)
 

@@ -34,6 +34,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -468,13 +469,19 @@ def release_held_io(cluster: Cluster, volumes: list[Volume]) -> list[str]:
     return problems
 
 
-def teardown(cluster: Cluster, volumes: list[Volume]) -> list[str]:
-    """Everything the cluster and its volumes made, undone: held writes released, volumes
-    closed, daemons stopped by PID. Returns what could not be undone."""
+def teardown(
+    cluster: Cluster, volumes: list[Volume], stop_users: Callable[[], None] = lambda: None
+) -> list[str]:
+    """Everything the cluster and its volumes made, undone: held writes released, then
+    `stop_users` (what uses the volumes: a stream, its Prometheus), volumes closed, daemons
+    stopped by PID, also when `stop_users` fails. Returns what could not be undone."""
     problems = release_held_io(cluster, volumes)
-    for volume in reversed(volumes):
-        problems += volume.close()
-    cluster.stop()
+    try:
+        stop_users()
+    finally:
+        for volume in reversed(volumes):
+            problems += volume.close()
+        cluster.stop()
     return problems
 
 

@@ -30,6 +30,7 @@ from fioprobe.demo.servers import (
     pushgateway,
     query,
 )
+from prometheus_client.parser import text_string_to_metric_families
 
 __all__ = [
     "LOCALHOST",
@@ -47,6 +48,21 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+
+#: Samples of one scrape: {(name, sorted labels): value}.
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def scrape(url: str, timeout: float = 5.0) -> Samples:
+    """Every sample of a /metrics page, as Prometheus would read it."""
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        text = response.read().decode()
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
 
 
 def etcd(workdir: Path, data_dir: Path) -> Service:
