@@ -183,3 +183,47 @@ def test_the_pushed_duration_runs_to_the_push() -> None:
     (family,) = [f for f in registry_for(converted, None).collect()
                  if f.name == "fioprobe_duration_seconds"]  # fmt: skip
     assert family.samples[0].value == 1.0
+
+
+def _catches(pid: int, signum: int) -> bool:
+    """Whether process `pid` has a handler for `signum` (SigCgt of /proc/<pid>/status)."""
+    with open(f"/proc/{pid}/status") as status:
+        caught = next(line for line in status if line.startswith("SigCgt:")).split()[1]
+    return bool(int(caught, 16) & (1 << (signum - 1)))
+
+
+def test_a_stop_signal_while_the_child_reads_its_request_is_an_interruption(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """SIGTERM while the child is still reading its request (and importing the call's
+    modules: a prober stopped right after it started its worker): the child answers with
+    the interruption, as at any later moment, and prints no traceback."""
+    from fioprobe.probe.childproc import python_command
+
+    process = subprocess.Popen(
+        python_command(
+            "from fioprobe.probe.volume_worker import child_main; sys.exit(child_main())",
+            str(os.getpid()),
+        ),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env=volume_worker.CHILD_ENVIRONMENT, close_fds=True, start_new_session=True,
+    )  # fmt: skip
+    worker = volume_worker.Worker("volume", process)
+    try:
+        # Its handlers are in place and it waits for the request, which never comes.
+        wait_for(lambda: _catches(process.pid, signal.SIGTERM), timeout=30,
+                 what="the child's signal handlers")  # fmt: skip
+        os.kill(process.pid, signal.SIGTERM)
+        with pytest.raises(Interrupted) as caught:
+            worker.wait(time.monotonic() + 30)
+        assert caught.value.signum == signal.SIGTERM
+        worker.close()
+        assert process.returncode == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+        for pipe in (process.stdin, process.stdout, process.stderr):
+            if pipe is not None and not pipe.closed:
+                pipe.close()
+    assert "Traceback" not in capfd.readouterr().err

@@ -264,22 +264,26 @@ def child_main() -> int:
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # anything printed goes to stderr: stdout carries only the protocol
     _die_with_parent(int(sys.argv[2]))
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, _interrupt)
-    call, args = pickle.load(sys.stdin.buffer)
-    module_name, function_name = CALLS[call].split(":")
-    function = getattr(importlib.import_module(module_name), function_name)
 
     def report(phase: str, **info: object) -> None:
         _send(out, _PROGRESS + json.dumps({"phase": phase, **info}).encode())
 
+    worker = "worker"
     try:
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, _interrupt)
+        # Reading the request imports the call's modules: a stop signal that arrives then is
+        # an interruption like any other, answered as such (never a traceback).
+        call, args = pickle.load(sys.stdin.buffer)
+        worker = f"{call} worker"
+        module_name, function_name = CALLS[call].split(":")
+        function = getattr(importlib.import_module(module_name), function_name)
         reply: tuple[str, Any] = ("ok", function(*args, report=report))
     except FioprobeError as exc:
         reply = ("error", _envelope(exc))
     except Exception as exc:  # a bug: its traceback for the log, a failure for the run
         traceback.print_exc()
-        failure = ProbeFailure(FailureReason.FIO_ERROR, f"the {call} worker failed: {exc!r}")
+        failure = ProbeFailure(FailureReason.FIO_ERROR, f"the {worker} failed: {exc!r}")
         reply = ("error", _envelope(failure))
     # A signal from now on changes nothing: the answer is on its way.
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
