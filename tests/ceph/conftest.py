@@ -9,6 +9,7 @@ anywhere else (`make test`) the directory is not collected at all.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -65,6 +66,16 @@ class Bed:
     @property
     def stream_dir(self) -> Path:
         return self.volume.mountpoint / "stream"
+
+    @contextlib.contextmanager
+    def stream_paused(self) -> Iterator[None]:
+        """The stream stopped (SIGSTOP) for a while, then resumed: a benchmark run alone on
+        the volume, as CBT runs one, without the stream's fsyncs in the same ext4 journal."""
+        self.stream.send_signal(signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            self.stream.send_signal(signal.SIGCONT)
 
     def scrape_stream(self) -> services.Samples:
         return services.scrape(f"http://{services.LOCALHOST}:{self.stream_port}/metrics")
