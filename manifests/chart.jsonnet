@@ -27,8 +27,8 @@ local intervals = [5, 10, 15];
 // One distributed benchmark: components/distributed.libsonnet's argument, whose asserts the
 // chart's templates repeat where JSON Schema cannot say it (a push with auth or TLS).
 local benchmark = {
-  '#name':: 'The benchmark: lowercase letters, digits and -, at most 40 (object names, its `benchmark` label).',
-  name: p.required(p.check('string', function(v) true, '', { pattern: '^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$' })),
+  '#name':: 'The benchmark: lowercase letters, digits and -, at most 37 (object names, its `benchmark` label).',
+  name: p.required(p.check('string', function(v) true, '', { pattern: '^[a-z0-9]([a-z0-9-]{0,35}[a-z0-9])?$' })),
   '#storageclass':: "The StorageClass of the servers' PVCs.",
   storageclass: p.required(p.check('string', function(v) true, '', { minLength: 1 })),
   '#servers':: 'How many fio servers, 1 to 64 (spread over nodes where there are several).',

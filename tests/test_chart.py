@@ -252,6 +252,7 @@ BAD: list[tuple[dict[str, Any], list[str]]] = [
     ({"perNode": {"enabled": True}}, ["perNode.enabled needs perNode.localDisks"]),
     # Distributed benchmarks: what components/distributed.libsonnet refuses, refused here too.
     ({"benchmarks": [{**BENCH, "name": "Qualify_gp3"}]}, ["at '/benchmarks/0/name'", "pattern"]),
+    ({"benchmarks": [{**BENCH, "name": "b" * 38}]}, ["at '/benchmarks/0/name'", "pattern"]),
     ({"benchmarks": [{**BENCH, "servers": 0}]}, ["at '/benchmarks/0/servers'", "minimum"]),
     ({"benchmarks": [{**BENCH, "servers": 2.5}]}, ["at '/benchmarks/0/servers'", "integer"]),
     ({"benchmarks": [{**BENCH, "volumeSize": "lots"}]}, ["at '/benchmarks/0/volumeSize'"]),

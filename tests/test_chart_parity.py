@@ -200,7 +200,10 @@ BENCHMARK_VARIANTS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         {"plan": {"phases": ["randwrite"], "budget": {"bytes_per_server": "1g",
                                                       "seconds_per_server": 50}}},
     ),
-    "empty-plan": ({"namespace": "storage-probes"}, {"servers": 1, "plan": {}}),
+    "empty-plan-longest-name": (
+        {"namespace": "storage-probes"},
+        {"name": "q" * 37, "servers": 1, "plan": {}},
+    ),
 }  # fmt: skip
 
 

@@ -321,37 +321,56 @@ def test_a_prepare_cut_short_by_its_runtime_stops_the_benchmark(
     _nothing_left(servers[:1])
 
 
-def test_a_client_waits_for_servers_that_start_after_it(tmp_path: Path) -> None:
-    """--wait-for-servers: a client started beside its servers (one apply, one Helm release)
-    sends nothing until every server listens, then runs; a server that never comes fails
-    the benchmark by name after the wait, with nothing sent and nothing to clean."""
-    plan = tmp_path / "plan.yaml"
-    plan.write_text(PLAN.replace("servers: 3", "servers: 2") + "phases: [prepare]\n")
-    ports = [services.free_port(), services.free_port()]
+def _client(plan: Path, ports: list[int], archive: Path, wait: str) -> subprocess.Popen[bytes]:
+    """`fioprobe distributed --wait-for-servers` in the background, its first line read."""
     client = subprocess.Popen(
         [sys.executable, "-m", "fioprobe", "distributed", "--plan", str(plan),
          "--servers", ",".join(f"127.0.0.1:{port}" for port in ports),
-         "-o", str(tmp_path / "archive"), "--wait-for-servers", "120"],
+         "-o", str(archive), "--wait-for-servers", wait],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
     )  # fmt: skip
-    try:
-        assert client.stdout is not None
-        ready, _, _ = select.select([client.stdout], [], [], 60)
-        assert ready, "the client printed nothing in 60 s"
-        first = client.stdout.readline().decode()
-        assert first == "waiting up to 120s for 2 fio servers to listen\n", first
-        time.sleep(2)  # the client keeps trying meanwhile: nothing listens yet
-        assert client.poll() is None
-        with fio_servers(tmp_path / "servers", 2, ports=ports) as late:
-            stdout, stderr = client.communicate(timeout=120)
-            assert client.returncode == 0, stderr.decode() + stdout.decode()
-            assert re.match(r"all 2 fio servers listening after \d+s\n", stdout.decode())
-            assert "clean-up: the benchmark's files removed on 2 servers" in stdout.decode()
-            _nothing_left(late)
-    finally:
-        if client.poll() is None:
-            os.killpg(client.pid, signal.SIGKILL)
-            client.wait(timeout=10)
+    assert client.stdout is not None
+    ready, _, _ = select.select([client.stdout], [], [], 60)
+    assert ready, "the client printed nothing in 60 s"
+    first = client.stdout.readline().decode()
+    assert first == f"waiting up to {wait}s for {len(ports)} fio servers to listen\n", first
+    return client
+
+
+def _distinct_ports(count: int) -> list[int]:
+    ports: list[int] = []
+    while len(ports) < count:  # free_port may hand out a port twice
+        port = services.free_port()
+        if port not in ports:
+            ports.append(port)
+    return ports
+
+
+def test_a_client_waits_for_servers_that_start_after_it(tmp_path: Path) -> None:
+    """--wait-for-servers: a client started beside its servers (one apply, one Helm release)
+    sends nothing, not even to a server already there, until every server listens, then
+    runs; a server that never comes fails the benchmark by name after the wait, with nothing
+    sent and nothing to clean."""
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PLAN.replace("servers: 3", "servers: 2") + "phases: [prepare]\n")
+    ports = _distinct_ports(2)
+    with fio_servers(tmp_path / "early", 1, ports=ports[:1]) as early:
+        client = _client(plan, ports, tmp_path / "archive", "120")
+        try:
+            time.sleep(3)  # the client keeps trying meanwhile: one server listens, one not
+            assert client.poll() is None
+            # (Its children are not looked at: each connection of the wait forks one.)
+            assert early[0].files() == [], "a job was sent before every server listened"
+            with fio_servers(tmp_path / "late", 1, ports=ports[1:]) as late:
+                stdout, stderr = client.communicate(timeout=120)
+                assert client.returncode == 0, stderr.decode() + stdout.decode()
+                assert re.match(r"all 2 fio servers listening after \d+s\n", stdout.decode())
+                assert "clean-up: the benchmark's files removed on 2 servers" in stdout.decode()
+                _nothing_left([*early, *late])
+        finally:
+            if client.poll() is None:
+                os.killpg(client.pid, signal.SIGKILL)
+                client.wait(timeout=10)
 
     absent = services.free_port()
     plan.write_text(PLAN.replace("servers: 3", "servers: 1"))
@@ -367,6 +386,47 @@ def test_a_client_waits_for_servers_that_start_after_it(tmp_path: Path) -> None:
     assert done.stdout.decode().splitlines()[-1] == (
         "clean-up: no job was sent, so no server holds a file"
     )
+
+
+def test_sigterm_while_waiting_for_servers_sends_nothing_and_exits_143(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PLAN.replace("servers: 3", "servers: 1"))
+    client = _client(plan, _distinct_ports(1), tmp_path / "archive", "60")
+    try:
+        time.sleep(1)
+        client.send_signal(signal.SIGTERM)
+        stdout, stderr = client.communicate(timeout=60)
+    finally:
+        if client.poll() is None:
+            os.killpg(client.pid, signal.SIGKILL)
+            client.wait(timeout=10)
+    assert client.returncode == 143, stderr.decode()
+    assert stderr.decode() == (
+        "fioprobe: error: interrupted by SIGTERM; no job had been sent to any server\n"
+    )
+    assert (
+        stdout.decode().splitlines()[-1] == "clean-up: no job was sent, so no server holds a file"
+    )
+
+
+def test_a_file_size_in_part_blocks_is_a_whole_prepare(
+    tmp_path: Path, servers: list[FioServer]
+) -> None:
+    """fio writes whole blocks of a job's size: 1000k in 64k blocks is 960k per file, a
+    whole prepare, not one cut short."""
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(
+        PLAN.replace("servers: 3", "servers: 1").replace(
+            "file_size: 8m", "file_size: 1000k\nprepare_block_size: 64k"
+        )
+        + "phases: [prepare]\n"
+    )
+    done = fioprobe(
+        "distributed", "--plan", str(plan), "--servers", servers[0].address,
+        "-o", str(tmp_path / "archive"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode() + done.stdout.decode()
+    _nothing_left(servers[:1])
 
 
 def test_an_iodepth_sweep_gives_response_curves(tmp_path: Path, servers: list[FioServer]) -> None:

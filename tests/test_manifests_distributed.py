@@ -230,7 +230,12 @@ def test_the_client_waits_for_servers_applied_with_it(objects: dict[str, dict[st
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"name": "Qualify_gp3"}, "name Qualify_gp3 must be lowercase letters, digits and -"),
+        (
+            {"name": "Qualify_gp3"},
+            "name Qualify_gp3 must be lowercase letters, digits and -, at most 37",
+        ),
+        # 38: the StatefulSet's pods would carry a controller-revision-hash label over 63.
+        ({"name": "b" * 38}, "must be lowercase letters, digits and -, at most 37"),
         ({"servers": 0}, "servers must be a whole number from 1 to 64"),
         ({"volumeSize": "lots"}, "volumeSize lots is not a quantity such as 40Gi"),
         ({"replicas": 3}, "unknown keys replicas"),

@@ -36,12 +36,14 @@ function(config, benchmark)
     plan: {},
   } + benchmark;
   local name = b.name;
-  local validName = std.length(name) <= 40 && std.length([
+  // At most 37: the StatefulSet's name (fioprobe-bench-<name>, 52 at most) goes into its pods'
+  // controller-revision-hash label with a hash after it, and a label value has 63 at most.
+  local validName = std.length(name) <= 37 && std.length([
     ch
     for ch in std.stringChars(name)
     if !std.member('abcdefghijklmnopqrstuvwxyz0123456789-', ch)
   ]) == 0 && name[0] != '-' && name[std.length(name) - 1] != '-';
-  assert validName : 'distributed: name %s must be lowercase letters, digits and -, at most 40' % name;
+  assert validName : 'distributed: name %s must be lowercase letters, digits and -, at most 37' % name;
   assert std.isNumber(b.servers) && b.servers >= 1 && b.servers <= 64 && b.servers == std.floor(b.servers)
          : 'distributed: servers must be a whole number from 1 to 64';
   assert common.quantityBytes(b.volumeSize) != null : 'distributed: volumeSize %s is not a quantity such as 40Gi' % b.volumeSize;
@@ -225,7 +227,6 @@ function(config, benchmark)
         // One benchmark, never a second attempt that would lay the data out again.
         backoffLimit: 0,
         activeDeadlineSeconds: deadline,
-        ttlSecondsAfterFinished: 86400,
         template: {
           metadata: { labels: common.labels(c, clientComponent, name) } + security.metadata,
           spec: {

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fioprobe.fio.execute import STAT_PARENT, live_processes
 from support import ceph, services
 
 REPO = Path(__file__).resolve().parents[2]
@@ -70,11 +71,20 @@ class Bed:
     @contextlib.contextmanager
     def stream_paused(self) -> Iterator[None]:
         """The stream stopped (SIGSTOP) for a while, then resumed: a benchmark run alone on
-        the volume, as CBT runs one, without the stream's fsyncs in the same ext4 journal."""
+        the volume, as CBT runs one, without the stream's fsyncs in the same ext4 journal.
+        The writes are its writer child's (in a session of its own): the stream first, so
+        it does not see its writer fall silent, then the writer; resumed the other way."""
         self.stream.send_signal(signal.SIGSTOP)
+        writers = live_processes(STAT_PARENT, self.stream.pid)
         try:
+            assert writers, "the stream has no writer child to stop"
+            for pid in writers:
+                os.kill(pid, signal.SIGSTOP)
             yield
         finally:
+            for pid in writers:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
             self.stream.send_signal(signal.SIGCONT)
 
     def scrape_stream(self) -> services.Samples:

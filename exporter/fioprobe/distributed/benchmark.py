@@ -225,9 +225,9 @@ def _check_laid_out(plan: Plan, job: PhaseJob, result: ClientServerRun) -> None:
     """Prepare wrote the whole data set on every server, or the benchmark stops.
 
     fio ends a job at its size or its runtime, whichever comes first, and reports success
-    either way: a prepare that `prepare_runtime` cut short leaves files shorter than
-    `file_size`, and the random phases would then measure a smaller data set (or lay the
-    rest out themselves, inside the measured runtime) without a word.
+    either way: a prepare that `prepare_runtime` cut short leaves part of each file never
+    written (fio sizes the files first), and the random phases would then measure reads and
+    writes where no data was laid out, without a word.
     """
     wanted = prepare_bytes(plan)
     short = []

@@ -273,7 +273,7 @@ def child_main() -> int:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, _interrupt)
         # Reading the request imports the call's modules: a stop signal that arrives then is
-        # an interruption like any other, answered as such (never a traceback).
+        # an interruption like any other, answered as such rather than as a traceback.
         call, args = pickle.load(sys.stdin.buffer)
         worker = f"{call} worker"
         module_name, function_name = CALLS[call].split(":")
