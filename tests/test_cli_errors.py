@@ -555,6 +555,7 @@ NUMERIC_OPTIONS = [
     ("report", "--crit-ms", MILLISECONDS, "0.001", "60000", "-5", "60001"),
     ("distributed", "--timeout", SECONDS, "0.1", "600", "0", "601"),
     ("distributed", "--attempts", WHOLE, "1", "10", "0", "11"),
+    ("distributed", "--wait-for-servers", SECONDS, "0", "3600", "-1", "3601"),
 ]
 
 
