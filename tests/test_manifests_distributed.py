@@ -32,10 +32,13 @@ GO_JSONNET = str(REPO / ".tools" / "bin" / "go-jsonnet")
 BENCHMARK = QUALIFY_GP3
 
 
-def render(benchmark: dict[str, Any], part: str = "all") -> list[dict[str, Any]]:
+def render(
+    benchmark: dict[str, Any], part: str = "all", overrides: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
     done = subprocess.run(
         [GO_JSONNET, "-J", str(REPO), "-J", str(REPO / "vendor"),
          "--tla-code", f"benchmark={json.dumps(benchmark)}", "--tla-str", f"part={part}",
+         "--tla-code", f"overrides={json.dumps(overrides or {})}",
          str(REPO / "manifests" / "distributed.jsonnet")],
         capture_output=True, text=True, timeout=120, check=True,
     )  # fmt: skip
@@ -327,3 +330,19 @@ def test_the_server_stops_listening_at_its_deadline_and_stays_up(tmp_path: Path)
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+
+
+def test_an_existing_pushgateway_is_reached_by_its_port() -> None:
+    """pushgateway.url: the client reaches that port, as the probes do; no policy is added
+    for pods of a Pushgateway that is not ours."""
+    items = render(BENCHMARK, overrides={"pushgateway": {"url": "https://pgw.example.svc:9443"}})
+    assert not [o for o in items if o["metadata"]["name"].endswith("-push")]
+    (client,) = [o for o in items if o["metadata"]["name"].endswith("-client")]
+    assert client["spec"]["egress"][-1] == {"ports": [{"protocol": "TCP", "port": 9443}]}
+
+
+def test_the_job_is_never_deleted_behind_the_release(objects: dict[str, dict[str, Any]]) -> None:
+    """No ttlSecondsAfterFinished: a Job deleted by a TTL would be created again by the next
+    `helm upgrade`, run against servers past their deadline, and push a failure over the
+    benchmark's result."""
+    assert "ttlSecondsAfterFinished" not in one(objects, "Job", "distributed-client")["spec"]

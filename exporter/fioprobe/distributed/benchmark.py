@@ -205,12 +205,7 @@ def _reported(result: ClientServerRun) -> dict[tuple[str, int | None], ServerRun
 def _check_budget(plan: Plan, job: PhaseJob, result: ClientServerRun, used: dict[str, int]) -> None:
     """fio's own byte counts of each server, every phase so far, within the budget."""
     for server in result.servers:
-        done = sum(
-            stats.io_bytes
-            for entry in server.run.jobs
-            for stats in entry.ops.values()
-            if stats.op in ("read", "write", "trim")
-        )
+        done = _io_bytes(server, ("read", "write", "trim"))
         used[server.server] = used.get(server.server, 0) + done
         if used[server.server] > plan.budget.bytes_per_server:
             raise ProbeFailure(
@@ -219,6 +214,16 @@ def _check_budget(plan: Plan, job: PhaseJob, result: ClientServerRun, used: dict
                 f"{server.server} so far, more than budget.bytes_per_server "
                 f"({plan.budget.bytes_per_server}); the benchmark stops",
             )
+
+
+def _io_bytes(server: ServerRun, ops: tuple[str, ...]) -> int:
+    """fio's own byte count of one server's jobs in these directions."""
+    return sum(
+        stats.io_bytes
+        for entry in server.run.jobs
+        for stats in entry.ops.values()
+        if stats.op in ops
+    )
 
 
 def _check_laid_out(plan: Plan, job: PhaseJob, result: ClientServerRun) -> None:
@@ -232,12 +237,7 @@ def _check_laid_out(plan: Plan, job: PhaseJob, result: ClientServerRun) -> None:
     wanted = prepare_bytes(plan)
     short = []
     for server in result.servers:
-        written = sum(
-            stats.io_bytes
-            for entry in server.run.jobs
-            for stats in entry.ops.values()
-            if stats.op == "write"
-        )
+        written = _io_bytes(server, ("write",))
         if written < wanted:
             short.append(f"{server.server} wrote {written} of {wanted} bytes")
     if short:
