@@ -4,6 +4,13 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH=$PWD/.tools/bin:$PWD/.venv/bin:$PATH
+# The whole suite (no arguments) runs two test files at a time (pytest-xdist, one worker per
+# core of CI's 2-core machine): most of its time is waiting on real servers, fio and slow
+# disks, not CPU. A file stays on one worker, so a module's fixture (one apiserver, one
+# Prometheus) is built once. With arguments (a file, `-k`, `-s`), pytest runs as given.
+if [[ $# -eq 0 ]]; then
+  set -- -n "${FIOPROBE_TEST_WORKERS:-2}" --dist loadfile
+fi
 # --durations: every run (CI's too) says where its time went, for docs/BENCHMARKS.md.
 .venv/bin/python -m pytest --durations=40 --durations-min=5 "$@"
 rc=$?

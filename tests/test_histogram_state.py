@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -100,6 +102,26 @@ def test_state_round_trip_and_atomic_save(tmp_path: Path) -> None:
     save(file, group)
     assert load(file) == group
     assert [p.name for p in tmp_path.iterdir()] == ["state.json"]  # no temp file left
+
+
+def test_a_temporary_left_by_a_writer_that_died_is_removed_by_the_next_write(
+    tmp_path: Path,
+) -> None:
+    """A writer killed between creating its temporary and the rename (abandoned in a hung
+    fsync, killed when the disk answered) leaves `.<name>.<pid>.<hex>.tmp`; the next write
+    of that file removes it when that PID is gone, and leaves everything else alone."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    left = tmp_path / f".state.json.{dead.pid}.0123456789ab.tmp"
+    live = tmp_path / f".state.json.{os.getppid()}.0123456789ab.tmp"  # a writer still alive
+    other = tmp_path / f".other.json.{dead.pid}.0123456789ab.tmp"  # another file's
+    odd = tmp_path / ".state.json.0.0123456789ab.tmp"  # not a writer's PID
+    for path in (left, live, other, odd):
+        path.write_text("{}")
+    StateDir(tmp_path).file("state.json").write({"version": STATE_VERSION})
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["state.json", live.name, other.name, odd.name]
+    )
 
 
 @pytest.mark.parametrize(

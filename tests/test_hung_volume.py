@@ -24,9 +24,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import fioprobe, gateway_group, gauge
+from conftest import fioprobe, gateway_group, gauge, wait_for
 from fioprobe.errors import FailureReason
 from fioprobe.probe.directory import RunDir, open_probe_directory
+from fioprobe.probe.prober import PUBLISH_ON_VOLUME_SECONDS
 from fioprobe.probe.stuck import Marker
 from support import services
 from support.fixtures import slow_dir_factory
@@ -196,6 +197,168 @@ def test_run_with_the_middle_target_hung_pushes_the_others_on_time(
         assert not (hung / ".fioprobe-state").exists()
 
 
+# --- a state kept on the volume: the publish runs in a child too ----------------------------
+
+#: fsync and fdatasync by syscall number (/proc/<pid>/syscall), per machine.
+_FSYNC_SYSCALLS = {"x86_64": {"74", "75"}, "aarch64": {"82", "83"}}
+
+
+def reading_probe(disk: Path, gateway: services.Service) -> list[str]:
+    """A dedicated-volume probe whose fio reads: after fio's layout, the only fsync of the
+    run is the state's save."""
+    return [sys.executable, "-m", "fioprobe", "probe", "--profile", "randread-iops", "--dir",
+            str(disk), "--dedicated", "--storageclass", "hungstate", "--gateway", gateway.url,
+            "--probe-timeout", "10"]  # fmt: skip
+
+
+#: libaio's io_submit, io_getevents and io_pgetevents by syscall number, per machine.
+_AIO_SYSCALLS = {"x86_64": {"208", "209", "333"}, "aarch64": {"2", "4", "292"}}
+
+
+def fio_reading(disk: Path) -> bool:
+    """Whether a fio thread working in `disk` is in a libaio call: the reads have begun, so
+    the layout (and its fsync) is over."""
+    aio = _AIO_SYSCALLS[os.uname().machine]
+    for entry in os.scandir("/proc"):
+        try:
+            with open(f"/proc/{entry.name}/comm") as handle:
+                if handle.read().strip() != "fio":
+                    continue
+            links = [os.readlink(f.path) for f in os.scandir(f"/proc/{entry.name}/fd")]
+            if not any(link.startswith(str(disk)) for link in links):
+                continue
+            for task in os.scandir(f"/proc/{entry.name}/task"):
+                with open(f"{task.path}/syscall") as handle:
+                    if handle.read().split()[0] in aio:
+                        return True
+        except (OSError, IndexError):
+            continue
+    return False
+
+
+def children_in_fsync(parent: int) -> list[int]:
+    """Children of `parent` that sit in fsync or fdatasync right now."""
+    fsyncs = _FSYNC_SYSCALLS[os.uname().machine]
+    found = []
+    for entry in os.scandir("/proc"):
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+            if int(fields[1]) != parent:
+                continue
+            with open(f"/proc/{entry.name}/syscall") as handle:
+                if handle.read().split()[0] in fsyncs:
+                    found.append(int(entry.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def temporaries(state: Path) -> list[str]:
+    return [p.name for p in state.iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.slow
+def test_a_state_on_the_volume_that_hangs_is_a_timeout_pushed_by_the_parent(
+    tmp_path: Path,
+    pushgateway: services.Service,
+    slow_dir_factory: Callable[..., SlowFs],
+    env: dict[str, str],
+) -> None:
+    """A dedicated volume keeps its state on itself, so the publish runs in a child as
+    well. fio only reads; then the state's fsync hangs: past PUBLISH_ON_VOLUME_SECONDS the
+    child is abandoned and written down, and `timeout` is pushed by the parent with the
+    group's counters as they were. Once the disk answers, the next run counts again and the
+    temporary file the killed child left is gone."""
+    disk = slow_dir_factory(0)
+    started = time.monotonic()
+    probe = subprocess.Popen(reading_probe(disk.mountpoint, pushgateway), env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        # fio fsyncs the file it lays out (create_fsync); once fio reads, every fsync is
+        # held: the next one is the state's save.
+        wait_for(lambda: fio_reading(disk.mountpoint), timeout=60, interval=0.05,
+                 what="fio's reads")  # fmt: skip
+        disk.set_delays(HANG_MS, 0)
+        _, stderr_bytes = probe.communicate(timeout=200)
+    finally:
+        if probe.poll() is None:
+            probe.kill()
+            probe.wait(timeout=30)
+    seconds = time.monotonic() - started
+    stderr = stderr_bytes.decode()
+    assert probe.returncode == 1, stderr
+    assert "Traceback" not in stderr
+    assert "FAILED (timeout)" in stderr, stderr
+    assert f"did not answer within {PUBLISH_ON_VOLUME_SECONDS:g}s" in stderr, stderr
+    # fio (10 s at most, with its margin), the publish's deadline, the push.
+    assert PUBLISH_ON_VOLUME_SECONDS <= seconds < 10 + 25 + PUBLISH_ON_VOLUME_SECONDS + 30
+    group = gateway_group(pushgateway, storageclass="hungstate", profile="randread-iops")
+    assert group is not None and reason_of(group) == FailureReason.TIMEOUT
+    assert "fioprobe_runs_total" not in group  # the run is not counted
+    pid = stuck_pid(disk.mountpoint, tmp_path / "state")
+    assert pid is not None and alive(pid), "the abandoned publish is written down"
+    state = disk.mountpoint / ".fioprobe-state"
+    assert temporaries(state) != []  # the save it was making
+
+    disk.set_delays(0, 0)  # the held fsync returns; the pending SIGKILL ends the child
+    deadline = time.monotonic() + 60
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not alive(pid)
+    second = subprocess.run(reading_probe(disk.mountpoint, pushgateway), env=env,
+                            capture_output=True, timeout=150, check=False)  # fmt: skip
+    stderr = second.stderr.decode()
+    assert second.returncode == 0, stderr
+    assert "stuck process has ended" in stderr, stderr
+    group = gateway_group(pushgateway, storageclass="hungstate", profile="randread-iops")
+    assert gauge(group, "fioprobe_success") == 1
+    assert gauge(group, "fioprobe_runs_total") == 1
+    assert temporaries(state) == []
+
+
+@pytest.mark.slow
+def test_a_publish_child_killed_on_the_volume_is_a_state_error_pushed_by_the_parent(
+    tmp_path: Path,
+    pushgateway: services.Service,
+    slow_dir_factory: Callable[..., SlowFs],
+    env: dict[str, str],
+) -> None:
+    """The publish's child dies (killed from outside) while its save waits for a slow
+    fsync: whether the state was saved is unknown, so the run is not counted and its
+    failure (`state_error`) is pushed by the parent; the next run removes what it left."""
+    disk = slow_dir_factory(5_000)
+    started = time.monotonic()
+    probe = subprocess.Popen(reading_probe(disk.mountpoint, pushgateway), env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        killed = []
+        while not killed and probe.poll() is None and time.monotonic() < started + 60:
+            for child in children_in_fsync(probe.pid):
+                os.kill(child, signal.SIGKILL)
+                killed.append(child)
+            time.sleep(0.05)
+        _, stderr_bytes = probe.communicate(timeout=60)
+    finally:
+        if probe.poll() is None:
+            probe.kill()
+            probe.wait(timeout=30)
+    stderr = stderr_bytes.decode()
+    assert killed, f"no child of the probe was seen in fsync: {stderr}"
+    assert probe.returncode == 1, stderr
+    assert "Traceback" not in stderr
+    assert "FAILED (state_error)" in stderr, stderr
+    group = gateway_group(pushgateway, storageclass="hungstate", profile="randread-iops")
+    assert group is not None and reason_of(group) == FailureReason.STATE_ERROR
+    assert "fioprobe_runs_total" not in group  # not counted: the save's fate is unknown
+
+    disk.set_delays(0, 0)
+    second = subprocess.run(reading_probe(disk.mountpoint, pushgateway), env=env,
+                            capture_output=True, timeout=150, check=False)  # fmt: skip
+    assert second.returncode == 0, second.stderr.decode()
+    assert temporaries(disk.mountpoint / ".fioprobe-state") == []
+
+
 # --- FUSE's hidden files -------------------------------------------------------------------
 
 
@@ -263,3 +426,79 @@ def test_a_stuck_continuous_writer_holds_nothing_of_the_stream(
     assert stream.returncode == 0, text
     assert seconds < 10, (seconds, text)
     assert "stuck in the kernel and is left behind" in text, text
+
+
+def _stream(disk: Path, port: int) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "fioprobe", "continuous", "--listen", f"127.0.0.1:{port}",
+         "--dir", str(disk), "--storageclass", "hung", "--interval", "0.5"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+
+
+def _stop(stream: subprocess.Popen[bytes]) -> str:
+    if stream.poll() is None:
+        stream.send_signal(signal.SIGTERM)
+    try:
+        _, stderr = stream.communicate(timeout=30)
+    finally:
+        if stream.poll() is None:
+            stream.kill()
+            stream.wait(timeout=30)
+    return stderr.decode(errors="replace")
+
+
+def _stream_value(port: int, name: str) -> float:
+    samples = services.scrape(f"http://127.0.0.1:{port}/metrics")
+    (value,) = [v for (n, _), v in samples.items() if n == name]
+    return value
+
+
+@pytest.mark.slow
+def test_a_stream_started_while_its_old_writer_is_stuck_starts_none_behind_it(
+    slow_dir_factory: Callable[..., SlowFs],
+) -> None:
+    """The stream stops (a pod or service restart) while its writer hangs in the kernel;
+    the next stream on that disk starts no writer behind it, says so, and shows the old
+    writer's operation as outstanding since it was left behind (the hang alert carries
+    on); once the disk answers and that writer has ended, it starts its own, which writes,
+    and the old writer's file is gone. The disk holds every write and fsync 20 s: long
+    enough to restart the stream behind the held one, short enough to see it end."""
+    hung_disk = slow_dir_factory(20_000, 20_000)
+    disk = hung_disk.mountpoint
+    first = _stream(disk, services.free_port())
+    try:
+        wait_for(lambda: (disk / ".fioprobe-continuous").exists(), timeout=30,
+                 what="the first writer's directory")  # fmt: skip
+        time.sleep(2)  # its preallocation and fdatasync are held by the disk now
+    finally:
+        text = _stop(first)
+    assert "stuck in the kernel and is left behind;" in text, text
+    (old,) = [int(n.rpartition("-")[2]) for n in os.listdir(disk / ".fioprobe-continuous")]
+    assert alive(old)
+
+    port = services.free_port()
+    second = _stream(disk, port)
+    try:
+        time.sleep(3)
+        assert second.poll() is None
+        inflight = wait_for(lambda: _stream_value(port, "fioprobe_continuous_inflight_seconds"),
+                            timeout=30, what="the old writer's operation, outstanding")  # fmt: skip
+        assert inflight >= 3
+        # No writer of its own: the only file is the old writer's.
+        assert os.listdir(disk / ".fioprobe-continuous") == [f"wal-{old}"]
+
+        # New requests answer at once; the held one returns within its 20 s, and the old
+        # writer dies of its pending SIGKILL.
+        hung_disk.set_delays(0, 0)
+        wait_for(lambda: _stream_value(port, "fioprobe_continuous_operations_total") >= 3,
+                 timeout=60, what="the new writer's writes")  # fmt: skip
+        names = os.listdir(disk / ".fioprobe-continuous")
+        assert len(names) == 1 and names != [f"wal-{old}"], names
+        assert not alive(old)
+    finally:
+        text = _stop(second)
+    assert second.returncode == 0, text
+    assert "is still stuck in the kernel; no writer starts behind it" in text, text
+    assert "has ended; starting one" in text, text
+    assert not (disk / ".fioprobe-continuous").exists()

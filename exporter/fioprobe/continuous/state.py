@@ -99,6 +99,19 @@ class StreamState:
                 self._device = BlockDevice(f"{event.major}:{event.minor}")
         return None
 
+    def held_since(self, seconds_ago: float) -> None:
+        """No writer can start: the previous one is still stuck in the kernel on this disk.
+        Its outstanding operation is shown as one that began when it was left behind, so
+        the in-flight age (and the hang alert on it) carries on across the restart."""
+        with self._lock:
+            self._began_ns = self.clock_ns() - int(max(0.0, seconds_ago) * NS_PER_SECOND)
+            self._open_stall_exported = 0.0
+
+    def held_no_more(self) -> None:
+        """The stuck writer has ended: its operation ended with it."""
+        with self._lock:
+            self._end(self.clock_ns())
+
     def writer_gone(self, reason: str, message: str) -> None:
         """The writer process ended on its own: an outstanding operation ends with it."""
         with self._lock:

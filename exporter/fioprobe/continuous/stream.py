@@ -8,7 +8,12 @@ other targets or shutdown:
 - a writer that exits on its own is restarted after a backoff, its exit counted as an error;
 - SIGTERM/SIGINT/SIGHUP: every writer is asked to stop (it removes its file), those still
   there after `STOP_GRACE_SECONDS` get SIGKILL (which a task in uninterruptible sleep only
-  takes when its kernel call returns) and are abandoned; the process exits 0.
+  takes when its kernel call returns) and are abandoned, each written down in a marker of
+  the per-user state directory (`probe.stuck`); the process exits 0;
+- a stream that starts while the writer a previous one abandoned is still there starts no
+  writer behind it (that one would hang in the same place, and one more at every restart):
+  it says so, shows the old writer's operation as outstanding since it was left behind,
+  and starts its own once that process has ended.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO
 
 from prometheus_client import CollectorRegistry, start_http_server
@@ -31,6 +37,7 @@ from fioprobe.continuous.device import block_device
 from fioprobe.continuous.state import StreamState
 from fioprobe.errors import FailureReason
 from fioprobe.probe.childproc import python_command
+from fioprobe.probe.stuck import Marker, StateError, Stuck
 
 #: How long stopping writers may take before the rest are killed and abandoned: the whole
 #: process is meant to exit within 2 s of SIGTERM.
@@ -67,6 +74,12 @@ class Writer:
     backoff: float = RESTART_BACKOFF_SECONDS
     hang_logged: bool = False
     reader: threading.Thread | None = field(default=None)
+    #: The writer a previous stream left stuck on this target's disk, while it is there.
+    held_by: Stuck | None = None
+    marker_read: bool = False
+
+    def marker(self) -> Marker:
+        return Marker.for_directory(Path(self.target.directory), None, prefix="stuck-writer-")
 
     def start(self) -> None:
         s = self.settings
@@ -126,7 +139,7 @@ class Writer:
     def supervise(self, now: float) -> None:
         process = self.process
         if process is None:
-            if now >= self.restart_at:
+            if now >= self.restart_at and not self._held():
                 try:
                     self.start()
                 except OSError as exc:  # no process could be made (a pids limit, memory)
@@ -148,6 +161,51 @@ class Writer:
             self._gone(now, FailureReason.INTERRUPTED, f"it was killed by signal {-code}")
         else:
             self._gone(now, FailureReason.IO_ERROR, f"it exited with status {code}")
+
+    def _held(self) -> bool:
+        """Whether a writer a previous stream abandoned is still stuck on this disk."""
+        name = self.target.name
+        if not self.marker_read:
+            self.marker_read = True
+            try:
+                stuck = self.marker().read()
+            except StateError as exc:
+                say(f"{name}: cannot read the stuck-writer marker: {exc}")
+                return False
+            if stuck is None:
+                return False
+            if not stuck.still_there():
+                self._forget_stuck(f"the writer a previous stream left ({stuck.describe()}) "
+                                   "has ended")  # fmt: skip
+                return False
+            self.held_by = stuck
+            self.target.state.held_since(time.time() - stuck.abandoned_at)
+            say(f"{name}: the writer a previous stream left ({stuck.describe()}) is still "
+                "stuck in the kernel; no writer starts behind it until it ends")  # fmt: skip
+            return True
+        if self.held_by is None:
+            return False
+        if self.held_by.still_there():
+            return True
+        stuck, self.held_by = self.held_by, None
+        self.target.state.held_no_more()
+        self._forget_stuck(f"the stuck writer ({stuck.describe()}) has ended; starting one")
+        return False
+
+    def _forget_stuck(self, message: str) -> None:
+        try:
+            self.marker().clear()
+        except StateError as exc:
+            message += f" (its marker stays: {exc})"
+        say(f"{self.target.name}: {message}")
+
+    def record_stuck(self, pid: int) -> str:
+        """Write down an abandoned writer; what to add to the line that says so."""
+        try:
+            self.marker().record(pid, "writing")
+        except StateError as exc:
+            return f" (not written down: {exc})"
+        return ""
 
     def _gone(self, now: float, reason: FailureReason, what: str) -> None:
         """No writer runs: counted as an error, started again after the backoff."""
@@ -261,12 +319,12 @@ def _stop_writers(writers: Sequence[Writer]) -> None:
             return
         time.sleep(0.02)
     for writer in writers:
-        if writer.kill_if_running():
-            process = writer.process
-            pid = process.pid if process is not None else "?"
-            say(f"{writer.target.name}: the writer (pid {pid}) is stuck in the kernel and "
-                f"is left behind; its file stays in {writer.target.directory}/"
-                ".fioprobe-continuous until the next start removes it")  # fmt: skip
+        process = writer.process
+        if writer.kill_if_running() and process is not None:
+            noted = writer.record_stuck(process.pid)
+            say(f"{writer.target.name}: the writer (pid {process.pid}) is stuck in the kernel "
+                f"and is left behind{noted}; its file stays in {writer.target.directory}/"
+                ".fioprobe-continuous until a stream starts after it has ended")  # fmt: skip
 
 
 def _show_host(host: str) -> str:

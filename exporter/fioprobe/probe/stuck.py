@@ -57,11 +57,14 @@ class Marker:
     file: StateFile
 
     @classmethod
-    def for_directory(cls, probe_directory: Path, state_directory: Path | None) -> Marker:
-        """`state_directory`: the probe's own state directory when it is off the volume."""
+    def for_directory(
+        cls, probe_directory: Path, state_directory: Path | None, *, prefix: str = "stuck-"
+    ) -> Marker:
+        """`state_directory`: the probe's own state directory when it is off the volume.
+        `prefix`: whose marker (the continuous stream's writer has one of its own)."""
         if state_directory is None:
             state_directory = default_state_dir().path
-        name = file_name({"directory": os.path.abspath(probe_directory)}, prefix="stuck-")
+        name = file_name({"directory": os.path.abspath(probe_directory)}, prefix=prefix)
         return cls(StateDir(Path(state_directory), create_parents=True).file(name))
 
     @property

@@ -30,6 +30,7 @@ import errno
 import fcntl
 import json
 import os
+import re
 import secrets
 import stat
 from collections.abc import Iterator
@@ -296,10 +297,15 @@ class StateFile:
         return parsed
 
     def write(self, data: object) -> None:
-        """Write atomically: a crash leaves the old or the new file, never half of one."""
+        """Write atomically: a crash leaves the old or the new file, never half of one.
+
+        The temporary file's name carries the writer's PID: one left by a writer that died
+        between its creation and the rename (killed, or abandoned in a hung fsync and killed
+        when the disk answered) is removed by the next write of the same file."""
         body = json.dumps(data, sort_keys=True, allow_nan=False).encode()
-        tmp = f".{self.name}.{secrets.token_hex(6)}.tmp"
+        tmp = f".{self.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
         with self.directory.opened() as dir_fd:
+            _remove_dead_writers_temporaries(self.name, dir_fd)
             try:
                 fd = os.open(
                     tmp,
@@ -388,6 +394,44 @@ def _read_own(name: str, dir_fd: int, directory: Path) -> bytes:
             return handle.read(MAX_STATE_BYTES + 1)
     except OSError as exc:
         raise state_error(str(directory / name), exc) from None
+
+
+#: How many names of a state directory are looked at for left temporaries, at most.
+_MAX_SWEPT_NAMES = 10_000
+#: A PID as a temporary file's name carries it (Linux's pid_max is at most 2**22).
+_PID = re.compile(r"[1-9][0-9]{0,6}")
+
+
+def _remove_dead_writers_temporaries(name: str, dir_fd: int) -> None:
+    """Unlink `.<name>.<pid>.<hex>.tmp` files of the probe's own whose writer is gone.
+
+    A writer in another PID namespace (a previous pod) whose PID means nothing here is gone
+    too: it was abandoned in the kernel, and the SIGKILL it carries ends it when it wakes."""
+    prefix = f".{name}."
+    with suppress(OSError), os.scandir(dir_fd) as entries:
+        for seen, entry in enumerate(entries):
+            if seen >= _MAX_SWEPT_NAMES:
+                return
+            if not (entry.name.startswith(prefix) and entry.name.endswith(".tmp")):
+                continue
+            pid, _, token = entry.name[len(prefix) : -len(".tmp")].partition(".")
+            if not (_PID.fullmatch(pid) and len(token) == 12) or _alive(int(pid)):
+                continue
+            info = entry.stat(follow_symlinks=False)
+            if stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid():
+                _unlink_quietly(entry.name, dir_fd)
+
+
+def _alive(pid: int) -> bool:
+    if pid < 2:  # 1 is init; 0 would ask about this process group
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
 
 
 def _unlink_quietly(name: str, dir_fd: int) -> None:
