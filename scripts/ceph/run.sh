@@ -14,7 +14,14 @@ if [[ $(id -u) != 0 ]]; then
 fi
 bash scripts/ceph/setup.sh || exit 1
 export PATH=$REPO/.tools/bin:$REPO/.venv/bin:$PATH
-ROOT=$(mktemp -d /tmp/fioprobe-ceph.XXXXXX)
+# The work directory, and so the OSDs' BlueStore files, in memory (tmpfs, which takes
+# BlueStore's O_DIRECT since Linux 6.6; the OSDs write a few hundred MiB): on this machine's
+# virtual disk every replica's commit would also wait for the host's own fsync, whose jitter
+# puts healthy fsyncs above 10 ms and hides a one-OSD stall in the slow-fsync count.
+# FIOPROBE_CEPH_BASE=/tmp puts it on disk instead.
+BASE=${FIOPROBE_CEPH_BASE:-/dev/shm}
+ROOT=$(mktemp -d "$BASE/fioprobe-ceph.XXXXXX") || exit 1
+say "work directory $ROOT"
 export FIOPROBE_CEPH_ROOT=$ROOT
 started=$SECONDS
 "$REPO/.venv/bin/python" -m pytest -p no:cacheprovider -c "$REPO/tests/ceph/pytest.ini" \
