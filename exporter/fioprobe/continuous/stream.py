@@ -49,6 +49,10 @@ RESTART_BACKOFF_SECONDS = 1.0
 RESTART_BACKOFF_MAX_SECONDS = 30.0
 #: An operation outstanding this long is said in the log once (the metric shows it anyway).
 HANG_LOG_SECONDS = 10.0
+#: A stuck writer's marker lives in the per-user state directory, often on the node's root
+#: disk, which may be the disk that hangs: each read or write of it gets this long, on a
+#: thread of its own, so it never holds the main loop or shutdown.
+MARKER_IO_SECONDS = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,12 +171,9 @@ class Writer:
         name = self.target.name
         if not self.marker_read:
             self.marker_read = True
-            try:
-                stuck = self.marker().read()
-            except StateError as exc:
-                say(f"{name}: cannot read the stuck-writer marker: {exc}")
-                return False
-            if stuck is None:
+            # No marker known (none, or no usable state directory): nothing to wait for.
+            done, stuck = _bounded(self.marker().read)
+            if not done or not isinstance(stuck, Stuck):
                 return False
             if not stuck.still_there():
                 self._forget_stuck(f"the writer a previous stream left ({stuck.describe()}) "
@@ -193,18 +194,20 @@ class Writer:
         return False
 
     def _forget_stuck(self, message: str) -> None:
-        try:
-            self.marker().clear()
-        except StateError as exc:
-            message += f" (its marker stays: {exc})"
+        done, problem = _bounded(self.marker().clear)
+        if not done or isinstance(problem, Exception):
+            message += f" (its marker stays: {problem or 'the state directory did not answer'})"
         say(f"{self.target.name}: {message}")
 
     def record_stuck(self, pid: int) -> str:
         """Write down an abandoned writer; what to add to the line that says so."""
-        try:
-            self.marker().record(pid, "writing")
-        except StateError as exc:
-            return f" (not written down: {exc})"
+        done, problem = _bounded(lambda: self.marker().record(pid, "writing"))
+        if not done:
+            return (
+                f" (not written down: the state directory did not answer in {MARKER_IO_SECONDS:g}s)"
+            )
+        if isinstance(problem, Exception):
+            return f" (not written down: {problem})"
         return ""
 
     def _gone(self, now: float, reason: FailureReason, what: str) -> None:
@@ -233,6 +236,24 @@ class Writer:
         except subprocess.TimeoutExpired:
             return True
         return False
+
+
+def _bounded(call: Callable[[], object]) -> tuple[bool, object]:
+    """`call()` on a daemon thread, waited for MARKER_IO_SECONDS: (False, None) when it did
+    not return in time (it is left to finish or hang alone), else (True, its result or the
+    StateError it raised)."""
+    result: list[object] = []
+
+    def run() -> None:
+        try:
+            result.append(call())
+        except StateError as exc:
+            result.append(exc)
+
+    thread = threading.Thread(target=run, name="stuck-writer marker", daemon=True)
+    thread.start()
+    thread.join(MARKER_IO_SECONDS)
+    return (True, result[0]) if result else (False, None)
 
 
 def _forward(stderr: IO[str]) -> None:

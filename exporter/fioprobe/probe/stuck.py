@@ -80,6 +80,8 @@ class Marker:
         at, phase = data.get("abandoned_at"), data.get("phase")
         if type(pid) is not int or pid < 2 or not isinstance(at, int | float):
             return None
+        if not 0 <= at < 2**34:  # a time a calendar can show (also NaN, infinities)
+            return None
         return Stuck(pid, ticks if type(ticks) is int else None, float(at), str(phase)[:200])
 
     def record(self, pid: int, phase: str) -> Stuck:

@@ -423,15 +423,17 @@ def _remove_dead_writers_temporaries(name: str, dir_fd: int) -> None:
 
 
 def _alive(pid: int) -> bool:
+    """Whether process `pid` exists and has not exited (a zombie, not yet reaped, is gone)."""
     if pid < 2:  # 1 is init; 0 would ask about this process group
         return True
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            line = handle.read(4096)
+    except FileNotFoundError:
         return False
-    except PermissionError:  # someone else's process: alive
+    except OSError:  # cannot tell: keep its file
         return True
-    return True
+    return line[line.rfind(b")") + 2 : line.rfind(b")") + 3] not in (b"Z", b"X")
 
 
 def _unlink_quietly(name: str, dir_fd: int) -> None:
