@@ -14,6 +14,7 @@ aborts the requests still held, which ends any process stuck on them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -243,6 +244,33 @@ def _syscalls(table: dict[str, set[str]]) -> set[str]:
     return table[machine]
 
 
+@contextlib.contextmanager
+def reading_probe_started(
+    disk: SlowFs, gateway: services.Service, env: dict[str, str], fsync_ms: float
+) -> Iterator[subprocess.Popen[bytes]]:
+    """The reading probe, started on a disk that answers at once; once fio reads (its
+    layout's fsync, create_fsync, is over), every fsync takes `fsync_ms`: the next one is
+    the state's save. The probe is killed on the way out if it is still there."""
+    probe = subprocess.Popen(reading_probe(disk.mountpoint, gateway), env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        wait_for(lambda: fio_reading(disk.mountpoint), timeout=60, interval=0.05,
+                 what="fio's reads")  # fmt: skip
+        disk.set_delays(fsync_ms, 0)
+        yield probe
+    finally:
+        if probe.poll() is None:
+            probe.kill()
+            probe.wait(timeout=30)
+
+
+def run_reading_probe(
+    disk: Path, gateway: services.Service, env: dict[str, str]
+) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(reading_probe(disk, gateway), env=env, capture_output=True,
+                          timeout=150, check=False)  # fmt: skip
+
+
 def children_in_fsync(parent: int) -> list[int]:
     """Children of `parent` that sit in fsync or fdatasync right now."""
     fsyncs = _syscalls(_FSYNC_SYSCALLS)
@@ -279,19 +307,8 @@ def test_a_state_on_the_volume_that_hangs_is_a_timeout_pushed_by_the_parent(
     temporary file the killed child left is gone."""
     disk = slow_dir_factory(0)
     started = time.monotonic()
-    probe = subprocess.Popen(reading_probe(disk.mountpoint, pushgateway), env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
-    try:
-        # fio fsyncs the file it lays out (create_fsync); once fio reads, every fsync is
-        # held: the next one is the state's save.
-        wait_for(lambda: fio_reading(disk.mountpoint), timeout=60, interval=0.05,
-                 what="fio's reads")  # fmt: skip
-        disk.set_delays(HANG_MS, 0)
+    with reading_probe_started(disk, pushgateway, env, HANG_MS) as probe:
         _, stderr_bytes = probe.communicate(timeout=200)
-    finally:
-        if probe.poll() is None:
-            probe.kill()
-            probe.wait(timeout=30)
     seconds = time.monotonic() - started
     stderr = stderr_bytes.decode()
     assert probe.returncode == 1, stderr
@@ -313,8 +330,7 @@ def test_a_state_on_the_volume_that_hangs_is_a_timeout_pushed_by_the_parent(
     while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert not alive(pid)
-    second = subprocess.run(reading_probe(disk.mountpoint, pushgateway), env=env,
-                            capture_output=True, timeout=150, check=False)  # fmt: skip
+    second = run_reading_probe(disk.mountpoint, pushgateway, env)
     stderr = second.stderr.decode()
     assert second.returncode == 0, stderr
     assert "stuck process has ended" in stderr, stderr
@@ -336,13 +352,7 @@ def test_a_publish_child_killed_on_the_volume_is_a_state_error_pushed_by_the_par
     failure (`state_error`) is pushed by the parent; the next run removes what it left."""
     disk = slow_dir_factory(0)
     started = time.monotonic()
-    probe = subprocess.Popen(reading_probe(disk.mountpoint, pushgateway), env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
-    try:
-        # After fio's layout and its fsync: the next fsync, the state's, takes 5 s.
-        wait_for(lambda: fio_reading(disk.mountpoint), timeout=60, interval=0.05,
-                 what="fio's reads")  # fmt: skip
-        disk.set_delays(5_000, 0)
+    with reading_probe_started(disk, pushgateway, env, 5_000) as probe:
         killed = []
         while not killed and probe.poll() is None and time.monotonic() < started + 60:
             for child in children_in_fsync(probe.pid):
@@ -350,10 +360,6 @@ def test_a_publish_child_killed_on_the_volume_is_a_state_error_pushed_by_the_par
                 killed.append(child)
             time.sleep(0.05)
         _, stderr_bytes = probe.communicate(timeout=60)
-    finally:
-        if probe.poll() is None:
-            probe.kill()
-            probe.wait(timeout=30)
     stderr = stderr_bytes.decode()
     assert killed, f"no child of the probe was seen in fsync: {stderr}"
     assert probe.returncode == 1, stderr
@@ -364,8 +370,7 @@ def test_a_publish_child_killed_on_the_volume_is_a_state_error_pushed_by_the_par
     assert "fioprobe_runs_total" not in group  # not counted: the save's fate is unknown
 
     disk.set_delays(0, 0)
-    second = subprocess.run(reading_probe(disk.mountpoint, pushgateway), env=env,
-                            capture_output=True, timeout=150, check=False)  # fmt: skip
+    second = run_reading_probe(disk.mountpoint, pushgateway, env)
     assert second.returncode == 0, second.stderr.decode()
     assert temporaries(disk.mountpoint / ".fioprobe-state") == []
 
@@ -413,12 +418,7 @@ def test_a_stuck_continuous_writer_holds_nothing_of_the_stream(
 ) -> None:
     """The stream's writer is a child left behind when stuck; it must not hold the stream's
     stderr either, or whoever reads that (a shell, a log collector) waits for the disk."""
-    port = services.free_port()
-    stream = subprocess.Popen(
-        [sys.executable, "-m", "fioprobe", "continuous", "--listen", f"127.0.0.1:{port}",
-         "--dir", str(hung_disk.mountpoint), "--storageclass", "hung", "--interval", "0.5"],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
+    stream = _stream(hung_disk.mountpoint, services.free_port())
     try:
         deadline = time.monotonic() + 30
         while not (hung_disk.mountpoint / ".fioprobe-continuous").exists():
