@@ -40,6 +40,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "fioprobe.bounds",
             "fioprobe.thresholds",
             "fioprobe.grouping",
+            "fioprobe.processes",
         ),
     ),
     ("fio", ("fioprobe.fio",)),

@@ -35,6 +35,7 @@ from typing import TextIO
 
 from fioprobe.continuous import protocol
 from fioprobe.errors import FailureReason, ProbeFailure, reason_for_errno
+from fioprobe.processes import alive
 
 SUBDIR = ".fioprobe-continuous"
 _FILE = re.compile(r"wal-(\d{1,10})")
@@ -248,13 +249,7 @@ def _alive(pid: int) -> bool:
     abandoned writer's parent may have exited before it, leaving it to a reaper)."""
     if pid == os.getpid():
         return False  # a file of this pid is a previous process's, reused pid or not
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat_line = handle.read(4096)
-    except OSError:
-        return False
-    # The state follows the parenthesised command name, which may itself hold ") ".
-    return stat_line[stat_line.rfind(b")") + 2 : stat_line.rfind(b")") + 3] not in (b"Z", b"X")
+    return alive(pid)
 
 
 def _preallocate(fd: int, size: int) -> None:

@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from fioprobe.processes import start_ticks
 from fioprobe.publish.statefile import StateDir, StateError, StateFile, default_state_dir, file_name
 
 
@@ -42,7 +43,7 @@ class Stuck:
 
     def still_there(self) -> bool:
         """Whether that same process still exists (and has not exited: a zombie is gone)."""
-        found = _process_start(self.pid)
+        found = start_ticks(self.pid)
         return found is not None and found == self.start_ticks
 
     def describe(self) -> str:
@@ -85,7 +86,7 @@ class Marker:
         return Stuck(pid, ticks if type(ticks) is int else None, float(at), str(phase)[:200])
 
     def record(self, pid: int, phase: str) -> Stuck:
-        stuck = Stuck(pid, _process_start(pid), time.time(), phase)
+        stuck = Stuck(pid, start_ticks(pid), time.time(), phase)
         self.file.write(
             {
                 "pid": stuck.pid,
@@ -98,22 +99,6 @@ class Marker:
 
     def clear(self) -> None:
         self.file.remove()
-
-
-def _process_start(pid: int) -> int | None:
-    """The start time of a live process, None if there is none (or only a zombie)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            line = handle.read(4096)
-    except OSError:
-        return None
-    fields = line[line.rfind(b")") + 2 :].split()
-    if len(fields) < 20 or fields[0] in (b"Z", b"X"):
-        return None
-    try:
-        return int(fields[19])
-    except ValueError:
-        return None
 
 
 __all__ = ["Marker", "StateError", "Stuck"]

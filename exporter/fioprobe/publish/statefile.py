@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fioprobe.errors import FailureReason, FioprobeError, reason_for_errno
+from fioprobe.processes import alive
 
 #: A state file is a few KiB; anything much larger was not written by fioprobe.
 MAX_STATE_BYTES = 4 * 1024 * 1024
@@ -415,25 +416,13 @@ def _remove_dead_writers_temporaries(name: str, dir_fd: int) -> None:
             if not (entry.name.startswith(prefix) and entry.name.endswith(".tmp")):
                 continue
             pid, _, token = entry.name[len(prefix) : -len(".tmp")].partition(".")
-            if not (_PID.fullmatch(pid) and len(token) == 12) or _alive(int(pid)):
+            if not (_PID.fullmatch(pid) and len(token) == 12):
+                continue
+            if int(pid) < 2 or alive(int(pid)):  # 1 is init's: never a writer that is gone
                 continue
             info = entry.stat(follow_symlinks=False)
             if stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid():
                 _unlink_quietly(entry.name, dir_fd)
-
-
-def _alive(pid: int) -> bool:
-    """Whether process `pid` exists and has not exited (a zombie, not yet reaped, is gone)."""
-    if pid < 2:  # 1 is init; 0 would ask about this process group
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            line = handle.read(4096)
-    except FileNotFoundError:
-        return False
-    except OSError:  # cannot tell: keep its file
-        return True
-    return line[line.rfind(b")") + 2 : line.rfind(b")") + 3] not in (b"Z", b"X")
 
 
 def _unlink_quietly(name: str, dir_fd: int) -> None:
