@@ -1,7 +1,8 @@
-"""Fixtures of the Ceph scenarios: one real single-host Ceph cluster for the whole session
+"""Fixtures of the Ceph scenarios: one real single-host Ceph cluster for test_scenarios.py
 (support.ceph), one RBD image with ext4 on it for the probes and the stream, a Pushgateway,
 the continuous stream on the same volume, and a Prometheus scraping both with the mixin's
-rules (rendered in the test, never a committed copy).
+rules (rendered in the test, never a committed copy). test_comparison.py builds a cluster of
+its own, after or before this one, never beside it.
 
 These tests need root and the Ceph packages that `make ceph` (scripts/ceph/run.sh) installs;
 anywhere else (`make test`) the directory is not collected at all.
@@ -9,7 +10,6 @@ anywhere else (`make test`) the directory is not collected at all.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -18,12 +18,11 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fioprobe.fio.execute import STAT_PARENT, live_processes
 from support import ceph, services
 
 REPO = Path(__file__).resolve().parents[2]
@@ -34,7 +33,7 @@ STORAGECLASS = "ceph-rbd"
 SCRAPE = "5s"
 
 
-def _root() -> Path:
+def ceph_root() -> Path:
     root = os.environ.get("FIOPROBE_CEPH_ROOT")
     if not root:
         pytest.fail("FIOPROBE_CEPH_ROOT is not set: run the Ceph scenarios with `make ceph`")
@@ -58,7 +57,6 @@ class Bed:
     stream: subprocess.Popen[bytes]
     stream_port: int
     config: Path
-    results: dict[str, Any] = field(default_factory=dict)
 
     @property
     def probe_dir(self) -> Path:
@@ -67,25 +65,6 @@ class Bed:
     @property
     def stream_dir(self) -> Path:
         return self.volume.mountpoint / "stream"
-
-    @contextlib.contextmanager
-    def stream_paused(self) -> Iterator[None]:
-        """The stream stopped (SIGSTOP) for a while, then resumed: a benchmark run alone on
-        the volume, as CBT runs one, without the stream's fsyncs in the same ext4 journal.
-        The writes are its writer child's (in a session of its own): the stream first, so
-        it does not see its writer fall silent, then the writer; resumed the other way."""
-        self.stream.send_signal(signal.SIGSTOP)
-        writers = live_processes(STAT_PARENT, self.stream.pid)
-        try:
-            assert writers, "the stream has no writer child to stop"
-            for pid in writers:
-                os.kill(pid, signal.SIGSTOP)
-            yield
-        finally:
-            for pid in writers:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGCONT)
-            self.stream.send_signal(signal.SIGCONT)
 
     def scrape_stream(self) -> services.Samples:
         return services.scrape(f"http://{services.LOCALHOST}:{self.stream_port}/metrics")
@@ -150,11 +129,19 @@ class Bed:
         return {a["labels"]["alertname"]: a["state"] for a in data["alerts"]}
 
     def record(self, scenario: str, **facts: Any) -> None:
-        """Facts of a scenario for docs/CEPH.md, written to FIOPROBE_CEPH_RESULTS if set."""
-        self.results.setdefault(scenario, {}).update(facts)
-        out = os.environ.get("FIOPROBE_CEPH_RESULTS")
-        if out:
-            Path(out).write_text(json.dumps(self.results, indent=2, sort_keys=True) + "\n")
+        record(scenario, **facts)
+
+
+#: What the scenarios recorded in this session, by scenario.
+RESULTS: dict[str, dict[str, Any]] = {}
+
+
+def record(scenario: str, **facts: Any) -> None:
+    """Facts of a scenario for docs/CEPH.md, written to FIOPROBE_CEPH_RESULTS if set."""
+    RESULTS.setdefault(scenario, {}).update(facts)
+    out = os.environ.get("FIOPROBE_CEPH_RESULTS")
+    if out:
+        Path(out).write_text(json.dumps(RESULTS, indent=2, sort_keys=True) + "\n")
 
 
 def render_rules(workdir: Path) -> Path:
@@ -185,9 +172,9 @@ def write_config(path: Path, gateway: services.Service, probe_dir: Path, state: 
     )
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def bed() -> Iterator[Bed]:
-    root = _root()
+    root = ceph_root()
     cluster = ceph.start_cluster(root / "cluster")
     volumes: list[ceph.Volume] = []
     started: list[services.Service] = []

@@ -1,12 +1,12 @@
 """What fioprobe shows when a real Ceph cluster fails under it, scenario by scenario.
 
-One cluster for the whole session (tests/ceph/conftest.py): three OSDs, pool `rbd` of size 3
+One cluster for this module (tests/ceph/conftest.py): three OSDs, pool `rbd` of size 3
 and min_size 2, one image with ext4 on it holding the probe directory and the continuous
 stream's directory. The probe is `fioprobe run` of the etcd-fsync profile, as the CronJob
 runs it, pushing to a real Pushgateway; the stream writes and fdatasyncs once a second and
 a real Prometheus scrapes both and evaluates the mixin's rules. The scenarios run in order
 and each leaves the cluster as the next expects (all OSDs up, active+clean) unless it says
-otherwise; a failing scenario's teardown is the session's, which starts the OSDs again.
+otherwise; a failing scenario's teardown is the module's, which starts the OSDs again.
 
 Each scenario records what the disk did and what each metric and alert showed, and when
 (FIOPROBE_CEPH_RESULTS), for docs/CEPH.md.
@@ -14,13 +14,10 @@ Each scenario records what the disk did and what each metric and alert showed, a
 
 from __future__ import annotations
 
-import json
-import shutil
 import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 from conftest import REPO, STORAGECLASS, Bed, wait_until
 
@@ -262,74 +259,3 @@ def test_recovery(bed: Bed) -> None:
         "fioprobe_last_sync_latency_max_seconds"), alerts_clear_after_s=round(
         time.monotonic() - started, 1), failures_total=bed.gauge("fioprobe_failures_total"),
         runs_total=bed.gauge("fioprobe_runs_total"))  # fmt: skip
-
-
-#: Runs per configuration of the comparison: the etcd-fsync job's family of tests (write
-#: and sync, their metrics) is about a dozen, and with Holm's correction 7 runs a side is
-#: the fewest whose complete separation can be significant (docs/REPORT.md, "runs needed").
-COMPARISON_RUNS = 7
-
-
-def fio_run(bed: Bed, output: Path, kill_after_s: float | None = None) -> int | None:
-    """jobs/etcd-fsync.fio once on the Ceph volume with json+ output, as CBT runs a job;
-    with `kill_after_s`, the primary of the stream's placement group is killed that long
-    into the run (returned), and the caller starts it again."""
-    work = bed.volume.mountpoint / "bench"
-    work.mkdir(exist_ok=True)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    fio = subprocess.Popen(
-        ["fio", f"--directory={work}", "--output-format=json+", f"--output={output}",
-         str(REPO / "jobs" / "etcd-fsync.fio")],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    victim = None
-    if kill_after_s is not None:
-        time.sleep(kill_after_s)
-        victim = stream_object_primary(bed)
-        bed.cluster.kill_osd(victim)
-    _, stderr = fio.communicate(timeout=120)
-    assert fio.returncode == 0, stderr.decode(errors="replace")
-    for leftover in work.iterdir():
-        leftover.unlink()
-    return victim
-
-
-def test_comparison_with_a_verdict(bed: Bed, tmp_path: Path) -> None:
-    """CBT-style: 7 runs on the healthy cluster, 7 runs each started as an OSD is killed;
-    `fioprobe report --baseline` calls the killed runs a regression in max latency, with its
-    statistical test, whatever it says of the p99; in fsyncs above 10 ms too where the healthy
-    runs have none."""
-    all_osds_up_and_clean(bed)
-    runs = bed.root / "comparison"
-    # The benchmark alone on the volume, as CBT runs it: the stream's fdatasyncs share the
-    # ext4 journal with fio's and would add slow fsyncs of their own to both sides.
-    with bed.stream_paused():
-        for index in range(COMPARISON_RUNS):
-            fio_run(bed, runs / "ceph_healthy-fio-node0" / f"run{index}.json")
-        for index in range(COMPARISON_RUNS):
-            victim = fio_run(bed, runs / "ceph_osd-killed-fio-node0" / f"run{index}.json", 1.0)
-            assert victim is not None
-            bed.cluster.start_osd(victim)
-            bed.cluster.wait_until("active+clean", bed.cluster.pgs_active_clean, 300)
-    out = tmp_path / "report"
-    result = subprocess.run(
-        [sys.executable, "-m", "fioprobe", "report", str(runs), "-o", str(out),
-         "--baseline", "healthy", "--quiet"],
-        capture_output=True, text=True, timeout=300, cwd=REPO, check=False,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    (verdict,) = json.loads((out / "report.json").read_text())["verdicts"]
-    sync = {r["metric"]: r for r in verdict["results"] if r["op"] == "sync"}
-    bed.record("comparison", stdout=result.stdout.splitlines(), results={
-        metric: {
-            **{k: r[k] for k in ("verdict", "p", "p_corrected", "effect")},
-            "healthy": r["baseline"]["values"], "osd_killed": r["candidate"]["values"],
-        }
-        for metric, r in sync.items()})  # fmt: skip
-    assert sync["max"]["verdict"] == "regression", sync["max"]
-    # The stall is one fsync held for a second or two: a count that only stands out where
-    # the healthy runs have (almost) none above 10 ms. On this machine's file-backed OSDs
-    # they have tens per run, and the count cannot tell the stall from that (docs/CEPH.md).
-    if max(sync["slow_fsyncs"]["baseline"]["values"]) == 0:
-        assert sync["slow_fsyncs"]["verdict"] == "regression", sync["slow_fsyncs"]
-    shutil.copytree(out, bed.root / "comparison-report")

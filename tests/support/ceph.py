@@ -70,7 +70,14 @@ class CephError(RuntimeError):
 def _config(work: Path, fsid: str, mon_port: int, port_min: int) -> str:
     """ceph.conf of the cluster under `work`. Small caches keep the three OSDs well under a
     gigabyte together; `osd fast fail on connection refused` (the default, spelled out) marks
-    a killed OSD down at once, so the peering stall comes when the test kills it."""
+    a killed OSD down at once, so the peering stall comes when the test kills it.
+
+    `bluestore debug enforce settings = ssd`: BlueStore cannot tell what is under a file and
+    takes it for a rotating disk, so every write below 64 KiB went through RocksDB's WAL
+    first (deferred, about 400 MiB per OSD per minute of etcd-like writes), and fsyncs came
+    in bursts of 10-50 ms as the three OSDs worked that off together on two cores. The files
+    are in memory, and ODF's OSDs are on flash: the SSD settings are the ones that
+    apply (docs/CEPH.md, "The cluster")."""
     return f"""[global]
 fsid = {fsid}
 mon host = [v2:{LOCALHOST}:{mon_port}]
@@ -97,6 +104,7 @@ mon warn on insecure global id reclaim allowed = false
 mon data avail warn = 1
 osd fast fail on connection refused = true
 osd objectstore = bluestore
+bluestore debug enforce settings = ssd
 bluestore block create = true
 bluestore block size = {OSD_BYTES}
 bluestore cache autotune = false
