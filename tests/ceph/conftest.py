@@ -47,7 +47,7 @@ def ceph_root() -> Path:
 
 @dataclass
 class Bed:
-    """Everything a scenario uses, made once per session."""
+    """Everything a scenario uses, made once per module."""
 
     root: Path
     cluster: ceph.Cluster

@@ -73,10 +73,10 @@ def _config(work: Path, fsid: str, mon_port: int, port_min: int) -> str:
     a killed OSD down at once, so the peering stall comes when the test kills it.
 
     `bluestore debug enforce settings = ssd`: BlueStore cannot tell what is under a file and
-    takes it for a rotating disk, so every write below 64 KiB went through RocksDB's WAL
-    first (deferred, about 400 MiB per OSD per minute of etcd-like writes), and fsyncs came
-    in bursts of 10-50 ms as the three OSDs worked that off together on two cores. The files
-    are in memory, and ODF's OSDs are on flash: the SSD settings are the ones that
+    takes it for a rotating disk, whose settings defer every write below 64 KiB through
+    RocksDB's WAL (about 400 MiB per OSD per minute of etcd-like writes) and put fsyncs in
+    bursts of 10-50 ms while three OSDs work that off on two cores. The files are in
+    memory, and ODF's OSDs are on flash: the SSD settings are the ones that
     apply (docs/CEPH.md, "The cluster")."""
     return f"""[global]
 fsid = {fsid}
