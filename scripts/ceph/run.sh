@@ -32,5 +32,13 @@ if ! PYTHONPATH=$REPO/tests "$REPO/.venv/bin/python" -m support.ceph leftovers "
   say "the scenarios left the above behind under $ROOT; it stays for inspection"
   exit 1
 fi
+if [[ $rc != 0 ]]; then
+  # The work directory is in memory and goes now; its logs (daemons, stream, Pushgateway,
+  # Prometheus) stay for finding out why a scenario failed.
+  KEEP=$(mktemp -d /tmp/fioprobe-ceph-logs.XXXXXX) &&
+    (cd "$ROOT" && find . -name '*.log' -not -path '*/store.db/*' -print0 |
+      xargs -0 -r cp --parents -t "$KEEP") &&
+    say "the failed run's logs are in $KEEP"
+fi
 rm -rf "$ROOT"
 exit $rc

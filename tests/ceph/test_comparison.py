@@ -2,10 +2,9 @@
 started as an OSD is killed, judged by `fioprobe report --baseline`.
 
 The comparison has a cluster of its own, built for it and torn down after, as CBT builds a
-fresh cluster for each benchmark: the scenarios leave theirs after a full cluster, placement
-groups below min_size and a dozen restarts, and healthy runs on it have bursts of slow fsyncs
-that fresh clusters do not (docs/CEPH.md, "The comparison with a verdict"). Nothing else
-writes to its image: no stream, no probe, no Prometheus beside it.
+fresh cluster for each benchmark, so that nothing the scenarios leave behind (a cluster that
+was full, placement groups that were below min_size, a dozen restarts) is part of what is
+compared. Nothing else writes to its image: no stream, no probe, no Prometheus beside it.
 """
 
 from __future__ import annotations
@@ -54,9 +53,9 @@ def bench_dir(volume: ceph.Volume) -> Path:
 
 def fio_run(volume: ceph.Volume, output: Path, victim: int | None = None) -> None:
     """jobs/etcd-fsync.fio once on the volume with json+ output, as CBT runs a job; with
-    `victim`, that OSD is killed KILL_AFTER_S into the run (a signal, nothing else runs on
-    the machine meanwhile) and the caller starts it again. fio's file stays for
-    `next_victim` and `clear`."""
+    `victim`, that OSD is killed KILL_AFTER_S into the run (a signal: no command runs during
+    a run) and the caller starts it again. fio's file stays for `next_victim` and
+    `clear`."""
     output.parent.mkdir(parents=True, exist_ok=True)
     fio = subprocess.Popen(
         ["fio", f"--directory={bench_dir(volume)}", "--output-format=json+",
@@ -79,9 +78,11 @@ def fio_run(volume: ceph.Volume, output: Path, victim: int | None = None) -> Non
 
 def next_victim(volume: ceph.Volume) -> int:
     """The primary OSD of the placement group holding the first block of the file the last
-    run wrote. The next run's file, written after this one is removed, gets the same blocks
-    from ext4, so killing that OSD lands the peering stall on the run's own writes. Looked
-    up between runs: its command-line calls take CPU that would slow fsyncs in a run."""
+    run wrote. ext4 is likely to give the next run's file, written after this one is
+    removed, the same free blocks, so killing that OSD lands the peering stall on the run's
+    own writes; where not, it is a replica of them (three OSDs, size 3: every OSD holds
+    every placement group) and the stall comes all the same. Looked up between runs: its
+    command-line calls take CPU that would slow fsyncs in a run."""
     (path,) = bench_dir(volume).iterdir()
     return volume.cluster.primary_of(volume.object_of(path))
 
