@@ -38,7 +38,11 @@ if [[ $rc != 0 ]]; then
   KEEP=$(mktemp -d /tmp/fioprobe-ceph-logs.XXXXXX) &&
     (cd "$ROOT" && find . -name '*.log' -not -path '*/store.db/*' -print0 |
       xargs -0 -r cp --parents -t "$KEEP") &&
-    say "the failed run's logs are in $KEEP"
+    if rmdir "$KEEP" 2>/dev/null; then
+      say "the failed run wrote no logs"
+    else
+      say "the failed run's logs are in $KEEP"
+    fi
 fi
 rm -rf "$ROOT"
 exit $rc
