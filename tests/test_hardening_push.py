@@ -77,7 +77,9 @@ def test_a_down_foreign_replica_does_not_stop_a_new_probes_push(
     urls = [pushgateway.url, down_url]
     name = _own_first(urls, "sc")
     key = {"storageclass": name, "profile": "etcd-fsync", "node": "n1"}
-    replicas = Shards(tuple(Transport(url, timeout_seconds=5, attempts=1) for url in urls))
+    replicas = Shards(
+        tuple(Transport(url, timeout_seconds=services.REQUEST_S, attempts=1) for url in urls)
+    )
     assert replicas.for_key(key).url == pushgateway.url
 
     # A new probe whose run failed: its failure is what must reach the gateway.

@@ -703,7 +703,7 @@ def test_absent_and_ambiguous_families() -> None:
 
 def test_real_pushgateway_round_trip(pushgateway: services.Service) -> None:
     """What fioprobe pushes, it reads back exactly; the answer format is the real one."""
-    gateway = Transport(pushgateway.url, attempts=1, timeout_seconds=5)
+    gateway = Transport(pushgateway.url, attempts=1, timeout_seconds=services.REQUEST_S)
     totals = good_totals()
     totals.histograms["write"] = HistogramTotals([3] * 21, 0.125)
     totals.histograms["read"] = HistogramTotals([0] * 20 + [2**40], 1e-9)

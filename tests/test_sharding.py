@@ -127,7 +127,12 @@ def _check(
 
 def _shards(gateways: list[services.Service], count: int) -> Shards:
     # One attempt: a replica that is down answers at once, not after three.
-    return Shards(tuple(Transport(g.url, timeout_seconds=5, attempts=1) for g in gateways[:count]))
+    return Shards(
+        tuple(
+            Transport(g.url, timeout_seconds=services.REQUEST_S, attempts=1)
+            for g in gateways[:count]
+        )
+    )
 
 
 def test_resharding_three_to_four_replicas(

@@ -34,6 +34,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 __all__ = [
     "LOCALHOST",
+    "REQUEST_S",
     "EtcdWriteLoad",
     "Service",
     "ServiceError",
@@ -48,6 +49,12 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+#: How long a test gives one request to a live service of its own. A Pushgateway on 127.0.0.1
+#: answers in milliseconds, but on a 2-core machine running two test workers, their services
+#: and Go's garbage collection a request has been seen to take seconds; a service that is down
+#: refuses at once, so a long timeout costs a test nothing where it expects a refusal.
+REQUEST_S = 30.0
 
 
 #: Samples of one scrape: {(name, sorted labels): value}.
