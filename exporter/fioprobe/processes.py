@@ -2,6 +2,12 @@
 
 A PID alone names a process only while it lives: a zombie has exited (its parent has not
 reaped it yet) and counts as gone, and a PID can be reused, which its start time tells.
+
+A stat that cannot be read counts as gone too. Every PID asked about here is one of this
+user's own processes (a fio child, a stream's writer, a writer of a state temporary): those
+are readable to this user whatever /proc's `hidepid` says, while another user's process is
+refused (`hidepid=1`: EPERM) or hidden (`hidepid=2`: ENOENT). So a PID that cannot be read
+now is another user's, or none: the process asked about has exited, its PID maybe reused.
 """
 
 from __future__ import annotations
