@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -122,6 +122,23 @@ class Bed:
     def query(self, expr: str) -> list[dict[str, Any]]:
         result: list[dict[str, Any]] = services.query(self.prometheus.url, expr)
         return result
+
+    def scrape_report(self, *series: str) -> str:
+        """What Prometheus has of its scrapes and of `series`: each target's health and last
+        error, and the samples of the last 3 minutes, to tell a scrape that failed from a
+        sample that never came."""
+        targets = services.prometheus_api(self.prometheus.url, "/api/v1/targets", {})
+        lines = [
+            f"target {t['scrapeUrl']}: health {t['health']}, last error "
+            f"{t.get('lastError', '')!r}, last scrape {t.get('lastScrape', '?')}"
+            for t in targets["activeTargets"]
+        ]
+        for selector in series:
+            for found in self.query(f"{selector}[3m]"):
+                values = " ".join(f"{at:.0f}={value}" for at, value in found.get("values", []))
+                lines.append(f"{selector} {found['metric']}: {values}")
+        lines.append(f"now {time.time():.0f}")
+        return "\n".join(lines)
 
     def alerts(self) -> dict[str, str]:
         """{alertname: state} of the alerts Prometheus holds now (pending or firing)."""
@@ -228,8 +245,15 @@ def bed() -> Iterator[Bed]:
             print("ceph teardown:", *problems, sep="\n  ", file=sys.stderr)
 
 
-def wait_until(what: str, check: Any, timeout: float, step: float = 1.0) -> float:
-    """Poll `check()` until true; the seconds it took. Fails with `what` after `timeout`."""
+def wait_until(
+    what: str,
+    check: Any,
+    timeout: float,
+    step: float = 1.0,
+    explain: Callable[[], str] | None = None,
+) -> float:
+    """Poll `check()` until true; the seconds it took. Fails with `what` after `timeout`, and
+    with what `explain()` then says (the state behind the check, for a failure seen once)."""
     started = time.monotonic()
     while True:
         try:
@@ -238,5 +262,11 @@ def wait_until(what: str, check: Any, timeout: float, step: float = 1.0) -> floa
         except (OSError, services.ServiceError, ceph.CephError):
             pass
         if time.monotonic() - started > timeout:
-            pytest.fail(f"not within {timeout:.0f} s: {what}")
+            detail = ""
+            if explain is not None:
+                try:
+                    detail = "\n" + explain()
+                except (OSError, services.ServiceError, ValueError) as exc:
+                    detail = f"\n(no explanation: {exc})"
+            pytest.fail(f"not within {timeout:.0f} s: {what}{detail}")
         time.sleep(step)

@@ -121,7 +121,10 @@ def test_one_osd_killed_during_a_run(bed: Bed) -> None:
         ' - sum(increase(fioprobe_continuous_sync_latency_seconds_bucket{le="0.01"}[2m])) > 0'
     )
     wait_until("Prometheus sees the stream's slow fdatasync",
-               lambda: bed.query(slow_in_prometheus), 90)  # fmt: skip
+               lambda: bed.query(slow_in_prometheus), 90,
+               explain=lambda: bed.scrape_report(
+                   "fioprobe_continuous_sync_latency_seconds_count",
+                   'fioprobe_continuous_sync_latency_seconds_bucket{le="0.01"}'))  # fmt: skip
     took = outcome["took"]
     assert isinstance(took, float)
     bed.record("osd_killed", victim=victim, run_s=round(took, 1),
