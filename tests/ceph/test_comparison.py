@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -127,9 +128,9 @@ def clear(volume: ceph.Volume) -> None:
 
 def test_comparison_with_a_verdict(volume: ceph.Volume, tmp_path: Path) -> None:
     """20 runs on the healthy cluster and 20 started as an OSD is killed, taken in turn;
-    `fioprobe report --baseline` calls the killed runs a regression in max latency and in
-    the count of fsyncs above 10 ms, with its statistical test, whatever it says of the
-    p99."""
+    `fioprobe report --baseline` calls the killed runs a regression in max latency and, where
+    the healthy runs are quiet, in the count of fsyncs above 10 ms, with its statistical
+    test, whatever it says of the p99."""
     cluster = volume.cluster
     runs = cluster.work.parent / "runs"
     # Not kept: the first run on the new filesystem (its first directory, the journal's
@@ -163,7 +164,23 @@ def test_comparison_with_a_verdict(volume: ceph.Volume, tmp_path: Path) -> None:
         for metric, r in sync.items()})  # fmt: skip
     shutil.copytree(out, cluster.work.parent / "report")
     assert sync["max"]["verdict"] == "regression", sync["max"]
-    # The stall holds the one fsync in flight for a second or two, and the writes around
-    # peering wait too: one to a few more above 10 ms in each killed run, against none in a
-    # healthy run on the prefilled image.
-    assert sync["slow_fsyncs"]["verdict"] == "regression", sync["slow_fsyncs"]
+    # The stall holds the one fsync in flight for a second or two: every killed run has it
+    # above 10 ms, and now and then a few writes around peering.
+    slow = sync["slow_fsyncs"]
+    assert min(slow["candidate"]["values"]) >= 1, slow
+    # Against healthy runs on the prefilled image, which have none, that is a regression.
+    # A host that slows the whole machine down (seen in `make ceph` whole: every fsync 40 %
+    # slower for minutes) gives healthy runs a few too, and a shift of one per run is then
+    # within their noise, as the verdict rightly says. With at most a quarter of the healthy
+    # runs above none, each killed run is above three quarters of the healthy ones, the
+    # shift estimate is at least one and the exact test's p at most about 0.005 (x6 for
+    # Holm: 0.03, worked out for the worst cases), so the verdict must be a regression.
+    noisy = sum(1 for value in slow["baseline"]["values"] if value > 0)
+    if noisy <= RUNS // 4:
+        assert slow["verdict"] == "regression", slow
+    else:
+        warnings.warn(
+            f"{noisy} of {RUNS} healthy runs had fsyncs above 10 ms: the machine was not "
+            f"quiet, and the count's verdict ({slow['verdict']}) was not required",
+            stacklevel=1,
+        )
