@@ -133,8 +133,9 @@ def test_comparison_with_a_verdict(volume: ceph.Volume, tmp_path: Path) -> None:
     test, whatever it says of the p99."""
     cluster = volume.cluster
     runs = cluster.work.parent / "runs"
-    # Not kept: the first run on the new filesystem (its first directory, the journal's
-    # first laps) had fsyncs above 10 ms that later runs had not, after the prefill too.
+    # Not kept: measured once by hand, the first run after the prefill had two fsyncs above
+    # 10 ms where the nine after it had none (not traced; ext4's first directory and journal
+    # laps on the new filesystem are the guess).
     fio_run(volume, cluster.work.parent / "first-run.json")
     clear(volume)
     # Taken in turn, so that a cluster drifting over the runs (a filling cache, the OSDs'

@@ -51,8 +51,8 @@ __all__ = [
 T = TypeVar("T")
 
 #: How long a test gives one request to a live service of its own. A Pushgateway on 127.0.0.1
-#: answers in milliseconds, but on a 2-core machine running two test workers, their services
-#: and Go's garbage collection a request has been seen to take seconds; a service that is down
+#: answers in milliseconds, but the tests that gave it 5 s and one attempt each failed once on
+#: a 2-core machine loaded by other suites (not reproduced since); a service that is down
 #: refuses at once, so a long timeout costs a test nothing where it expects a refusal.
 REQUEST_S = 30.0
 
