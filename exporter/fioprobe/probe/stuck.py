@@ -42,8 +42,12 @@ class Stuck:
     phase: str
 
     def still_there(self) -> bool:
-        """Whether that same process still exists (and has not exited: a zombie is gone)."""
-        found = start_ticks(self.pid)
+        """Whether that same process still exists (and has not exited: a zombie is gone).
+        When /proc cannot be read it may: nothing is started behind it this time."""
+        try:
+            found = start_ticks(self.pid)
+        except OSError:
+            return True
         return found is not None and found == self.start_ticks
 
     def describe(self) -> str:
@@ -86,7 +90,11 @@ class Marker:
         return Stuck(pid, ticks if type(ticks) is int else None, float(at), str(phase)[:200])
 
     def record(self, pid: int, phase: str) -> Stuck:
-        stuck = Stuck(pid, start_ticks(pid), time.time(), phase)
+        try:
+            ticks = start_ticks(pid)
+        except OSError:  # /proc unreadable now: recorded without its start time
+            ticks = None
+        stuck = Stuck(pid, ticks, time.time(), phase)
         self.file.write(
             {
                 "pid": stuck.pid,
