@@ -15,7 +15,7 @@ fi
 bash scripts/ceph/setup.sh || exit 1
 export PATH=$REPO/.tools/bin:$REPO/.venv/bin:$PATH
 # The work directory, and so the OSDs' BlueStore files, in memory (tmpfs, which takes
-# BlueStore's O_DIRECT since Linux 6.6; the OSDs write a few hundred MiB): on this machine's
+# BlueStore's O_DIRECT since Linux 6.6; the OSDs hold up to about 3 GiB): on this machine's
 # virtual disk every replica's commit would also wait for the host's own fsync, whose jitter
 # puts 1 to 2 % of a healthy cluster's fsyncs above 10 ms (docs/CEPH.md, "The cluster").
 # FIOPROBE_CEPH_BASE=/tmp puts it on disk instead.

@@ -450,8 +450,9 @@ def make_volume(cluster: Cluster, image: str, size_mib: int = 1024) -> Volume:
                 raise CephError(f"rbd-fuse did not show {image} (log: {fuse.log})")
             time.sleep(0.2)
         volume.loop = _run("losetup", "--find", "--show", str(backing)).strip()
-        # Inode tables and journal written now, not by ext4's lazy-init thread in the
-        # background of the first minutes' measurements.
+        # Inode tables written now, not by ext4's lazy-init thread in the background of the
+        # first minutes' measurements; the journal written whole, so its RADOS objects exist
+        # before its first lap.
         _run("mkfs.ext4", "-q", "-F", "-E", "nodiscard,lazy_itable_init=0,lazy_journal_init=0",
              volume.loop, timeout=120)  # fmt: skip
         _run("mount", "-o", "noatime", volume.loop, str(mountpoint))
