@@ -410,6 +410,27 @@ CASES = [
         ["backfill", FIO_OUTPUT, "-o", "{dir}/out", "--group-by", "colour"],
         "--group-by must be folder, job or option:NAME",
     ),
+    # --- prepare-dirs: its paths, refused before anything is changed ----------------------
+    Case(
+        "prepare-dirs-no-path",
+        ["prepare-dirs", "--owner", "65532"],
+        "the following arguments are required: --path",
+    ),
+    Case(
+        "prepare-dirs-not-mount-equals-host",
+        ["prepare-dirs", "--owner", "65532", "--path", "{dir}"],
+        "must be MOUNT=HOSTPATH",
+    ),
+    Case(
+        "prepare-dirs-relative-host-path",
+        ["prepare-dirs", "--owner", "65532", "--path", "{dir}=var/lib/etcd-fioprobe"],
+        "HOSTPATH 'var/lib/etcd-fioprobe' must be an absolute path",
+    ),
+    Case(
+        "prepare-dirs-not-a-mount-point",  # a plain folder: no volume is mounted there
+        ["prepare-dirs", "--owner", "65532", "--path", "{dir}=/var/lib/etcd-fioprobe"],
+        "is not a mount point in this container",
+    ),
     # --- distributed: the plan and the servers, refused before any server is contacted ----
     Case("distributed-no-plan", ["distributed", "--servers", "127.0.0.1:9"], "--plan"),
     Case(
@@ -530,6 +551,7 @@ BEFORE = {
     "demo": ["demo"],
     "report": ["report", FIO_OUTPUT, "-o", "{dir}/out"],
     "distributed": ["distributed", "--plan", "{dir}/p.yaml", "--servers", "127.0.0.1:9"],
+    "prepare-dirs": ["prepare-dirs", "--path", "{dir}=/var/lib/etcd-fioprobe"],
 }
 SECONDS, WHOLE, BYTES, MILLISECONDS, LISTEN = "seconds", "whole", "bytes", "milliseconds", "listen"
 #: (subcommand, option, kind, low, high, too small, too large).
@@ -556,6 +578,7 @@ NUMERIC_OPTIONS = [
     ("distributed", "--timeout", SECONDS, "0.1", "600", "0", "601"),
     ("distributed", "--attempts", WHOLE, "1", "10", "0", "11"),
     ("distributed", "--wait-for-servers", SECONDS, "0", "3600", "-1", "3601"),
+    ("prepare-dirs", "--owner", WHOLE, "1", "2147483647", "0", "2147483648"),
 ]
 
 

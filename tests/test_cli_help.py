@@ -42,6 +42,7 @@ COMMANDS = [
     "push",
     "probe",
     "run",
+    "prepare-dirs",
     "continuous",
     "demo",
     "gc",

@@ -28,6 +28,7 @@ from fioprobe.cli import (
     demo_cmd,
     distributed_cmd,
     gc_cmd,
+    prepare_cmd,
     probe_cmd,
     push_cmd,
     report_cmd,
@@ -78,6 +79,11 @@ COMMANDS: tuple[Command, ...] = (
         "run",
         "run every configured probe of this host once (the CronJob entrypoint)",
         run_cmd,
+    ),
+    Command(
+        "prepare-dirs",
+        "the init container: make the node's hostPath directories the probe's (owner, 0700)",
+        prepare_cmd,
     ),
     Command(
         "continuous",
