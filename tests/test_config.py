@@ -116,6 +116,32 @@ BAD = [
     (GOOD.replace("directory: /probe", "directory: /probe\n    state_dir: /"),
      "targets[0].state_dir: '/' must be a directory beside the probe directory '/probe', "
      "neither inside it nor holding it"),
+    # etcd's data directory: only for an etcd disk, a real path, apart from the probe's own.
+    (GOOD.replace("directory: /probe", "directory: /probe\n    etcd_data_dir: /etcd-data"),
+     "targets[0].etcd_data_dir: is only for a target with etcd_disk: true (it checks that "
+     "the probe directory is on etcd's filesystem)"),
+    (GOOD.replace("directory: /probe", "directory: /probe\n    etcd_disk: false\n"
+                  "    etcd_data_dir: /etcd-data"),
+     "targets[0].etcd_data_dir: is only for a target with etcd_disk: true"),
+    *((GOOD.replace("directory: /probe", f"directory: /probe\n    etcd_disk: true\n"
+                    f"    state_dir: /var/lib/fioprobe/state\n    etcd_data_dir: {value}"),
+       f"targets[0].etcd_data_dir: {message}")
+      for value, message in (
+          ("etcd-data", "must be an absolute path, got 'etcd-data'"),
+          ('"/etcd\\0data"', "'/etcd\\x00data' holds a NUL byte, which no path can "
+                              "(target gp2-standard)"),
+          ("[/etcd-data]", "must be a string, got ['/etcd-data']"),
+          ("/probe/etcd", "'/probe/etcd' must be apart from the directory '/probe', neither "
+                          "inside it nor holding it: the probe writes there, and never among "
+                          "etcd's files"),
+          ("/", "'/' must be apart from the directory '/probe', neither inside it nor "
+                "holding it"),
+          ("/probe/", "'/probe/' must be apart from the directory '/probe'"),
+          ("/var/lib/fioprobe", "'/var/lib/fioprobe' must be apart from the state_dir "
+                                "'/var/lib/fioprobe/state', neither inside it nor holding it"),
+          ("/var/lib/fioprobe/state/etcd", "'/var/lib/fioprobe/state/etcd' must be apart "
+                                           "from the state_dir '/var/lib/fioprobe/state'"),
+      )),
 ]  # fmt: skip
 
 
@@ -127,6 +153,19 @@ def test_bad_config_is_rejected_with_exact_message(tmp_path: Path, text: str, me
     assert str(caught.value).startswith(f"{path}: ")
     assert message in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+def test_etcd_data_dir_is_read_for_an_etcd_disk(tmp_path: Path) -> None:
+    """Read as given; checked against the probe directory's filesystem at every run, not at
+    load (the pod that loads the configuration need not mount either)."""
+    text = GOOD.replace(
+        "directory: /probe",
+        "directory: /var/lib/etcd-fioprobe\n    etcd_disk: true\n    etcd_data_dir: /etcd-data",
+    )
+    (target,) = load_config(write(tmp_path, text)).targets
+    assert target.etcd_disk and target.etcd_data_dir == Path("/etcd-data")
+    (plain,) = load_config(write(tmp_path, GOOD)).targets
+    assert plain.etcd_data_dir is None
 
 
 def test_missing_file(tmp_path: Path) -> None:

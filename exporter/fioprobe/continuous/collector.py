@@ -32,6 +32,8 @@ class StreamTarget:
     etcd_disk: bool = False
     volume_type: str = "unknown"
     ran_on_node: str = ""
+    #: etcd's data directory: the writer checks the target directory is on its filesystem.
+    etcd_data_dir: str | None = None
 
     @property
     def labels(self) -> dict[str, str]:
@@ -90,7 +92,8 @@ def _add(families: dict[str, Metric], target: StreamTarget, snap: Snapshot) -> N
         "fioprobe_continuous_info",
         1.0,
         {
-            "etcd_disk": etcd_disk_label(target.etcd_disk),
+            # A target the writer found off etcd's filesystem claims no etcd disk.
+            "etcd_disk": etcd_disk_label(target.etcd_disk and not snap.etcd_refused),
             "ran_on_node": target.ran_on_node,
             "volume_type": target.volume_type,
             "device": device.device if device else "",

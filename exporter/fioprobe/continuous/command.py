@@ -56,6 +56,7 @@ def targets_of(args: argparse.Namespace, settings: WriterSettings) -> list[Strea
                     etcd_disk=target.etcd_disk,
                     volume_type=target.volume.type,
                     ran_on_node=ran_on,
+                    etcd_data_dir=str(target.etcd_data_dir) if target.etcd_data_dir else None,
                 )
             )
         return targets

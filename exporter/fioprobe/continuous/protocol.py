@@ -10,13 +10,15 @@ smallest modules), and a line is easy to read in a test.
     F <t_ns> <reason> <message>           it (or the set-up) failed for reason
     D <major> <minor>                     the device of the filesystem the file is on
     R <bytes> <path>                      ready: the file is preallocated, writing starts
+    S <1|0>                               the target directory is (1) or is not (0) on
+                                          etcd's filesystem (targets with etcd_data_dir)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-BEGIN, END, FAIL, DEVICE, READY = "B", "E", "F", "D", "R"
+BEGIN, END, FAIL, DEVICE, READY, ETCD_FILESYSTEM = "B", "E", "F", "D", "R", "S"
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +31,8 @@ class Event:
     message: str = ""
     major: int = 0
     minor: int = 0
+    #: ETCD_FILESYSTEM: whether the target directory is on etcd's filesystem.
+    same: bool = False
 
 
 def begin(t_ns: int) -> str:
@@ -53,6 +57,10 @@ def ready(size: int, path: str) -> str:
     return f"{READY} {size} {' '.join(path.split())}\n"
 
 
+def etcd_filesystem(same: bool) -> str:
+    return f"{ETCD_FILESYSTEM} {int(same)}\n"
+
+
 def parse(line: str) -> Event | None:
     """The event of one line, or None for a line that is not one (never raises)."""
     parts = line.rstrip("\n").split(" ", 3)
@@ -67,6 +75,8 @@ def parse(line: str) -> Event | None:
             return Event(FAIL, t_ns=int(parts[1]), reason=parts[2], message=message)
         if kind == DEVICE and len(parts) == 3:
             return Event(DEVICE, major=int(parts[1]), minor=int(parts[2]))
+        if kind == ETCD_FILESYSTEM and len(parts) == 2 and parts[1] in ("0", "1"):
+            return Event(ETCD_FILESYSTEM, same=parts[1] == "1")
         if kind == READY and len(parts) >= 2:
             path = " ".join(parts[2:]) if len(parts) > 2 else ""
             return Event(READY, size=int(parts[1]), message=path)

@@ -36,6 +36,9 @@ class Snapshot:
     errors_total: dict[str, int]
     success: bool
     device: BlockDevice | None
+    #: The writer found the target directory off etcd's filesystem (or etcd's data
+    #: directory missing) at its last check: the stream must not claim an etcd disk.
+    etcd_refused: bool = False
 
 
 @dataclass(slots=True)
@@ -60,6 +63,9 @@ class StreamState:
     _success: bool = False
     _failing: tuple[str, str] | None = None
     _device: BlockDevice | None = None
+    #: The writer's last verdict on etcd's filesystem; kept across its restarts until the
+    #: next one (none before the first: the configuration's role stands until refused).
+    _etcd_refused: bool = False
     #: Resolves a reported major:minor to names (reads sysfs; replaceable in tests).
     resolve_device: Callable[[int, int], BlockDevice] | None = None
 
@@ -90,6 +96,9 @@ class StreamState:
         if event.kind == protocol.READY:
             # The set-up (create, preallocate, fdatasync) is done: it was an operation too.
             self._end(self.clock_ns())
+            return None
+        if event.kind == protocol.ETCD_FILESYSTEM:
+            self._etcd_refused = not event.same
             return None
         if event.kind == protocol.DEVICE:
             resolve = self.resolve_device
@@ -175,4 +184,5 @@ class StreamState:
                 errors_total=dict(self._errors),
                 success=self._success,
                 device=self._device,
+                etcd_refused=self._etcd_refused,
             )

@@ -99,6 +99,7 @@ class Writer:
                 str(s.write_size),
                 "--file-size",
                 str(s.file_size),
+                *(("--etcd-data-dir", etcd) if (etcd := self.target.etcd_data_dir) else ()),
             ),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,

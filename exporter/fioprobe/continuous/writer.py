@@ -1,12 +1,18 @@
 """The writer child: etcd's WAL pattern on one target, reported line by line to the parent.
 
 Runs as its own process (`python -I -c ... writer.main`), started by `stream`, so that a
-write stuck in the kernel holds only this process. It imports only the standard library and
-`fioprobe.errors`, so each target costs one small interpreter.
+write stuck in the kernel holds only this process. It imports only the standard library,
+`fioprobe.errors` and `fioprobe.probe.etcd_filesystem` (standard library only too), so each
+target costs one small interpreter.
 
 What it does, and the safety rules it keeps (docs/CONTINUOUS.md, "Safety"):
 1. Opens the target directory without following a symlink (a symlink is `unsafe_target`, a
-   missing directory `no_directory`); fioprobe never creates that directory.
+   missing directory `no_directory`); fioprobe never creates that directory. A target with
+   etcd's data directory (`--etcd-data-dir`) must be on its filesystem, or it is refused
+   (`unsafe_target`) before anything is written, and the parent hears the verdict either
+   way (`S` line), so the stream claims no etcd disk for a target that is not on it. The
+   data directory's stat is IO on the probed disk too: it is done here, where a hang holds
+   only this process.
 2. Makes its own subdirectory `.fioprobe-continuous` (0700) in it, or reuses one that is a
    real directory owned by this user and writable by no one else; anything else there is
    not its own and is refused.
@@ -35,6 +41,8 @@ from typing import TextIO
 
 from fioprobe.continuous import protocol
 from fioprobe.errors import FailureReason, ProbeFailure, reason_for_errno
+from fioprobe.probe.etcd_filesystem import NotEtcdsFilesystem
+from fioprobe.probe.etcd_filesystem import check as check_etcd_filesystem
 from fioprobe.processes import alive
 
 SUBDIR = ".fioprobe-continuous"
@@ -54,8 +62,9 @@ class _Stop(Exception):
 
 class Writer:
     def __init__(self, directory: str, interval: float, write_size: int, file_size: int,
-                 out: TextIO) -> None:  # fmt: skip
+                 out: TextIO, etcd_data_dir: str | None = None) -> None:  # fmt: skip
         self.directory = directory
+        self.etcd_data_dir = etcd_data_dir
         self.interval = interval
         self.write_size = write_size
         self.file_size = file_size
@@ -90,6 +99,8 @@ class Writer:
             )
         except OSError as exc:
             raise _setup_error(self.directory, exc, FailureReason.NO_DIRECTORY) from None
+        if self.etcd_data_dir is not None:
+            self._check_etcd_filesystem(self.dir_fd, self.etcd_data_dir)
         try:
             os.mkdir(SUBDIR, 0o700, dir_fd=self.dir_fd)
         except FileExistsError:
@@ -141,6 +152,16 @@ class Writer:
             raise _setup_error(f"{where}/{self.name}", exc, FailureReason.IO_ERROR) from None
         self.send(protocol.device(os.major(info.st_dev), os.minor(info.st_dev)))
         self.send(protocol.ready(self.file_size, f"{where}/{self.name}"))
+
+    def _check_etcd_filesystem(self, dir_fd: int, data_dir: str) -> None:
+        """Checked at every set-up, so a target refused once stays refused while it is not
+        on etcd's filesystem, and one moved onto it is taken from its next set-up."""
+        try:
+            check_etcd_filesystem(self.directory, dir_fd, data_dir)
+        except NotEtcdsFilesystem:
+            self.send(protocol.etcd_filesystem(False))
+            raise
+        self.send(protocol.etcd_filesystem(True))
 
     def _remove_dead_writers_files(self) -> None:
         assert self.sub_fd is not None
@@ -274,8 +295,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--interval", type=float, required=True)
     parser.add_argument("--write-size", type=int, required=True)
     parser.add_argument("--file-size", type=int, required=True)
+    parser.add_argument("--etcd-data-dir")
     args = parser.parse_args(argv)
-    writer = Writer(args.dir, args.interval, args.write_size, args.file_size, sys.stdout)
+    writer = Writer(args.dir, args.interval, args.write_size, args.file_size, sys.stdout,
+                    args.etcd_data_dir)  # fmt: skip
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)

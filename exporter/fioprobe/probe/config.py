@@ -20,6 +20,9 @@ load, so the rest of the program sees complete values.
         directory: /probe           # the probe volume's mount; fio writes only inside it
         node_local: false           # true: hostPath on a node, labelled node=<this node>
         etcd_disk: false            # true: this disk holds etcd's data (published, see below)
+        # etcd_data_dir: /etcd-data # only with etcd_disk: true: etcd's data directory as the
+        #   pod sees it (mounted read-only, only stat'ed). The probe directory must be on its
+        #   filesystem: else every run is refused (unsafe_target) and publishes etcd_disk="false"
         require_mount_point: true   # refuse to probe an unmounted volume's empty mount point
         volume: {type: gp2, size: 100Gi, provisioner: ebs.csi.aws.com, dedicated: true}
         # dedicated: true: the volume is the probe's own (its own PVC), no tenant writes it,
@@ -107,6 +110,10 @@ class TargetConfig:
     #: continuous stream (fioprobe_info{etcd_disk}), so the mixin's etcd alerts select by it
     #: and never guess from a label such as `node`.
     etcd_disk: bool = False
+    #: etcd's data directory as the probe sees it (the node's etcd.dataDir, mounted read-only):
+    #: the probe directory must be on its filesystem, or the etcd alerts would judge another
+    #: disk than etcd's. Checked on the volume before every run (`probe.etcd_filesystem`).
+    etcd_data_dir: Path | None = None
 
 
 #: The owner of a configuration that names none. Configurations that share a Pushgateway
@@ -399,6 +406,7 @@ def _target(raw: object, where: str, file: str, jobs_dir: Path | None) -> Target
             f"{_show(directory)}, neither inside it nor holding it: tenants of the probe "
             "volume could write the state there",
         )
+    etcd_data_dir = _etcd_data_dir(r, name, etcd_disk, directory, state_dir)
     volume = _volume(r.take("volume", dict, {}), f"{where}.volume", file)
     raw_profiles = r.take("profiles", list, required=True)
     r.done()
@@ -417,7 +425,34 @@ def _target(raw: object, where: str, file: str, jobs_dir: Path | None) -> Target
         state_dir=Path(state_dir) if state_dir else None,
         require_mount_point=require_mount_point,
         etcd_disk=etcd_disk,
+        etcd_data_dir=Path(etcd_data_dir) if etcd_data_dir else None,
     )
+
+
+def _etcd_data_dir(
+    r: _Reader, target: str, etcd_disk: bool, directory: str, state_dir: str | None
+) -> str | None:
+    """The optional `etcd_data_dir`: only an etcd disk has one to be on, and it must be a
+    directory apart from the probe's own (the probe directory inside etcd's data directory
+    would have fio write among etcd's files; the state there, likewise)."""
+    path = r.take("etcd_data_dir", str)
+    if path is None:
+        return None
+    if not etcd_disk:
+        raise r.error(
+            "etcd_data_dir",
+            "is only for a target with etcd_disk: true (it checks that the probe directory "
+            "is on etcd's filesystem)",
+        )
+    path = _absolute_path(r, "etcd_data_dir", target, path)
+    for key, other in (("directory", directory), ("state_dir", state_dir)):
+        if other is not None and paths_overlap(path, other):
+            raise r.error(
+                "etcd_data_dir",
+                f"{_show(path)} must be apart from the {key} {_show(other)}, neither inside it "
+                "nor holding it: the probe writes there, and never among etcd's files",
+            )
+    return path
 
 
 def _absolute_path(r: _Reader, key: str, target: str, path: str) -> str:

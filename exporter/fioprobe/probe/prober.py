@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,8 +32,9 @@ from fioprobe.gateway.transport import PushError, Transport
 from fioprobe.grouping import PROFILE, probe_key
 from fioprobe.metrics.collector import ProbeOutcome
 from fioprobe.metrics.totals import GroupTotals
-from fioprobe.probe import volume_worker
+from fioprobe.probe import slot, volume_worker
 from fioprobe.probe.config import VolumeConfig
+from fioprobe.probe.signals import Signals
 from fioprobe.probe.stuck import Marker, Stuck
 from fioprobe.probe.volume_part import VolumeRequest, VolumeResult
 from fioprobe.probe.volumes import GP2_CREDIT_BUCKET, credit_units, model, next_gp2_balance
@@ -47,9 +47,6 @@ from fioprobe.publish.outcome import (
     push_failure,
 )
 from fioprobe.publish.statefile import StateDir, StateError, StateFile, file_name, state_directory
-
-#: The signals that stop a probe: the CronJob's SIGTERM, Ctrl-C, a closed terminal.
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 # The deadline of one run (docs/FAULTS.md, "How long a run can take"). The volume part runs
 # in a child (`volume_worker`) that is abandoned when its deadline passes; the run then
@@ -84,6 +81,8 @@ class ProbeTarget:
     owner: str | None = None
     #: Whether the disk holds etcd (fioprobe_info{etcd_disk}); None: not known (not pushed).
     etcd_disk: bool | None = None
+    #: etcd's data directory: the probe directory must be on its filesystem (`etcd_filesystem`).
+    etcd_data_dir: Path | None = None
 
     @property
     def grouping_key(self) -> dict[str, str]:
@@ -132,77 +131,38 @@ class RunResult:
     volume_hung: bool = False
 
 
-# --- signals ------------------------------------------------------------------------------
-
-
-class _Signals:
-    """SIGTERM/SIGINT/SIGHUP handling for one probe.
-
-    While fio runs, a signal raises `Interrupted` at once (fio is then killed and its files
-    removed). While the outcome is being published, a signal is only noted: stopping half
-    way would push nothing and then claim a failure was pushed; the publish is bounded by
-    the Pushgateway deadline, and `Interrupted` is raised right after it.
-    """
-
-    def __init__(self) -> None:
-        self.deferring = False
-        self.received: int | None = None
-
-    def handler(self, signum: int, _frame: object) -> None:
-        if self.received is not None:
-            return  # a second signal must not interrupt the cleanup the first one started
-        self.received = signum
-        if not self.deferring:
-            raise Interrupted(signum, signal.Signals(signum).name)
-
-    @contextmanager
-    def installed(self) -> Iterator[None]:
-        previous = {sig: signal.signal(sig, self.handler) for sig in STOP_SIGNALS}
-        try:
-            yield
-        finally:
-            for sig, old in previous.items():
-                signal.signal(sig, old)
-
-    @contextmanager
-    def deferred(self) -> Iterator[None]:
-        self.deferring = True
-        try:
-            yield
-        finally:
-            self.deferring = False
-
-    def raise_if_received(self, what_happened: str) -> None:
-        if self.received is not None:
-            name = signal.Signals(self.received).name
-            raise Interrupted(self.received, name, what_happened)
-
-
 # --- one probe ----------------------------------------------------------------------------
 
 
-def run_probe(target: ProbeTarget, jobs_dir: Path | None = None) -> RunResult:
+def run_probe(
+    target: ProbeTarget, jobs_dir: Path | None = None, *, deadline: float | None = None
+) -> RunResult:
     """Run one profile on one target. Never raises for probe failures; see `outcome`.
 
-    Raises Interrupted for a stop signal, after the volume's child stopped fio and removed
-    its files (or was abandoned when it could not within STOP_GRACE_SECONDS).
+    `deadline` (time.time()) ends the run's slot: fio is stopped by then, and not started
+    when less than its budget is left (`slot`). Raises Interrupted for a stop signal, after
+    the volume's child stopped fio and removed its files (or was abandoned when it could
+    not within STOP_GRACE_SECONDS).
     """
     started = time.time()
     monotonic = time.monotonic()
     run: Run | None = None
     reason: FailureReason | None = None
     message = ""
-    hung = False
+    hung = refused = False
     try:
         profile = load_profile(target.profile, jobs_dir).with_overrides(target.overrides)
-        fio = fio_binary()
+        directory = Path(os.path.abspath(target.directory))
+        stop_by = slot.stop_fio_by(deadline)
         timeout = target.timeout_seconds or profile.budget_seconds * 2 + 60
+        timeout = slot.fio_timeout(profile, timeout, stop_by, str(directory))
         request = VolumeRequest(
-            Path(os.path.abspath(target.directory)), target.require_mount_point, profile, fio,
-            timeout,
+            directory, target.require_mount_point, profile, fio_binary(), timeout,
+            target.etcd_data_dir, stop_by,
         )  # fmt: skip
         volume = _on_volume(target, request, monotonic + timeout + VOLUME_MARGIN_SECONDS)
         run, reason, message, hung = volume.run, volume.reason, volume.message, volume.hung
+        refused = volume.etcd_refused
         if volume.notes:
             message = "; ".join(filter(None, [message, *volume.notes]))
     except ProbeFailure as exc:
@@ -213,6 +173,8 @@ def run_probe(target: ProbeTarget, jobs_dir: Path | None = None) -> RunResult:
         reason, message = exc.reason, str(exc)
     seconds = time.monotonic() - monotonic
     outcome = _outcome(target, run if reason is None else None, reason, seconds, monotonic)
+    if refused:  # not etcd's filesystem: this run measured no disk of etcd's, and says so
+        outcome = replace(outcome, etcd_disk=False)
     return RunResult(outcome, started, message, volume_hung=hung)
 
 
@@ -263,7 +225,9 @@ def _on_volume(target: ProbeTarget, request: VolumeRequest, deadline: float) -> 
         notes.append(f"the previous run's stuck process has ended ({previous.describe()})"
                      f"{removed}")  # fmt: skip
         _clear_marker(marker, notes)
-    return _Volume(result.run, result.reason, result.message, [*result.notes, *notes])
+    return _Volume(
+        result.run, result.reason, result.message, [*result.notes, *notes], result.etcd_refused
+    )
 
 
 def _abandoned(
@@ -329,20 +293,21 @@ def _outcome(
 
 def run_and_publish(
     target: ProbeTarget, transport: Transport | Shards, jobs_dir: Path | None = None,
-    state_file: StateFile | None = None,
+    state_file: StateFile | None = None, *, deadline: float | None = None,
 ) -> RunResult:  # fmt: skip
     """Run one probe and publish its outcome, also when a signal cuts the run short.
 
     An interruption is published as a failure (reason `interrupted`), then `Interrupted`
-    is raised so the process exits 128 + signal.
+    is raised so the process exits 128 + signal. `deadline`: see `run_probe`; the publish
+    is not bound by it (a run's outcome is always pushed).
     """
-    signals = _Signals()
+    signals = Signals()
     state_file = state_file or target.state_file()
     with signals.installed():
         started = time.time()
         monotonic = time.monotonic()
         try:
-            result = run_probe(target, jobs_dir)
+            result = run_probe(target, jobs_dir, deadline=deadline)
         except Interrupted as exc:
             outcome = _outcome(target, None, FailureReason.INTERRUPTED,
                                time.monotonic() - monotonic, monotonic)  # fmt: skip

@@ -18,8 +18,27 @@ from fioprobe.probe.prober import ProbeTarget, run_and_publish
 from fioprobe.publish.outcome import StateNotKept, WriterConflict
 
 
-def run_config(config: Config, *, only_node: str | None, jobs_dir: Path | None, quiet: bool) -> int:
-    """Run every configured probe once; exit 0 only if all succeeded and were pushed."""
+def run_config(
+    config: Config,
+    *,
+    only_node: str | None,
+    jobs_dir: Path | None,
+    quiet: bool,
+    deadline: float | None = None,
+) -> int:
+    """Run every configured probe once; exit 0 only if all succeeded and were pushed.
+
+    `deadline` (a time.time() value) ends this pass's slot: a schedule that gives each
+    etcd member a slot of its own needs every member's IO over by its slot's end. Each
+    profile's fio timeout is clamped so that fio is stopped by then: the timeout fires at
+    least `slot.FIO_STOP_SECONDS` (15 s) before it, which is how long fio's IO can go on
+    after its timeout (5 s from SIGTERM to SIGKILL of its process group, then up to 10 s
+    for a job still in a slow fsync to return). A profile with less than its budgeted
+    seconds (`fioprobe-budget-seconds`) left before that is not started: its `timeout`
+    failure is pushed, one outcome per profile as always. Not bounded by it: pushing the
+    outcomes, the removal of fio's files after it stops, and a volume that hangs (its child
+    is abandoned on the run's own deadline, fio's timeout + 25 s).
+    """
     transport = Shards.from_config(config.pushgateway)
     status: int = ExitCode.OK
     for target_config in config.targets:
@@ -31,19 +50,25 @@ def run_config(config: Config, *, only_node: str | None, jobs_dir: Path | None, 
             target = probe_target(target_config, profile.name, profile.overrides, only_node,
                                   config.pushgateway.writer_lease_seconds,
                                   owner=config.owner)  # fmt: skip
-            code = probe_once(target, transport, jobs_dir, quiet=quiet)
+            code = probe_once(target, transport, jobs_dir, quiet=quiet, deadline=deadline)
             status = max(status, code)
     return int(status)
 
 
 def probe_once(
-    target: ProbeTarget, transport: Transport | Shards, jobs_dir: Path | None, *, quiet: bool
+    target: ProbeTarget,
+    transport: Transport | Shards,
+    jobs_dir: Path | None,
+    *,
+    quiet: bool,
+    deadline: float | None = None,
 ) -> int:
     """One probe with its report line; the exit status it stands for. Raises only
-    Interrupted (its failure already published), which ends the whole command."""
+    Interrupted (its failure already published), which ends the whole command. `deadline`:
+    see `run_config`."""
     key = target.grouping_key
     try:
-        result = run_and_publish(target, transport, jobs_dir)
+        result = run_and_publish(target, transport, jobs_dir, deadline=deadline)
     except Interrupted:
         raise
     except PushError as exc:
@@ -106,6 +131,7 @@ def probe_target(
         lease_seconds=lease_seconds,
         owner=owner,
         etcd_disk=target.etcd_disk,
+        etcd_data_dir=target.etcd_data_dir,
     )
 
 

@@ -1,9 +1,10 @@
 """What a probe does on its volume, run inside the volume worker's child (`volume_worker`).
 
-`run_on_volume`: open and check the probe directory, lock it, check free space, make the
-run directory, run fio, remove the run directory. The first failure is the run's: a clean-up
-that fails after it (a disk that broke during fio also fails the removal) is said beside it,
-never instead of it.
+`run_on_volume`: open and check the probe directory (for an etcd target, that it is on
+etcd's filesystem: `etcd_filesystem`), lock it, check free space, make the run directory,
+run fio (its timeout clamped to the run's slot: `slot`), remove the run directory. The
+first failure is the run's: a clean-up that fails after it (a disk that broke during fio
+also fails the removal) is said beside it, never instead of it.
 
 A run directory that FUSE keeps "not empty" for a moment (`.fuse_hidden*` files of fio's,
 released after fio exits) is `probedir`'s to wait for and, if they stay, to leave for the
@@ -22,6 +23,7 @@ from fioprobe.errors import FailureReason, Interrupted, ProbeFailure
 from fioprobe.fio.execute import run_fio
 from fioprobe.fio.model import Run
 from fioprobe.fio.profiles import Profile
+from fioprobe.probe import etcd_filesystem, slot
 from fioprobe.probe.directory import ProbeDirectory, open_probe_directory
 from fioprobe.probe.volume_worker import Report
 
@@ -40,6 +42,11 @@ class VolumeRequest:
     profile: Profile
     fio: str
     timeout_seconds: float
+    #: etcd's data directory, for an etcd target: the probe directory must be on its
+    #: filesystem (checked here, in the child: the stat can hang with the disk).
+    etcd_data_dir: Path | None = None
+    #: time.monotonic() by which fio's timeout must fire (the run's slot, `slot`), or None.
+    stop_fio_by: float | None = None
 
 
 @dataclass(slots=True)
@@ -49,6 +56,9 @@ class VolumeResult:
     message: str = ""
     #: What went wrong after the outcome was decided (clean-up): for the log, beside it.
     notes: list[str] = field(default_factory=list)
+    #: The probe directory is not on etcd's filesystem (or etcd's data directory is not
+    #: there): the run publishes no etcd role.
+    etcd_refused: bool = False
 
 
 def run_on_volume(request: VolumeRequest, *, report: Report) -> VolumeResult:
@@ -57,19 +67,21 @@ def run_on_volume(request: VolumeRequest, *, report: Report) -> VolumeResult:
     profile = request.profile
     try:
         report("opening the probe directory")
-        with (
-            open_probe_directory(
-                request.directory, require_mount_point=request.require_mount_point
-            ) as directory,
-            directory.locked(),
-        ):
-            report("checking free space")
-            directory.check_free_space(profile.footprint_bytes, f"the {profile.name} profile")
-            report("removing a left-over run directory and making the run directory")
-            _run_in_run_dir(directory, request, result, report)
+        with open_probe_directory(
+            request.directory, require_mount_point=request.require_mount_point
+        ) as directory:
+            if request.etcd_data_dir is not None:
+                report("checking that the probe directory is on etcd's filesystem")
+                etcd_filesystem.check(str(directory.path), directory.fd, str(request.etcd_data_dir))
+            with directory.locked():
+                report("checking free space")
+                directory.check_free_space(profile.footprint_bytes, f"the {profile.name} profile")
+                report("removing a left-over run directory and making the run directory")
+                _run_in_run_dir(directory, request, result, report)
     except ProbeFailure as exc:
         if result.reason is None:
             result.run, result.reason, result.message = None, exc.reason, str(exc)
+            result.etcd_refused = isinstance(exc, etcd_filesystem.NotEtcdsFilesystem)
         else:
             result.notes.append(f"then: {exc}")
     except Interrupted as exc:
@@ -88,14 +100,18 @@ def _run_in_run_dir(
     first: BaseException | None = None
     try:
         with directory.private_run_dir() as run_dir:
+            # The slot's time went on while the directory was opened and the run directory
+            # made: fio's timeout is taken from what is left now.
+            timeout = slot.fio_timeout(
+                request.profile, request.timeout_seconds, request.stop_fio_by,
+                str(request.directory),
+            )  # fmt: skip
             report("writing the job file")
             try:
-                result.run = run_fio(
-                    request.fio, request.profile, run_dir, request.timeout_seconds, on_fio
-                )
+                result.run = run_fio(request.fio, request.profile, run_dir, timeout, on_fio)
             except (ProbeFailure, Interrupted) as exc:
-                first = exc
-                raise
+                first = slot.explained(exc, timeout, request.timeout_seconds)
+                raise first from None
             report("removing the run directory")
     except (ProbeFailure, Interrupted) as exc:
         if first is None:  # the set-up failed, or the clean-up after a successful fio
