@@ -12,6 +12,7 @@ in its fixture's teardown, in reverse order.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -90,6 +91,12 @@ def snapshot(path: Path) -> Snapshot:
     )
 
 
+def owner_and_mode(path: Path) -> tuple[int, int, int, int, int]:
+    """What a chown or chmod would change (the ctime moves with either)."""
+    info = os.stat(path)
+    return info.st_ino, info.st_uid, info.st_gid, info.st_mode, info.st_ctime_ns
+
+
 def directory(path: Path, uid: int = 0, gid: int | None = None, mode: int = 0o755) -> Path:
     """A real directory on the "node", owned and moded as given (mode set after the chown,
     which leaves it as it is for a directory)."""
@@ -121,10 +128,10 @@ def lines(result: subprocess.CompletedProcess[bytes]) -> tuple[list[str], list[s
     return result.stdout.decode().splitlines(), stderr.splitlines()
 
 
-def mounted(tmp_path: Path, mounts: Mounts, node: Path, name: str = "probe") -> str:
+def mounted(tmp: Path, mounts: Mounts, node: Path, name: str = "probe") -> str:
     """Bind-mount the node's `node` (followed if a symlink) at container/prepare/<name>;
     the MOUNT=HOSTPATH argument with `node` as given."""
-    at = tmp_path / "container" / "prepare" / name
+    at = tmp / "container" / "prepare" / name
     mounts.bind(node, at)
     return f"{at}={node}"
 
@@ -139,20 +146,27 @@ def refused(stderr: list[str], mount: str, reason: str) -> None:
 
 
 @pytest.fixture
-def node(tmp_path: Path) -> Path:
-    """The node's /var/lib, under its real path (tmp_path may hold a symlink)."""
-    path = Path(os.path.realpath(tmp_path)) / "node" / "var" / "lib"
+def tmp(tmp_path: Path) -> Path:
+    """The test's folder by its real path: mountinfo lists mount points with every symlink
+    resolved, so a MOUNT under a symlinked tmp folder would never be found."""
+    return Path(os.path.realpath(tmp_path))
+
+
+@pytest.fixture
+def node(tmp: Path) -> Path:
+    """The node's /var/lib."""
+    path = tmp / "node" / "var" / "lib"
     path.mkdir(parents=True)
     return path
 
 
 def test_fresh_directory_is_prepared_then_already_prepared(
-    tmp_path: Path, mounts: Mounts, node: Path
+    tmp: Path, mounts: Mounts, node: Path
 ) -> None:
     """What DirectoryOrCreate makes (root:root 0755, empty) becomes the probe's; a second run
     (every later pod start) changes nothing, not even the ctime."""
     etcd = directory(node / "etcd-fioprobe")
-    path = mounted(tmp_path, mounts, etcd)
+    path = mounted(tmp, mounts, etcd)
     mount = path.partition("=")[0]
     result = prepare(path)
     out, err = lines(result)
@@ -171,14 +185,14 @@ def test_fresh_directory_is_prepared_then_already_prepared(
 
 
 def test_paths_with_spaces_and_a_separately_mounted_var(
-    tmp_path: Path, mounts: Mounts, node: Path
+    tmp: Path, mounts: Mounts, node: Path
 ) -> None:
     """A node that mounts /var as a filesystem of its own: mountinfo lists the mount's root
     without /var (and a space as \\040), and the host path, which ends with it, matches."""
     var = node.parent
     mounts.tmpfs(var)
     state = directory(var / "lib" / "fioprobe state")
-    at = tmp_path / "container" / "prepare dir" / "state"
+    at = tmp / "container" / "prepare dir" / "state"
     mounts.bind(state, at)
     fields = [
         line.split()
@@ -201,7 +215,7 @@ def test_paths_with_spaces_and_a_separately_mounted_var(
     ids=["mode-0755", "group-root", "setgid-world-writable"],
 )
 def test_probe_owned_directory_gets_its_group_and_mode_fixed(
-    tmp_path: Path, mounts: Mounts, node: Path, gid: int, mode: int
+    tmp: Path, mounts: Mounts, node: Path, gid: int, mode: int
 ) -> None:
     """Already the probe's (a state directory with its files): only group and mode change,
     and nothing inside."""
@@ -210,7 +224,7 @@ def test_probe_owned_directory_gets_its_group_and_mode_fixed(
     (state / "etcd" / "state.json").write_text("{}")
     before = snapshot(state)
     inner = snapshot(state / "etcd")
-    path = mounted(tmp_path, mounts, state)
+    path = mounted(tmp, mounts, state)
     result = prepare(path)
     out, err = lines(result)
     assert result.returncode == 0, err
@@ -225,14 +239,14 @@ def test_probe_owned_directory_gets_its_group_and_mode_fixed(
 
 
 @pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv to drop capabilities")
-def test_chown_and_fowner_are_all_it_needs(tmp_path: Path, mounts: Mounts, node: Path) -> None:
+def test_chown_and_fowner_are_all_it_needs(tmp: Path, mounts: Mounts, node: Path) -> None:
     """With the init container's capabilities only, a fresh directory, a probe-owned one of
     the wrong mode, and a second run over a prepared (0700, not readable by uid 0 without
     CAP_DAC_READ_SEARCH) directory all work; without CAP_FOWNER the mode of the probe's own
     directory cannot be fixed, and the line says which capability is missing."""
     fresh = directory(node / "etcd-fioprobe")
     owned = directory(node / "state", uid=OWNER)
-    paths = [mounted(tmp_path, mounts, fresh), mounted(tmp_path, mounts, owned, "state")]
+    paths = [mounted(tmp, mounts, fresh), mounted(tmp, mounts, owned, "state")]
     result = prepare(*paths, caps=INIT_CAPS)
     out, err = lines(result)
     assert result.returncode == 0, err
@@ -243,7 +257,7 @@ def test_chown_and_fowner_are_all_it_needs(tmp_path: Path, mounts: Mounts, node:
     assert [" ".join(line.split()[:2]) for line in out] == ["already prepared"] * 2
 
     lacking = directory(node / "other-state", uid=OWNER)
-    path = mounted(tmp_path, mounts, lacking, "other")
+    path = mounted(tmp, mounts, lacking, "other")
     before = snapshot(lacking)
     result = prepare(path, caps="-all,+chown")
     out, err = lines(result)
@@ -257,35 +271,38 @@ def test_chown_and_fowner_are_all_it_needs(tmp_path: Path, mounts: Mounts, node:
     assert snapshot(lacking) == before
 
 
-def test_host_path_that_is_a_symlink_is_refused(tmp_path: Path, mounts: Mounts, node: Path) -> None:
-    """/var/lib/etcd-fioprobe -> /etc on the node: the kubelet mounts /etc; nothing changes."""
+def test_host_path_that_is_a_symlink_is_refused(tmp: Path, mounts: Mounts, node: Path) -> None:
+    """/var/lib/etcd-fioprobe -> a directory with files (standing for /etc) on the node: the
+    kubelet mounts the target, and the refusal names the target's path it saw."""
     target = directory(node / "etc")
     (target / "passwd").write_text("root:x:0:0::/root:/bin/sh\n")
     link = node / "etcd-fioprobe"
     link.symlink_to(target)
     before = snapshot(target)
-    path = mounted(tmp_path, mounts, link)
+    path = mounted(tmp, mounts, link)
     result = prepare(path)
     out, err = lines(result)
     assert result.returncode == 2
     assert out == []
     assert len(err) == 1
-    refused(err, path.partition("=")[0], f"is '{target}' within its filesystem")
-    assert "symlink on the node" in err[0]
+    refused(err, path.partition("=")[0], "symlink on the node (the kubelet followed it)")
+    shown = re.search(
+        r"the node's directory mounted here is '([^']*)' within its filesystem", err[0]
+    )
+    assert shown is not None, err
+    assert shown[1].endswith("/lib/etc") and str(target).endswith(shown[1]), "the target's path"
     assert snapshot(target) == before
 
 
-def test_host_path_with_a_symlink_parent_is_refused(
-    tmp_path: Path, mounts: Mounts, node: Path
-) -> None:
-    """/var/lib/fioprobe -> /data/other on the node, and the state directory under it: an
+def test_host_path_with_a_symlink_parent_is_refused(tmp: Path, mounts: Mounts, node: Path) -> None:
+    """/var/lib/fioprobe -> /var/lib/data on the node, and the state directory under it: an
     empty root-owned directory that the probe would otherwise take."""
     data = node / "data"
     real = directory(data / "state")
     link = node / "fioprobe"
     link.symlink_to(data)
     before = snapshot(real)
-    path = mounted(tmp_path, mounts, link / "state")
+    path = mounted(tmp, mounts, link / "state")
     result = prepare(path)
     out, err = lines(result)
     assert result.returncode == 2
@@ -308,13 +325,13 @@ def test_host_path_with_a_symlink_parent_is_refused(
          "other-uid-not-empty"],
 )  # fmt: skip
 def test_someone_elses_directory_is_refused(
-    tmp_path: Path, mounts: Mounts, node: Path, uid: int, mode: int, content: bool, reason: str
+    tmp: Path, mounts: Mounts, node: Path, uid: int, mode: int, content: bool, reason: str
 ) -> None:
     target = directory(node / "etcd-fioprobe", uid=uid, mode=mode)
     if content:
         (target / "member").mkdir()
     before = snapshot(target)
-    path = mounted(tmp_path, mounts, target)
+    path = mounted(tmp, mounts, target)
     result = prepare(path)
     out, err = lines(result)
     assert result.returncode == 2
@@ -326,12 +343,12 @@ def test_someone_elses_directory_is_refused(
 
 @pytest.mark.parametrize("bad_first", [False, True], ids=["bad-second", "bad-first"])
 def test_one_refusal_leaves_every_path_untouched(
-    tmp_path: Path, mounts: Mounts, node: Path, bad_first: bool
+    tmp: Path, mounts: Mounts, node: Path, bad_first: bool
 ) -> None:
     good = directory(node / "etcd-fioprobe")
     bad = directory(node / "state", uid=OTHER_UID)
-    good_path = mounted(tmp_path, mounts, good)
-    bad_path = mounted(tmp_path, mounts, bad, "state")
+    good_path = mounted(tmp, mounts, good)
+    bad_path = mounted(tmp, mounts, bad, "state")
     before = snapshot(good), snapshot(bad)
     paths = [bad_path, good_path] if bad_first else [good_path, bad_path]
     result = prepare(*paths)
@@ -346,14 +363,12 @@ def test_one_refusal_leaves_every_path_untouched(
     assert (snapshot(good), snapshot(bad)) == before
 
 
-def test_filesystem_root_only_when_already_prepared(
-    tmp_path: Path, mounts: Mounts, node: Path
-) -> None:
+def test_filesystem_root_only_when_already_prepared(tmp: Path, mounts: Mounts, node: Path) -> None:
     """A disk mounted at the host path: its mount's root is `/`, which says nothing about
     the path, so it is never changed; as prepared by hand it is accepted."""
     disk = node / "etcd-fioprobe"
     mounts.tmpfs(disk)
-    path = mounted(tmp_path, mounts, disk)
+    path = mounted(tmp, mounts, disk)
     mount = path.partition("=")[0]
     for owner, mode in [(0, 0o755), (OWNER, 0o755), (OWNER, 0o1777)]:
         os.chown(disk, owner, owner)
@@ -380,13 +395,13 @@ def test_filesystem_root_only_when_already_prepared(
     assert snapshot(disk) == before
 
 
-def test_a_mount_hidden_by_another_is_refused(tmp_path: Path, mounts: Mounts, node: Path) -> None:
+def test_a_mount_hidden_by_another_is_refused(tmp: Path, mounts: Mounts, node: Path) -> None:
     """mountinfo still lists a mount at MOUNT, but a later mount over its parent hides it:
     the directory found there is another one, and is refused."""
     target = directory(node / "etcd-fioprobe")
-    path = mounted(tmp_path, mounts, target)
+    path = mounted(tmp, mounts, target)
     mount = Path(path.partition("=")[0])
-    cover = directory(tmp_path / "cover" / "probe").parent
+    cover = directory(tmp / "cover" / "probe").parent
     mounts.bind(cover, mount.parent)
     covered = snapshot(cover / "probe")
     result = prepare(path)
@@ -398,9 +413,9 @@ def test_a_mount_hidden_by_another_is_refused(tmp_path: Path, mounts: Mounts, no
     assert snapshot(target).owner == (0, 0)
 
 
-def test_a_read_only_mount_is_refused(tmp_path: Path, mounts: Mounts, node: Path) -> None:
+def test_a_read_only_mount_is_refused(tmp: Path, mounts: Mounts, node: Path) -> None:
     target = directory(node / "etcd-fioprobe")
-    path = mounted(tmp_path, mounts, target)
+    path = mounted(tmp, mounts, target)
     mount = path.partition("=")[0]
     subprocess.run(["mount", "-o", "remount,bind,ro", mount], check=True, timeout=30)
     before = snapshot(target)
@@ -433,19 +448,19 @@ USAGE = [
 
 @pytest.mark.parametrize(("paths", "expect"), [c[1:] for c in USAGE], ids=[c[0] for c in USAGE])
 def test_usage_error_is_one_line_and_changes_nothing(
-    tmp_path: Path, mounts: Mounts, node: Path, paths: list[str], expect: str
+    tmp: Path, mounts: Mounts, node: Path, paths: list[str], expect: str
 ) -> None:
     fresh = directory(node / "etcd-fioprobe")
-    mounted_at = tmp_path / "container" / "prepare" / "probe"
+    mounted_at = tmp / "container" / "prepare" / "probe"
     mounts.bind(fresh, mounted_at)
-    (tmp_path / "plain").mkdir()
-    (tmp_path / "file").write_text("x")
-    (tmp_path / "link").symlink_to(mounted_at)
-    before = snapshot(fresh), snapshot(tmp_path / "plain")
+    (tmp / "plain").mkdir()
+    (tmp / "file").write_text("x")
+    (tmp / "link").symlink_to(mounted_at)
+    before = snapshot(fresh), snapshot(tmp / "plain")
     args = [
         p.replace("{mounted}", str(mounted_at))
-        .replace("{tmp}", str(tmp_path))
-        .replace("{file}", str(tmp_path / "file"))
+        .replace("{tmp}", str(tmp))
+        .replace("{file}", str(tmp / "file"))
         for p in paths
     ]
     result = prepare(*args)
@@ -455,7 +470,7 @@ def test_usage_error_is_one_line_and_changes_nothing(
     assert len(err) == 1, err
     assert err[0].startswith("fioprobe: error: prepare-dirs: "), err
     assert expect in err[0], err
-    assert (snapshot(fresh), snapshot(tmp_path / "plain")) == before
+    assert (snapshot(fresh), snapshot(tmp / "plain")) == before
 
 
 @pytest.mark.parametrize(
@@ -477,7 +492,7 @@ def test_argument_errors(args: list[str], expect: str) -> None:
     assert expect in err[0]
 
 
-def test_never_writes_inside(tmp_path: Path, mounts: Mounts, node: Path) -> None:
+def test_never_writes_inside(tmp: Path, mounts: Mounts, node: Path) -> None:
     """Whatever each directory holds, and whatever becomes of it, its entries stay exactly as
     they were (names, inodes, modes, owners, sizes, times): only the directory's own owner
     and mode may change."""
@@ -486,7 +501,8 @@ def test_never_writes_inside(tmp_path: Path, mounts: Mounts, node: Path) -> None
     (state / "etcd").mkdir(mode=0o700)
     (state / "etcd" / "state.json").write_text('{"version": 2}')
     (state / "lock").symlink_to("/etc/passwd")
-    paths = [mounted(tmp_path, mounts, fresh), mounted(tmp_path, mounts, state, "state")]
+    paths = [mounted(tmp, mounts, fresh), mounted(tmp, mounts, state, "state")]
+    passwd = owner_and_mode(Path("/etc/passwd"))
     for _ in range(2):
         before = snapshot(fresh).entries, snapshot(state).entries, snapshot(state / "etcd")
         result = prepare(*paths)
@@ -495,3 +511,4 @@ def test_never_writes_inside(tmp_path: Path, mounts: Mounts, node: Path) -> None
         assert snapshot(state / "etcd") == before[2]
     assert os.listdir(fresh) == []
     assert sorted(os.listdir(state)) == ["etcd", "lock"]
+    assert owner_and_mode(Path("/etc/passwd")) == passwd, "the symlink inside was not followed"

@@ -30,10 +30,15 @@ path, before anything is changed anywhere (a refusal of one leaves all untouched
 3. The owner decides: the probe's own (fix group and mode); root, only when the directory
    is empty and writable by root alone (what DirectoryOrCreate makes); anyone else, never.
 
-Known limit: when a symlink on the node points at a path that happens to end like HOSTPATH
-does (a /var/lib/x symlink to /lib/x of the root filesystem, with /var mounted apart), the
-suffix rule cannot tell them apart; the node's root user can do that, and root on the node
-is outside what fioprobe defends against (docs/SAFETY.md).
+Known limits of the suffix rule, which sees the mounted directory's path inside its own
+filesystem only: a symlink whose target's path in its filesystem is a suffix of HOSTPATH
+passes (/var/lib/etcd-fioprobe -> /mnt/disk/etcd-fioprobe, with /mnt/disk a filesystem of
+its own, is mounted with root /etcd-fioprobe); the owner rules still hold for that target
+(empty and root's, or the probe's already). Only the node's root can make such a symlink,
+and root on the node is outside what fioprobe defends against (docs/SAFETY.md). The other
+way round, on btrfs the root starts with the subvolume's path (/@/var/..., /root/...), so a
+directory in a subvolume is refused even without a symlink (failing closed; the line says
+why).
 """
 
 from __future__ import annotations
@@ -217,9 +222,10 @@ def _check(pair: PathPair, owner: int, stack: ExitStack) -> Ready | Refusal:
     host = os.fsencode(pair.host)
     root = entry.root
     filesystem_root = root == b"/"
-    if not filesystem_root and not (host == root or host.endswith(root)):
-        # `root` starts with '/', so a suffix match ends at a component boundary.
-        return Refusal(pair, _not_the_host_path(pair, root))
+    if not filesystem_root and not host.endswith(root):
+        # `root` starts with '/', so a suffix match (equality included) ends at a component
+        # boundary of HOSTPATH.
+        return Refusal(pair, _not_the_host_path(pair, entry))
     mode, uid, gid = stat.S_IMODE(info.st_mode), info.st_uid, info.st_gid
     prepared = uid == owner and gid == owner and mode == MODE
     if filesystem_root and not prepared:
@@ -266,19 +272,27 @@ def _open_failure(mount: str, exc: OSError) -> str:
     return f"cannot be opened: {exc.strerror or exc}"
 
 
-def _not_the_host_path(pair: PathPair, root: bytes) -> str:
-    shown = printable(os.fsdecode(root), 300)
-    if root.endswith(b"//deleted"):
+def _not_the_host_path(pair: PathPair, entry: _MountEntry) -> str:
+    shown = printable(os.fsdecode(entry.root), 300)
+    if entry.root.endswith(b"//deleted"):
         return (
             f"the node's directory mounted here ({shown}) was deleted after it was mounted; "
             "restart the pod"
         )
+    # On btrfs the root starts with the subvolume's path (/@/var/..., /root/...), which no
+    # host path shows: such a node is refused too, and the message says why.
+    btrfs = (
+        " (on btrfs the root starts with the subvolume's path, so a directory in a "
+        "subvolume that is not the filesystem's top is refused even without a symlink)"
+        if entry.fstype == b"btrfs"
+        else ""
+    )
     return (
         f"the node's directory mounted here is {shown!r} within its filesystem, and "
         f"{printable(pair.host, 300)!r} does not end with it: the host path or one of its "
         "parents is a symlink on the node (the kubelet followed it), or another directory is "
         "mounted here; fioprobe never prepares a directory reached through a symlink; give "
-        "the real path (readlink -f on the node)"
+        f"the real path (readlink -f on the node){btrfs}"
     )
 
 
@@ -373,9 +387,15 @@ def _change(item: Ready, what: str, capability: str, call: Callable[[], None]) -
 
 @dataclass(frozen=True)
 class _MountEntry:
+    """What one line of /proc/self/mountinfo says that the checks use."""
+
     mount_id: int
+    #: The path inside its filesystem that is mounted (field 4), unescaped.
     root: bytes
+    #: The mount itself is read-only in this container (its own options, field 6).
     read_only: bool
+    #: The filesystem's type (the first field after the `-` separator).
+    fstype: bytes
 
 
 def _mount_entry(mount: bytes) -> _MountEntry | None:
@@ -385,7 +405,9 @@ def _mount_entry(mount: bytes) -> _MountEntry | None:
     for fields in _mountinfo():
         if _unescape(fields[4]) == mount:
             options = fields[5].split(b",")
-            found = _MountEntry(int(fields[0]), _unescape(fields[3]), b"ro" in options)
+            tail = fields[fields.index(b"-", 6) + 1 :] if b"-" in fields[6:] else []
+            fstype = tail[0] if tail else b""
+            found = _MountEntry(int(fields[0]), _unescape(fields[3]), b"ro" in options, fstype)
     return found
 
 
