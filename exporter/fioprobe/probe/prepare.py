@@ -374,11 +374,10 @@ def _change(item: Ready, what: str, capability: str, call: Callable[[], None]) -
     try:
         call()
     except OSError as exc:
-        hint = (
-            f" (the container needs {capability})"
-            if exc.errno in (errno.EPERM, errno.EACCES)
-            else ""
-        )
+        hint = ""
+        if exc.errno in (errno.EPERM, errno.EACCES):
+            needed = "uid 0" if os.geteuid() != 0 else capability
+            hint = f" (the container needs {needed})"
         raise UsageError(
             f"prepare-dirs: {item.pair.shown}: cannot change its {what}: "
             f"{exc.strerror or exc}{hint}"
