@@ -26,6 +26,7 @@ PACKAGE = REPO / "exporter" / "fioprobe"
 ROOT = "fioprobe"
 
 #: The layers, lowest first: foundation (errors, text, bounds: what every stage shares);
+#: kube/ reads the Kubernetes API (for probe/ and continuous/; it needs no other stage);
 #: fio/ runs and reads fio; metrics/ is where a fio field becomes a metric; gateway/ is the
 #: Pushgateway client; publish/ keeps the totals between runs and pushes them; probe/ is one
 #: probe run; the consumers are the commands and what only they use. Each entry is a module
@@ -43,6 +44,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "fioprobe.processes",
         ),
     ),
+    ("kube", ("fioprobe.kube",)),
     ("fio", ("fioprobe.fio",)),
     ("metrics", ("fioprobe.metrics",)),
     ("gateway", ("fioprobe.gateway",)),

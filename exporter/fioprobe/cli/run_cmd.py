@@ -1,8 +1,9 @@
 """`fioprobe run`: every target and profile of a configuration, once or on a schedule.
 
-The entrypoint of the deployment: the CronJob runs it once, the per-node DaemonSet with
---every. The configuration file says what to probe and where to push; the options only pick
-this node's share and the schedule.
+The entrypoint of the deployment: the CronJob runs it once, the DaemonSets with --every
+(the etcd members' one with --members-label or --member as well, so that they take turns).
+The configuration file says what to probe and where to push; the options only pick this
+node's share and the schedule.
 """
 
 from __future__ import annotations
@@ -13,12 +14,31 @@ from pathlib import Path
 
 from fioprobe.cli import options
 from fioprobe.cli.argtypes import whole
+from fioprobe.errors import UsageError
 
 DESCRIPTION = (
     "Run every target and profile of a YAML configuration once, in order, pushing each result."
 )
-#: `--cycles`: how many runs of --every before it stops.
+#: `--cycles`: how many intervals of --every before it stops.
 _cycles = whole(1, 1_000_000)
+
+
+def _label_key(text: str) -> str:
+    from fioprobe.kube.nodes import label_key_problem
+
+    problem = label_key_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"{problem}: {text!r:.80}")
+    return text
+
+
+def _node_name(text: str) -> str:
+    from fioprobe.kube.nodes import node_name_problem
+
+    problem = node_name_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"{problem}: {text!r:.80}")
+    return text
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,13 +55,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=options.interval_seconds,
         metavar="SECONDS",
         help="run again every SECONDS, 1 to 86400, at this node's own offset in the interval "
-        "(the per-node DaemonSet's mode); without it, run once",
+        "(the per-node DaemonSet's mode), or in this node's slot with --member or "
+        "--members-label (the etcd members' mode); without it, run once",
     )
     parser.add_argument(
         "--cycles",
         type=_cycles,
         metavar="N",
-        help="with --every: stop after N runs, 1 to 1000000 (default: never)",
+        help="with --every: stop after N intervals, 1 to 1000000, whether this node ran in "
+        "them or not (default: never)",
+    )
+    members = parser.add_mutually_exclusive_group()
+    members.add_argument(
+        "--members-label",
+        action="append",
+        type=_label_key,
+        metavar="LABEL",
+        help="with --every: the etcd members are the nodes that carry any of these label "
+        "keys (repeatable), read from the Kubernetes API before every run (get/list on "
+        "nodes); the interval is cut into one slot per member, by name, and this node runs "
+        "only in its own, never two members at once",
+    )
+    members.add_argument(
+        "--member",
+        action="append",
+        type=_node_name,
+        metavar="NODE",
+        help="with --every: the etcd members, listed (repeatable), without the API; slots "
+        "as with --members-label",
     )
 
 
@@ -49,8 +90,28 @@ def run(args: argparse.Namespace) -> int:
     from fioprobe.probe.config import load_config
     from fioprobe.probe.runner import run_config
 
+    staggered = bool(args.members_label or args.member)
+    if staggered and args.every is None:
+        which = "--members-label" if args.members_label else "--member"
+        raise UsageError(f"run: {which} takes turns in every interval: give --every SECONDS")
+    if staggered and not args.node:
+        raise UsageError(
+            "run: --members-label/--member need this node's name: give --node NODE or set "
+            "NODE_NAME (the downward API's spec.nodeName)"
+        )
     jobs_dir = options.jobs_dir(args)
     config = load_config(Path(args.config), jobs_dir)
+    if staggered:
+        from fioprobe.probe import schedule
+
+        members: schedule.Members
+        if args.member:
+            members = schedule.ListedMembers(tuple(args.member))
+        else:
+            members = schedule.labelled_members(config, args.members_label)
+        return schedule.run_staggered(config, args.every, members, node=args.node,
+                                      jobs_dir=jobs_dir, quiet=args.quiet,
+                                      cycles=args.cycles)  # fmt: skip
     if args.every is not None:
         from fioprobe.probe.schedule import run_every
 

@@ -1,20 +1,53 @@
-"""`fioprobe run --every`: the per-node mode's loop, every node at its own offset.
+"""`fioprobe run --every`: the DaemonSets' loop, each node at its own offset, or the etcd
+members each in a slot of its own.
 
 Separate from `runner` (one pass over the configured targets) because only the DaemonSet
-mode repeats itself; the CronJobs run one pass and leave the schedule to Kubernetes.
+modes repeat themselves; the CronJobs run one pass and leave the schedule to Kubernetes.
+
+Two schedules:
+
+- **Offset** (`run_every`): each node starts at a fixed offset in the interval, a hash of its
+  name, so a thousand nodes' probes reach the Pushgateway (and a shared Ceph cluster) spread
+  out. Two nodes can overlap: with three nodes and etcd-fsync's 15 s run every 300 s,
+  about 28 % of name sets have two runs at once.
+- **Staggered** (`run_staggered`): the etcd members take turns (`stagger`: one slot per
+  member in name order, none overlapping), so a probe adds IO to at most one member of the
+  quorum at a time. The members are an explicit list or the nodes with a role label, read
+  from the Kubernetes API before every run; the last list read is kept on the node, so that
+  an API made slow by etcd's own slow disk (exactly when the probe matters) does not stop
+  the probes.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
+import os
 import socket
+import stat
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol, TypeGuard
 
-from fioprobe.errors import ExitCode
+from fioprobe.errors import ExitCode, FioprobeError, UsageError
+from fioprobe.fio.profiles import load_profile
+from fioprobe.kube.client import KubeClient, KubeError
+from fioprobe.kube.nodes import nodes_with_any_label
+from fioprobe.probe import stagger
 from fioprobe.probe.config import Config
-from fioprobe.probe.runner import run_config, say
+from fioprobe.probe.runner import probe_target, run_config, say
+from fioprobe.probe.slot import FIO_STOP_SECONDS
+from fioprobe.probe.stagger import Slot
+from fioprobe.publish.statefile import (
+    StateError,
+    StateFile,
+    default_state_dir,
+    state_directory,
+    untrusted,
+)
+from fioprobe.text import printable
 
 
 def spread_offset(name: str, every_seconds: float) -> float:
@@ -60,3 +93,431 @@ def run_every(
         status = run_config(config, only_node=only_node, jobs_dir=jobs_dir, quiet=quiet)
         done += 1
     return status
+
+
+# --- the members -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Membership:
+    """The members as read before a run: their names (None: no list at all), and a line to
+    say when reading them went wrong (the API's error, and what stood in for its answer)."""
+
+    names: tuple[str, ...] | None
+    note: str | None = None
+
+
+class Members(Protocol):
+    """Where the members come from; read again before every run."""
+
+    @property
+    def fixed(self) -> bool:
+        """Whether the list is fixed for the process: a slot too short is then refused
+        at the start, as a usage error, instead of in every interval."""
+
+    def read(self) -> Membership: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ListedMembers:
+    """`--member NODE ...`: the deployment's own list (its etcd.nodes); no API at all."""
+
+    names: tuple[str, ...]
+
+    @property
+    def fixed(self) -> bool:
+        return True
+
+    def read(self) -> Membership:
+        return Membership(stagger.members_of(self.names))
+
+
+#: The members file's name in its state directory (the groups' files start "storageclass-",
+#: the credit files "credits-", the stuck markers "stuck-": no name can be taken twice).
+MEMBERS_FILE = "etcd-members.json"
+#: Bumped when the file's layout changes; a file of another version is not used.
+MEMBERS_VERSION = 1
+#: More members than this in a file is not a list fioprobe wrote (etcd has at most a few).
+_MAX_MEMBERS = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class KnownMembers:
+    """The last member list read from the API, and for which label keys, and when."""
+
+    labels: tuple[str, ...]
+    names: tuple[str, ...]
+    read_at: float
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "version": MEMBERS_VERSION,
+            "labels": list(self.labels),
+            "members": list(self.names),
+            "read_at": self.read_at,
+        }
+
+    @classmethod
+    def from_json(cls, data: object, where: str) -> KnownMembers:
+        """The file's content, every field checked; anything else is a StateError."""
+        if not isinstance(data, dict) or data.get("version") != MEMBERS_VERSION:
+            raise StateError(f"{where}: not a members list of this fioprobe (no version 1)")
+        labels, names, read_at = data.get("labels"), data.get("members"), data.get("read_at")
+        if not _names(labels, 64) or not _names(names, _MAX_MEMBERS):
+            raise StateError(f"{where}: members list is corrupt (labels or members)")
+        if isinstance(read_at, bool) or not isinstance(read_at, int | float):
+            raise StateError(f"{where}: members list is corrupt (read_at is not a time)")
+        if not math.isfinite(read_at):
+            raise StateError(f"{where}: members list is corrupt (read_at is not a time)")
+        return cls(tuple(labels), tuple(names), float(read_at))
+
+
+def _names(value: object, most: int) -> TypeGuard[list[str]]:
+    return (
+        isinstance(value, list)
+        and len(value) <= most
+        and all(isinstance(v, str) and 0 < len(v) <= 253 and v.isprintable() for v in value)
+    )
+
+
+def members_file(config: Config) -> StateFile:
+    """Where the last member list read from the API is kept: beside the state of the first
+    node-local target, in its state directory of the probe's own (the manifests'
+    stateHostPath/<target>, on the node, owned by the probe user). Such a directory is
+    already trusted, and checked on every open, by the code that keeps the counters
+    (`publish.statefile`); it outlives the pod. A target whose state lives on its probed
+    volume is passed over (that volume may be the one that hangs); with none, the per-user
+    state directory."""
+    for target in config.targets:
+        if not target.node_local:
+            continue
+        directory = state_directory(
+            target.directory, dedicated=target.volume.dedicated, state_dir=target.state_dir
+        )
+        if directory.own:
+            return directory.file(MEMBERS_FILE)
+    return default_state_dir().file(MEMBERS_FILE)
+
+
+class LabelledMembers:
+    """`--members-label KEY ...`: the nodes that carry any of the keys, from the API.
+
+    Every successful read is the truth and is kept (`members_file`) when it differs from the
+    list kept; when the API cannot be read, the last list read stands in, from memory or,
+    after a restart, from that file. With neither, there are no members: nothing runs.
+    The file is written only when the list changes: it lives on the node's disk, often
+    etcd's own, and an fsync every interval would be IO the schedule exists to avoid.
+    """
+
+    @property
+    def fixed(self) -> bool:
+        return False
+
+    def __init__(self, client: KubeClient, labels: Sequence[str], file: StateFile) -> None:
+        self.client = client
+        self.labels = tuple(sorted(set(labels)))
+        self.file = file
+        self._known: KnownMembers | None = None
+        self._kept: KnownMembers | None = None  # what the file holds, as far as this knows
+
+    def read(self) -> Membership:
+        try:
+            names = tuple(nodes_with_any_label(self.client, self.labels))
+        except KubeError as exc:
+            return self._stand_in(str(exc))
+        self._known = KnownMembers(self.labels, names, time.time())
+        return Membership(names, self._keep(self._known))
+
+    def _keep(self, known: KnownMembers) -> str | None:
+        if self._kept is not None and self._kept.names == known.names:
+            return None
+        try:
+            self.file.write(known.to_json())
+        except StateError as exc:
+            return (
+                f"the member list could not be kept ({exc}): a restarted pod cannot run while "
+                "the Kubernetes API is down"
+            )
+        self._kept = known
+        return None
+
+    def _stand_in(self, error: str) -> Membership:
+        known, problem = self._known, ""
+        if known is None:
+            known, problem = self._load()
+        if known is None:
+            return Membership(
+                None,
+                f"cannot read the members from the Kubernetes API ({error}), and no member "
+                f"list was read before{problem}: not running",
+            )
+        when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(known.read_at))
+        return Membership(
+            known.names,
+            f"cannot read the members from the Kubernetes API ({error}); using the list "
+            f"read at {when}: {', '.join(known.names) or 'none'}",
+        )
+
+    def _load(self) -> tuple[KnownMembers | None, str]:
+        """The list kept in the file, or None and why not (for the message)."""
+        try:
+            data = self.file.read()
+        except StateError as exc:
+            return None, f" (the kept list cannot be used: {exc})"
+        if data is None:
+            return None, f" (none kept in {self.file.path})"
+        try:
+            known = KnownMembers.from_json(data, str(self.file.path))
+        except StateError as exc:
+            return None, f" (the kept list cannot be used: {exc})"
+        if known.labels != self.labels:
+            return None, (
+                f" (the list kept in {self.file.path} is of the labels "
+                f"{', '.join(known.labels)}, not {', '.join(self.labels)})"
+            )
+        self._known = self._kept = known
+        return known, ""
+
+
+def labelled_members(config: Config, labels: Sequence[str]) -> LabelledMembers:
+    """The members of `--members-label` in a pod: the pod's API server and service account."""
+    return LabelledMembers(KubeClient.from_pod(), labels, members_file(config))
+
+
+# --- the staggered loop ----------------------------------------------------------------------
+
+
+def run_staggered(
+    config: Config,
+    every_seconds: float,
+    members: Members,
+    *,
+    node: str,
+    jobs_dir: Path | None,
+    quiet: bool,
+    cycles: int | None = None,
+    guard: float = stagger.GUARD_SECONDS,
+) -> int:
+    """The etcd members' loop: this node's probes once per interval, in its own slot.
+
+    Before each run the members are read (`members`), this node's slot is computed
+    (`stagger.next_slot`) and slept to; then they are read again and the slot computed with
+    the fresh list: if it moved (a member joined or left), the run waits for the new slot
+    instead. The run gets the slot's end less the guard as its deadline (`run_config`), so
+    its IO is over inside its slot. An interval does not run when this node is no member,
+    when no member list was ever read and the API cannot be read, when the slot is too
+    short for this node's profiles, or when a run of these groups was already recorded in
+    the interval (a restarted pod, or the CronJob this replaces, ran in it).
+
+    `cycles` counts intervals, whether they ran or not (None: until a signal). Returns the
+    status of the last interval: its run's, 0 for one skipped as planned (no member, already
+    run), 2 for one that could not run (no member list, a slot too short).
+    """
+    if not math.isfinite(every_seconds) or every_seconds <= 0:
+        raise ValueError("the interval must be a positive number of seconds")
+    needed, what = pass_seconds(config, jobs_dir)
+    if members.fixed:
+        names = members.read().names or ()
+        problem = stagger.fit_problem(needed, every_seconds, max(len(names), 1), what, guard)
+        if node in names and problem is not None:
+            raise UsageError(f"run: {problem}")
+    files = recorded_state_files(config, node)
+    notes = _Notes()
+    status = int(ExitCode.OK)
+    done = moved = 0
+    own_end: float | None = None  # when this process's last run ended: its writes are its own
+    while cycles is None or done < cycles:
+        notes.forget("api")
+        now = time.time()
+        plan = _plan(members.read(), node, now, every_seconds, needed, what, guard, notes)
+        if not isinstance(plan, Slot):
+            status, done = plan, done + 1
+            if cycles is None or done < cycles:
+                _sleep_until((math.floor(now / every_seconds) + 1) * every_seconds)
+            continue
+        if not quiet:
+            say(f"next run in {plan.start - now:.0f}s: {plan.describe()} ({plan.members} "
+                f"members), its IO over {plan.guard:g}s before the slot ends")  # fmt: skip
+        _sleep_until(plan.start)
+        fresh = members.read()
+        notes.say("api", fresh.note)
+        again = None if fresh.names is None else stagger.slot_of(
+            every_seconds, plan.interval, fresh.names, node, guard
+        )  # fmt: skip
+        if again is None or (again.index, again.members) != (plan.index, plan.members):
+            moved += 1
+            if moved < _MOST_MOVES:
+                say("the members changed before the run: "
+                    f"{_shown(fresh.names)}; waiting for this node's new slot")  # fmt: skip
+                continue
+            say(f"the members changed {moved} times before one run: skipping this interval")
+            status, done, moved = int(ExitCode.OK), done + 1, 0
+            continue
+        moved = 0
+        done += 1
+        recorded = recorded_since(files, plan.interval_start, own_end)
+        if recorded is not None:
+            path, written = recorded
+            say(f"a run of this node's probes is recorded in this interval already ({path} "
+                f"written at {_clock(written)}): skipping to the next interval, so that no "
+                "probe runs twice in one")  # fmt: skip
+            status = int(ExitCode.OK)
+            continue
+        if time.time() >= plan.deadline:
+            say(f"woke up after the deadline of {plan.describe()}: skipping this interval")
+            status = int(ExitCode.OK)
+            continue
+        status = run_config(config, only_node=node, jobs_dir=jobs_dir, quiet=quiet,
+                            deadline=plan.deadline)  # fmt: skip
+        own_end = time.time()
+    return status
+
+
+#: How often the members may change between a slot's planning and its start before the
+#: interval is given up (each change waits for a slot that is still ahead).
+_MOST_MOVES = 10
+
+
+def _plan(
+    membership: Membership,
+    node: str,
+    now: float,
+    every: float,
+    needed: float,
+    what: str,
+    guard: float,
+    notes: _Notes,
+) -> Slot | int:
+    """This node's next slot, or the status of an interval it does not run in (said)."""
+    notes.say("api", membership.note)
+    if membership.names is None:
+        return int(ExitCode.USAGE)
+    slot = stagger.next_slot(now, every, membership.names, node, guard)
+    if slot is None:
+        count, shown = len(membership.names), _shown(membership.names)
+        notes.say("member", f"node {node} is not one of the {count} etcd members ({shown}): "
+                  "it does not run while it is not")  # fmt: skip
+        return int(ExitCode.OK)
+    notes.say("member", f"node {node} is etcd member {slot.index + 1} of {slot.members} "
+              f"({_shown(membership.names)}): it runs in {slot.describe()}")  # fmt: skip
+    problem = stagger.fit_problem(needed, every, slot.members, what, guard)
+    if problem is not None:
+        notes.say("fit", f"not running: {problem}")
+        return int(ExitCode.USAGE)
+    notes.forget("fit")
+    return slot
+
+
+def pass_seconds(config: Config, jobs_dir: Path | None) -> tuple[float, str]:
+    """How long a slot must give this node's pass, and which profiles that is, in words.
+
+    Every profile runs its budgeted seconds (`fioprobe-budget-seconds`) at most, a second
+    to start (the directory opened, locked, the job file written), and the last one's fio
+    needs FIO_STOP_SECONDS after its timeout to be gone (`probe.slot`): `run_config` starts
+    no profile that has less before the deadline. Pushing the outcomes between profiles is
+    not counted: when it is slow, a later profile is refused by `run_config` (its timeout
+    pushed). A profile that cannot be loaded counts nothing: its run fails before any IO.
+    """
+    budgets: list[tuple[str, int]] = []
+    for target in config.targets:  # node-local ones too: this loop always has its node
+        for profile in target.profiles:
+            try:
+                loaded = load_profile(profile.name, jobs_dir).with_overrides(profile.overrides)
+            except FioprobeError:
+                continue
+            budgets.append((profile.name, loaded.budget_seconds))
+    if not budgets:
+        return 0.0, "this node's probes"
+    needed = sum(seconds + _START_SECONDS for _, seconds in budgets) + FIO_STOP_SECONDS
+    names = ", ".join(f"{name} {seconds}s" for name, seconds in budgets)
+    plural = "s" if len(budgets) > 1 else ""
+    return needed, (
+        f"this node's pass (profile{plural} {names} budgeted, {_START_SECONDS:g}s each to "
+        f"start, {FIO_STOP_SECONDS:g}s to stop fio)"
+    )
+
+
+#: A profile's time before fio starts: its directory opened and locked, the job file written.
+_START_SECONDS = 1.0
+
+
+def recorded_state_files(config: Config, node: str) -> list[StateFile]:
+    """The state files of this node's groups that live off their probed volumes: each is
+    rewritten by every run counted in it (saved before its push), so its modification time
+    is when the group last ran. A state on the probed volume is not looked at (the volume
+    may hang; its child alone touches it)."""
+    files = []
+    lease = config.pushgateway.writer_lease_seconds
+    for target in config.targets:
+        for profile in target.profiles:
+            probe = probe_target(target, profile.name, profile.overrides, node, lease,
+                                 owner=config.owner)  # fmt: skip
+            if not probe.state_on_volume:
+                files.append(probe.state_file())
+    return files
+
+
+def recorded_since(
+    files: Sequence[StateFile], since: float, own_end: float | None
+) -> tuple[Path, float] | None:
+    """The first state file written at `since` or later, by a run other than this process's
+    own (those ended by `own_end`), with that time; None when there is none.
+
+    Such a write is a run recorded in the interval: a pod restarted after its run, or the
+    CronJob this loop replaces. A file that is not the probe's own (`untrusted`) records
+    nothing: a forged time must not stop the probes (the run then reports the file)."""
+    for file in files:
+        written = written_at(file)
+        if written is not None and written >= since and (own_end is None or written > own_end):
+            return file.path, written
+    return None
+
+
+def written_at(file: StateFile) -> float | None:
+    """When `file` was last written, if it is there and the probe's own; None otherwise."""
+    try:
+        with file.directory.opened(create=False) as fd:
+            info = os.lstat(file.name, dir_fd=fd)
+    except (OSError, StateError):
+        return None
+    if not stat.S_ISREG(info.st_mode) or untrusted(info) is not None:
+        return None
+    return info.st_mtime
+
+
+class _Notes:
+    """Lines said once per change of what they say, by topic."""
+
+    def __init__(self) -> None:
+        self._said: dict[str, str] = {}
+
+    def say(self, topic: str, line: str | None) -> None:
+        if line is None:
+            return
+        if self._said.get(topic) != line:
+            say(line)
+            self._said[topic] = line
+
+    def forget(self, topic: str) -> None:
+        self._said.pop(topic, None)
+
+
+def _sleep_until(when: float) -> None:
+    """Sleep until the wall clock reads `when`. time.sleep counts on the monotonic clock, so
+    a wall clock stepped by NTP meanwhile is caught by looking again (a few times at most)."""
+    for _ in range(5):
+        left = when - time.time()
+        if left <= 0:
+            return
+        time.sleep(left)
+
+
+def _shown(names: Sequence[str] | None) -> str:
+    if not names:
+        return "none"
+    shown = ", ".join(printable(name, 80) for name in names[:10])
+    return shown + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+
+
+def _clock(when: float) -> str:
+    return time.strftime("%H:%M:%S", time.gmtime(when)) + "Z"

@@ -1,0 +1,299 @@
+"""The etcd members take turns: slots that never overlap, and `fioprobe run --every --member`.
+
+The computation (`fioprobe.probe.stagger`) is checked as it is, for the member counts etcd
+has (3, 5, 7) and the intervals the deployment offers; then the command runs end to end with
+real fio and a real Pushgateway: two members on this machine, each in its own slot, and a
+node that is no member, which does not run. Times are checked against the slots the code
+must keep (a run starts in its slot), never against how fast this machine is.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import fioprobe, gateway_group, gauge
+from fioprobe.fio.profiles import load_profile
+from fioprobe.probe import stagger
+from fioprobe.probe.config import load_config
+from fioprobe.probe.schedule import (
+    pass_seconds,
+    recorded_since,
+    recorded_state_files,
+    spread_offset,
+    written_at,
+)
+from fioprobe.probe.slot import FIO_STOP_SECONDS
+from fioprobe.publish.state import GroupState
+from support import services
+
+#: A profile that fits a short slot: 1 s of budget (etcd-fsync's pattern, 64 KiB). With a
+#: second to start and the 15 s fio may take to stop, a pass needs 17 s: a slot of 30 s
+#: (two members every 60 s) leaves 11 s for a slow start on a loaded machine.
+SLOT_FSYNC = """\
+# slot-fsync: etcd-fsync's pattern, small enough for a test's short slots.
+# fioprobe-budget-bytes: 262144
+# fioprobe-budget-seconds: 1
+[slot-fsync]
+ioengine=sync
+rw=write
+bs=2300
+fdatasync=1
+size=64k
+runtime=1
+"""
+
+
+def jobs_dir(tmp_path: Path) -> Path:
+    jobs = tmp_path / "jobs"
+    jobs.mkdir(exist_ok=True)
+    (jobs / "slot-fsync.fio").write_text(SLOT_FSYNC)
+    return jobs
+
+
+def write_config(tmp_path: Path, gateway_url: str, name: str, profile: str = "slot-fsync") -> Path:
+    """A configuration with one node-local target (its disk and state in `tmp_path`)."""
+    disk = tmp_path / f"disk-{name}"
+    disk.mkdir(exist_ok=True)
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(
+        f"owner: stagger-test\npushgateway: {{url: {gateway_url}}}\ntargets:\n"
+        f"  - {{name: etcd, directory: {disk}, node_local: true,\n"
+        f"     state_dir: {tmp_path / 'state' / name}, profiles: [{{name: {profile}}}]}}\n"
+    )
+    return path
+
+
+# --- the slots -------------------------------------------------------------------------------
+
+#: A time in 2025, so the intervals are epoch-aligned ones of today, not the first ones.
+NOW = 1_750_000_123.4
+
+
+@pytest.mark.parametrize("every", [60.0, 300.0])
+@pytest.mark.parametrize("count", [3, 5, 7])
+def test_every_member_has_one_slot_per_interval_and_none_overlap(every: float, count: int) -> None:
+    names = [f"cp-{i}.example.com" for i in (4, 0, 6, 2, 5, 1, 3)[:count]]  # not sorted
+    first = math.floor(NOW / every)
+    for interval in (first, first + 1, first + 2):
+        slots = stagger.all_slots(every, interval, names)
+        assert sorted(slots) == sorted(names)
+        ordered = sorted(slots.values(), key=lambda s: s.start)
+        assert [s.index for s in ordered] == list(range(count))
+        assert [ordered.index(slots[n]) for n in sorted(names)] == list(range(count))
+        # Together the slots are the interval, back to back: disjoint, nothing left over.
+        assert ordered[0].start == interval * every
+        assert ordered[-1].end == (interval + 1) * every
+        for left, right in itertools.pairwise(ordered):
+            assert left.end == right.start
+        for slot in ordered:
+            assert slot.start < slot.deadline < slot.end
+            assert slot.deadline == slot.end - stagger.GUARD_SECONDS
+            # A run from its start to its deadline stays inside, the guard before the end.
+            assert slot.interval_start <= slot.start and slot.end <= (interval + 1) * every
+    # next_slot walks each member through consecutive intervals, one start in each.
+    for name in names:
+        starts = []
+        now = NOW
+        for _ in range(4):
+            slot = stagger.next_slot(now, every, names, name)
+            assert slot is not None and slot.start >= now
+            starts.append(slot)
+            now = slot.start + 0.001
+        first_interval = starts[0].interval
+        assert [s.interval for s in starts] == list(range(first_interval, first_interval + 4))
+        assert all(s.start == stagger.slot_of(every, s.interval, names, name).start for s in starts)
+
+
+def test_a_slot_that_has_started_is_not_joined() -> None:
+    names = ["a", "b", "c"]
+    slot_b = stagger.slot_of(60, 100, names, "b")
+    assert slot_b is not None and (slot_b.start, slot_b.end) == (6020.0, 6040.0)
+    assert stagger.next_slot(6020.0, 60, names, "b") == slot_b
+    late = stagger.next_slot(6020.5, 60, names, "b")
+    assert late is not None and (late.interval, late.start) == (101, 6080.0)
+    assert stagger.next_slot(6000.0, 60, names, "z") is None
+    # The list is a set: order and repeats do not change anyone's slot.
+    assert stagger.slot_of(60, 100, ["c", "b", "a", "b"], "b") == slot_b
+
+
+def _config(tmp_path: Path, profile: str) -> Path:
+    return write_config(tmp_path, "http://127.0.0.1:9", "cp", profile)
+
+
+def test_etcd_fsync_fits_300s_for_up_to_7_members_not_60s_for_3(tmp_path: Path) -> None:
+    """etcd-fsync is budgeted at 20 s; with a second to start and fio's 15 s to stop after
+    its timeout, a pass needs 36 s. Every 300 s, 7 members get 42.9 s slots (40.9 s before
+    the guard): it fits. Every 60 s, 3 members get 20 s slots: it is refused, and the line
+    says the shortest interval that fits (3 x (36 + 2) = 114 s)."""
+    assert load_profile("etcd-fsync").budget_seconds == 20
+    config = load_config(_config(tmp_path, "etcd-fsync"))
+    needed, what = pass_seconds(config, None)
+    assert needed == 20 + 1 + FIO_STOP_SECONDS == 36
+    for count in range(1, 8):
+        assert stagger.fit_problem(needed, 300, count, what) is None, count
+    assert stagger.fit_problem(needed, 300, 8, what) is not None  # 37.5 - 2 < 36
+    assert stagger.fit_problem(needed, 60, 3, what) == (
+        "this node's pass (profile etcd-fsync 20s budgeted, 1s each to start, 15s to stop fio) "
+        "needs 36s, but 3 members share every 60s: a slot is 20.0s, 18.0s after the 2s guard; "
+        "give --every 114 or more, or fewer profiles"
+    )
+    assert stagger.fit_problem(needed, 114, 3, what) is None
+
+
+def test_a_slot_too_short_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    config = _config(tmp_path, "etcd-fsync")
+    result = fioprobe("run", "--config", str(config), "--node", "b", "--every", "60",
+                      "--member", "a", "--member", "b", "--member", "c", timeout=60)  # fmt: skip
+    assert result.returncode == 2, result.stderr.decode()
+    assert result.stderr.decode().splitlines() == [
+        "fioprobe: error: run: this node's pass (profile etcd-fsync 20s budgeted, 1s each to "
+        "start, 15s to stop fio) needs 36s, but 3 members share every 60s: a slot is 20.0s, "
+        "18.0s after the 2s guard; give --every 114 or more, or fewer profiles"
+    ]
+
+
+def _overlaps(starts: list[float], every: float, run: float) -> bool:
+    """Whether runs of `run` seconds starting at `starts` (each interval) ever overlap."""
+    ordered = sorted(s % every for s in starts)
+    gaps = [(ordered[(i + 1) % len(ordered)] - ordered[i]) % every for i in range(len(ordered))]
+    return min(gaps) < run
+
+
+def test_the_hash_offsets_overlapped_the_slots_never_do() -> None:
+    """The offset schedule put cp-1 and cp-2's 15 s runs 2.3 s apart (both about 15 s into
+    every 300 s), and 28 % of three-member clusters have two runs at once; slots have none."""
+    names = ["cp-1", "cp-2", "cp-3"]
+    offsets = [spread_offset(n, 300) for n in names]
+    assert _overlaps(offsets, 300, 15)
+    assert abs(offsets[0] - offsets[1]) > 100 and abs(offsets[1] - offsets[2]) < 15
+    clusters = [[f"cluster{i}-cp-{j}" for j in range(3)] for i in range(1000)]
+    share = sum(_overlaps([spread_offset(n, 300) for n in c], 300, 15) for c in clusters) / 1000
+    assert 0.22 < share < 0.34, share  # 1 - (1 - 3 x 15/300)^2 = 27.8 %
+    for members in [names, *clusters[:200]]:
+        slots = stagger.all_slots(300, 5_833_333, members)
+        runs = sorted((s.start, s.deadline) for s in slots.values())
+        for (_, end), (start, _) in itertools.pairwise(runs):
+            assert end + stagger.GUARD_SECONDS <= start
+
+
+# --- what a restart finds ---------------------------------------------------------------------
+
+
+def test_a_run_recorded_in_the_interval_is_found_a_forged_one_is_not(tmp_path: Path) -> None:
+    config = load_config(write_config(tmp_path, "http://127.0.0.1:9", "a"), jobs_dir(tmp_path))
+    (file,) = recorded_state_files(config, "a")
+    assert file.path == tmp_path / "state" / "a" / file.name
+    assert written_at(file) is None  # nothing ran yet
+    assert recorded_since([file], 0.0, None) is None
+    file.write(GroupState().to_json())
+    os.utime(file.path, (1_000_000.0, 1_000_000.0))
+    assert written_at(file) == 1_000_000.0
+    assert recorded_since([file], 999_990.0, None) == (file.path, 1_000_000.0)
+    assert recorded_since([file], 1_000_001.0, None) is None  # before this interval
+    assert recorded_since([file], 999_990.0, 1_000_000.0) is None  # this process's own run
+    file.path.chmod(0o666)  # writable by anyone: not the probe's, it records nothing
+    assert written_at(file) is None
+    file.path.unlink()
+    file.path.symlink_to(tmp_path / "elsewhere.json")
+    (tmp_path / "elsewhere.json").write_text("{}")
+    assert written_at(file) is None
+
+
+# --- end to end --------------------------------------------------------------------------------
+
+
+def _run_window(gateway: services.Service, node: str) -> tuple[float, float]:
+    """(start, end) of the node's pushed run. fioprobe_duration_seconds runs from the run's
+    start to its push, which the Pushgateway stamps (push_time_seconds): their difference is
+    the start (a moment later, by the push's own latency). The end is when the outcome was
+    taken, before the push (fioprobe_last_success_timestamp_seconds)."""
+    group = gateway_group(gateway, storageclass="etcd", profile="slot-fsync", node=node)
+    assert group is not None, node
+    assert gauge(group, "fioprobe_success") == 1
+    assert gauge(group, "fioprobe_runs_total") == 1
+    start = gauge(group, "push_time_seconds") - gauge(group, "fioprobe_duration_seconds")
+    return start, gauge(group, "fioprobe_last_success_timestamp_seconds")
+
+
+@pytest.mark.slow
+def test_two_members_run_each_in_its_slot_and_push(
+    tmp_path: Path, pushgateway: services.Service
+) -> None:
+    """`fioprobe run --every 60 --member a --member b --cycles 1` on two "nodes" at once:
+    each runs once, in its own half of an interval, and the two runs do not overlap."""
+    jobs = jobs_dir(tmp_path)
+    started = {}
+    for node in ("a", "b"):
+        command = [
+            sys.executable, "-m", "fioprobe", "run",
+            "--config", str(write_config(tmp_path, pushgateway.url, node)),
+            "--jobs-dir", str(jobs), "--node", node, "--every", "60",
+            "--member", "a", "--member", "b", "--cycles", "1",
+        ]  # fmt: skip
+        started[node] = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    outputs = {node: process.communicate(timeout=300) for node, process in started.items()}
+    for node, process in started.items():
+        assert process.returncode == 0, outputs[node][1].decode()
+    windows = {node: _run_window(pushgateway, node) for node in started}
+    for node, (start, _) in windows.items():
+        slot = stagger.slot_of(60, math.floor(start / 60), ["a", "b"], node)
+        assert slot is not None and slot.start <= start < slot.end, (node, start, slot)
+        said = outputs[node][1].decode()
+        assert f"node {node} is etcd member {slot.index + 1} of 2 (a, b)" in said, said
+    (a_start, a_end), (b_start, b_end) = windows["a"], windows["b"]
+    assert a_end <= b_start or b_end <= a_start, windows
+
+
+def test_a_node_that_is_no_member_does_not_run(
+    tmp_path: Path, pushgateway: services.Service
+) -> None:
+    config = write_config(tmp_path, pushgateway.url, "c")
+    result = fioprobe("run", "--config", str(config), "--jobs-dir", str(jobs_dir(tmp_path)),
+                      "--node", "c", "--every", "60", "--member", "a", "--member", "b",
+                      "--cycles", "1", timeout=60)  # fmt: skip
+    assert result.returncode == 0, result.stderr.decode()
+    assert result.stderr.decode().splitlines() == [
+        "fioprobe: node c is not one of the 2 etcd members (a, b): it does not run while it is not"
+    ]
+    assert gateway_group(pushgateway, storageclass="etcd", profile="slot-fsync", node="c") is None
+    assert not (tmp_path / "state" / "c").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--member", "a"], "run: --member takes turns in every interval: give --every SECONDS"),
+        (
+            ["--every", "60", "--member", "a", "--members-label", "x"],
+            "run: argument --members-label: not allowed with argument --member",
+        ),
+        (
+            ["--every", "60", "--member", "A_b"],
+            "run: argument --member: must be a node name: lower-case letters, digits, '-' and "
+            "'.', starting and ending with a letter or digit, at most 253 characters: 'A_b'",
+        ),
+        (
+            ["--every", "60", "--members-label", "a,b"],
+            "run: argument --members-label: must be a label key ([prefix/]name): the name at "
+            "most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or "
+            "digit: 'a,b'",
+        ),
+    ],
+)
+def test_member_options_refused(tmp_path: Path, args: list[str], said: str) -> None:
+    result = fioprobe("run", "--config", str(_config(tmp_path, "etcd-fsync")), *args, timeout=60)
+    assert result.returncode == 2
+    assert said in result.stderr.decode(), result.stderr.decode()
+
+
+def test_the_members_need_this_nodes_name(tmp_path: Path) -> None:
+    result = fioprobe("run", "--config", str(_config(tmp_path, "etcd-fsync")), "--every", "60",
+                      "--member", "a", "--node", "", timeout=60)  # fmt: skip
+    assert result.returncode == 2
+    assert "give --node NODE or set NODE_NAME" in result.stderr.decode()
