@@ -3,7 +3,9 @@
 #   - Debian packages: containerd, runc, podman, debootstrap, CNI plugins, iptables, conntrack;
 #   - from Go modules: kubelet, kube-controller-manager, kube-scheduler, kube-proxy
 #     (scripts/e2e/kube, the same k8s.io/kubernetes pin as the project's kube-apiserver),
-#     a minimal CoreDNS (scripts/e2e/coredns) and the pause program (scripts/e2e/pause);
+#     a minimal CoreDNS (scripts/e2e/coredns), the pause program (scripts/e2e/pause) and
+#     local-path-provisioner, the dynamic provisioner of the `local-path` StorageClass
+#     (scripts/e2e/local-path, github.com/rancher/local-path-provisioner pinned in its go.mod);
 #   - a Debian bookworm minbase root filesystem made by debootstrap (the mirror apt already
 #     uses), the base of every image of the cluster.
 # Builds are cached under ${XDG_CACHE_HOME:-~/.cache}/fioprobe-e2e/<what>-<hash of inputs>/, so a
@@ -96,6 +98,16 @@ build_module "kube-$kube_version" scripts/e2e/kube KUBE_BIN "$kube_cgo" \
 LDFLAGS="-s -w"
 build_module coredns scripts/e2e/coredns COREDNS_BIN 0 .
 build_module pause scripts/e2e/pause PAUSE_BIN 0 .
+# local-path-provisioner as its own release builds it (scripts/build: static, cgo off, the
+# version stamped into main.VERSION); it goes into an image on the e2e base. Its client-go
+# v0.30 shares no package with the kube build above, so it builds from scratch: 2 to 3 minutes
+# on 2 cores with an empty Go build cache. `go install ...@v0.0.30` is accepted by the module
+# proxy too; the wrapper module is used for its go.sum in the repository and this cache.
+lpp_version=$(awk '$1 == "require" && $2 == "github.com/rancher/local-path-provisioner" {print $3}' \
+  scripts/e2e/local-path/go.mod)
+LDFLAGS="-s -w -X main.VERSION=$lpp_version"
+build_module "local-path-provisioner-$lpp_version" scripts/e2e/local-path LOCAL_PATH_BIN 0 \
+  github.com/rancher/local-path-provisioner
 
 # --- Debian root filesystem ---------------------------------------------------------------
 # minbase bookworm from the mirror apt uses; a tarball that `podman import` turns into the
@@ -120,6 +132,8 @@ cat >"$CACHE_ROOT/paths.env" <<EOF
 KUBE_BIN=$KUBE_BIN
 COREDNS_BIN=$COREDNS_BIN
 PAUSE_BIN=$PAUSE_BIN
+LOCAL_PATH_BIN=$LOCAL_PATH_BIN
+LOCAL_PATH_VERSION=$lpp_version
 ROOTFS_TAR=$ROOTFS_TAR
 KUBE_VERSION=$kube_version
 EOF
