@@ -14,6 +14,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from fioprobe.fio.profiles import load_profile
 from fioprobe.probe import stagger
 from fioprobe.probe.config import load_config
 from fioprobe.probe.schedule import (
+    RECHECK_SECONDS,
     pass_seconds,
     recorded_since,
     recorded_state_files,
@@ -33,8 +35,9 @@ from fioprobe.publish.state import GroupState
 from support import services
 
 #: A profile that fits a short slot: 1 s of budget (etcd-fsync's pattern, 64 KiB). With a
-#: second to start and the 15 s fio may take to stop, a pass needs 17 s: a slot of 30 s
-#: (two members every 60 s) leaves 11 s for a slow start on a loaded machine.
+#: second to start, the 15 s fio may take to stop and 2 s to read the members first, a pass
+#: needs 19 s: a slot of 30 s (two members every 60 s) leaves 9 s for a slow start on a
+#: loaded machine.
 SLOT_FSYNC = """\
 # slot-fsync: etcd-fsync's pattern, small enough for a test's short slots.
 # fioprobe-budget-bytes: 262144
@@ -126,24 +129,29 @@ def _config(tmp_path: Path, profile: str) -> Path:
     return write_config(tmp_path, "http://127.0.0.1:9", "cp", profile)
 
 
+REFUSED_60S_3 = (
+    "this node's pass (profile etcd-fsync 20s budgeted, 1s each to start, 15s to stop fio, 2s "
+    "to read the members first) needs 38s, but 3 members share every 60s: a slot is 20.0s, "
+    "18.0s after the 2s guard; give --every 120 or more, or fewer profiles"
+)
+
+
 def test_etcd_fsync_fits_300s_for_up_to_7_members_not_60s_for_3(tmp_path: Path) -> None:
-    """etcd-fsync is budgeted at 20 s; with a second to start and fio's 15 s to stop after
-    its timeout, a pass needs 36 s. Every 300 s, 7 members get 42.9 s slots (40.9 s before
-    the guard): it fits. Every 60 s, 3 members get 20 s slots: it is refused, and the line
-    says the shortest interval that fits (3 x (36 + 2) = 114 s)."""
+    """etcd-fsync is budgeted at 20 s; with a second to start, fio's 15 s to stop after
+    its timeout and 2 s to read the members first, a pass needs 38 s. Every 300 s, 7
+    members get 42.9 s slots (40.9 s before the guard): it fits; 8 would not. Every 60 s,
+    3 members get 20 s slots: it is refused, and the line says the shortest interval that
+    fits (3 x (38 + 2) = 120 s)."""
     assert load_profile("etcd-fsync").budget_seconds == 20
     config = load_config(_config(tmp_path, "etcd-fsync"))
     needed, what = pass_seconds(config, None)
-    assert needed == 20 + 1 + FIO_STOP_SECONDS == 36
+    assert needed == 20 + 1 + FIO_STOP_SECONDS + RECHECK_SECONDS == 38
     for count in range(1, 8):
         assert stagger.fit_problem(needed, 300, count, what) is None, count
-    assert stagger.fit_problem(needed, 300, 8, what) is not None  # 37.5 - 2 < 36
-    assert stagger.fit_problem(needed, 60, 3, what) == (
-        "this node's pass (profile etcd-fsync 20s budgeted, 1s each to start, 15s to stop fio) "
-        "needs 36s, but 3 members share every 60s: a slot is 20.0s, 18.0s after the 2s guard; "
-        "give --every 114 or more, or fewer profiles"
-    )
-    assert stagger.fit_problem(needed, 114, 3, what) is None
+    assert stagger.fit_problem(needed, 300, 8, what) is not None  # 37.5 - 2 < 38
+    assert stagger.fit_problem(needed, 60, 3, what) == REFUSED_60S_3
+    assert stagger.fit_problem(needed, 120, 3, what) is None
+    assert stagger.fit_problem(needed, 119, 3, what) is not None
 
 
 def test_a_slot_too_short_is_refused_before_anything_runs(tmp_path: Path) -> None:
@@ -151,11 +159,7 @@ def test_a_slot_too_short_is_refused_before_anything_runs(tmp_path: Path) -> Non
     result = fioprobe("run", "--config", str(config), "--node", "b", "--every", "60",
                       "--member", "a", "--member", "b", "--member", "c", timeout=60)  # fmt: skip
     assert result.returncode == 2, result.stderr.decode()
-    assert result.stderr.decode().splitlines() == [
-        "fioprobe: error: run: this node's pass (profile etcd-fsync 20s budgeted, 1s each to "
-        "start, 15s to stop fio) needs 36s, but 3 members share every 60s: a slot is 20.0s, "
-        "18.0s after the 2s guard; give --every 114 or more, or fewer profiles"
-    ]
+    assert result.stderr.decode().splitlines() == [f"fioprobe: error: run: {REFUSED_60S_3}"]
 
 
 def _overlaps(starts: list[float], every: float, run: float) -> bool:
@@ -225,27 +229,37 @@ def _run_window(gateway: services.Service, node: str) -> tuple[float, float]:
 def test_two_members_run_each_in_its_slot_and_push(
     tmp_path: Path, pushgateway: services.Service
 ) -> None:
-    """`fioprobe run --every 60 --member a --member b --cycles 1` on two "nodes" at once:
-    each runs once, in its own half of an interval, and the two runs do not overlap."""
+    """`fioprobe run --every 60 --member a --member b --cycles 2` on two "nodes" started
+    together in the first half of an interval: a's slot of that interval has begun, b's is
+    ahead, but b read the members only within that interval, so it waits too. Each runs
+    once, in its own half of the next interval, and the two runs do not overlap."""
+    every = 60
+    if not 2 <= time.time() % every < 20:  # start in the first third of an interval
+        time.sleep(every - time.time() % every + 2)
+    interval = math.floor(time.time() / every)
     jobs = jobs_dir(tmp_path)
     started = {}
     for node in ("a", "b"):
         command = [
             sys.executable, "-m", "fioprobe", "run",
             "--config", str(write_config(tmp_path, pushgateway.url, node)),
-            "--jobs-dir", str(jobs), "--node", node, "--every", "60",
-            "--member", "a", "--member", "b", "--cycles", "1",
+            "--jobs-dir", str(jobs), "--node", node, "--every", str(every),
+            "--member", "a", "--member", "b", "--cycles", "2" if node == "b" else "1",
         ]  # fmt: skip
         started[node] = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     outputs = {node: process.communicate(timeout=300) for node, process in started.items()}
+    said = {node: output[1].decode() for node, output in outputs.items()}
     for node, process in started.items():
-        assert process.returncode == 0, outputs[node][1].decode()
+        assert process.returncode == 0, said[node]
     windows = {node: _run_window(pushgateway, node) for node in started}
     for node, (start, _) in windows.items():
-        slot = stagger.slot_of(60, math.floor(start / 60), ["a", "b"], node)
+        slot = stagger.slot_of(every, interval + 1, ["a", "b"], node)
         assert slot is not None and slot.start <= start < slot.end, (node, start, slot)
-        said = outputs[node][1].decode()
-        assert f"node {node} is etcd member {slot.index + 1} of 2 (a, b)" in said, said
+        assert f"node {node} is etcd member {slot.index + 1} of 2 (a, b)" in said[node]
+    assert (
+        "this node read the members only after the interval of its slot began: it runs from "
+        "the next interval on (slot 2 of 2, 30-60s of every 60s)"
+    ) in said["b"], said["b"]
     (a_start, a_end), (b_start, b_end) = windows["a"], windows["b"]
     assert a_end <= b_start or b_end <= a_start, windows
 

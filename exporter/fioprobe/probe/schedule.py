@@ -27,7 +27,7 @@ import socket
 import stat
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol, TypeGuard
 
@@ -115,7 +115,10 @@ class Members(Protocol):
         """Whether the list is fixed for the process: a slot too short is then refused
         at the start, as a usage error, instead of in every interval."""
 
-    def read(self) -> Membership: ...
+    def read(self, *, quick: bool = False) -> Membership:
+        """The members now. `quick`: the read right before a run, within RECHECK_SECONDS
+        (what cannot be read by then is what could not be read at all)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +131,7 @@ class ListedMembers:
     def fixed(self) -> bool:
         return True
 
-    def read(self) -> Membership:
+    def read(self, *, quick: bool = False) -> Membership:
         return Membership(stagger.members_of(self.names))
 
 
@@ -220,9 +223,12 @@ class LabelledMembers:
         self._known: KnownMembers | None = None
         self._kept: KnownMembers | None = None  # what the file holds, as far as this knows
 
-    def read(self) -> Membership:
+    def read(self, *, quick: bool = False) -> Membership:
+        client = self.client
+        if quick:  # each list its share of the time before the run
+            client = replace(client, timeout_seconds=RECHECK_SECONDS / len(self.labels))
         try:
-            names = tuple(nodes_with_any_label(self.client, self.labels))
+            names = tuple(nodes_with_any_label(client, self.labels))
         except KubeError as exc:
             return self._stand_in(str(exc))
         self._known = KnownMembers(self.labels, names, time.time())
@@ -279,6 +285,13 @@ class LabelledMembers:
         return known, ""
 
 
+#: The read of the members right before a run starts: at most this long, so that an API made
+#: slow by etcd's own slow disk takes at most this much of the run's slot. An API that lists
+#: a few nodes by label takes milliseconds; beyond this, the list read before the interval
+#: (the plan's) stands in, as it does when the API cannot be read at all.
+RECHECK_SECONDS = 2.0
+
+
 def labelled_members(config: Config, labels: Sequence[str]) -> LabelledMembers:
     """The members of `--members-label` in a pod: the pod's API server and service account."""
     return LabelledMembers(KubeClient.from_pod(), labels, members_file(config))
@@ -302,16 +315,26 @@ def run_staggered(
 
     Before each run the members are read (`members`), this node's slot is computed
     (`stagger.next_slot`) and slept to; then they are read again and the slot computed with
-    the fresh list: if it moved (a member joined or left), the run waits for the new slot
-    instead. The run gets the slot's end less the guard as its deadline (`run_config`), so
-    its IO is over inside its slot. An interval does not run when this node is no member,
-    when no member list was ever read and the API cannot be read, when the slot is too
-    short for this node's profiles, or when a run of these groups was already recorded in
-    the interval (a restarted pod, or the CronJob this replaces, ran in it).
+    the fresh list. If it moved (a member joined or left), the run waits for the new slot
+    from the next interval on, not later in this one: a member whose slot came earlier may
+    have started on the old list before the change, and its run may reach into the new
+    slot. For the same reason a run needs its slot from a list read before its interval
+    began (in steady state, the plan made right after the previous run): a node that
+    first reads the members within an interval (a new or restarted pod) runs from the next
+    interval on. Then any two runs of an interval each had their slot from a read before
+    the interval's start and from one right before the run: one change of the members
+    cannot be seen by one and missed by the other, so both slots come from the same list.
+
+    The run gets the slot's end less the guard as its deadline (`run_config`), so its IO is
+    over inside its slot. An interval does not run when this node is no member, when no
+    member list was ever read and the API cannot be read, when the slot is too short for
+    this node's profiles, or when a run of these groups is already recorded in it (the
+    CronJob this loop replaces, or a run by hand, ran there).
 
     `cycles` counts intervals, whether they ran or not (None: until a signal). Returns the
-    status of the last interval: its run's, 0 for one skipped as planned (no member, already
-    run), 2 for one that could not run (no member list, a slot too short).
+    status of the last interval: its run's, 0 for one skipped as planned (no member, a
+    slot that moved or was planned late, already run), 2 for one that could not run (no
+    member list, a slot too short).
     """
     if not math.isfinite(every_seconds) or every_seconds <= 0:
         raise ValueError("the interval must be a positive number of seconds")
@@ -324,37 +347,43 @@ def run_staggered(
     files = recorded_state_files(config, node)
     notes = _Notes()
     status = int(ExitCode.OK)
-    done = moved = 0
+    done = 0
     own_end: float | None = None  # when this process's last run ended: its writes are its own
+    not_before = 0.0  # after a slot moved: the next interval's start
     while cycles is None or done < cycles:
         notes.forget("api")
-        now = time.time()
+        clock = time.time()
+        now = max(clock, not_before)
         plan = _plan(members.read(), node, now, every_seconds, needed, what, guard, notes)
+        read_at = time.time()
         if not isinstance(plan, Slot):
             status, done = plan, done + 1
             if cycles is None or done < cycles:
                 _sleep_until((math.floor(now / every_seconds) + 1) * every_seconds)
             continue
         if not quiet:
-            say(f"next run in {plan.start - now:.0f}s: {plan.describe()} ({plan.members} "
+            say(f"next run in {plan.start - clock:.0f}s: {plan.describe()} ({plan.members} "
                 f"members), its IO over {plan.guard:g}s before the slot ends")  # fmt: skip
-        _sleep_until(plan.start)
-        fresh = members.read()
+        # The last read ends by the slot's start (and starts in its interval; see above).
+        _sleep_until(max(plan.interval_start, plan.start - RECHECK_SECONDS))
+        fresh = members.read(quick=True)
         notes.say("api", fresh.note)
         again = None if fresh.names is None else stagger.slot_of(
             every_seconds, plan.interval, fresh.names, node, guard
         )  # fmt: skip
-        if again is None or (again.index, again.members) != (plan.index, plan.members):
-            moved += 1
-            if moved < _MOST_MOVES:
-                say("the members changed before the run: "
-                    f"{_shown(fresh.names)}; waiting for this node's new slot")  # fmt: skip
-                continue
-            say(f"the members changed {moved} times before one run: skipping this interval")
-            status, done, moved = int(ExitCode.OK), done + 1, 0
-            continue
-        moved = 0
         done += 1
+        if again is None or (again.index, again.members) != (plan.index, plan.members):
+            say(f"the members changed before the run: {_shown(fresh.names)}; waiting for "
+                "this node's new slot in the next interval (a run of this one may have "
+                "started on the old list)")  # fmt: skip
+            status, not_before = int(ExitCode.OK), plan.interval_start + every_seconds
+            continue
+        if read_at >= plan.interval_start:
+            say(f"this node read the members only after the interval of its slot began: it "
+                f"runs from the next interval on ({plan.describe()}), when its list was read "
+                "before the interval, as every member's is")  # fmt: skip
+            status, not_before = int(ExitCode.OK), plan.interval_start + every_seconds
+            continue
         recorded = recorded_since(files, plan.interval_start, own_end)
         if recorded is not None:
             path, written = recorded
@@ -363,6 +392,7 @@ def run_staggered(
                 "probe runs twice in one")  # fmt: skip
             status = int(ExitCode.OK)
             continue
+        _sleep_until(plan.start)
         if time.time() >= plan.deadline:
             say(f"woke up after the deadline of {plan.describe()}: skipping this interval")
             status = int(ExitCode.OK)
@@ -371,11 +401,6 @@ def run_staggered(
                             deadline=plan.deadline)  # fmt: skip
         own_end = time.time()
     return status
-
-
-#: How often the members may change between a slot's planning and its start before the
-#: interval is given up (each change waits for a slot that is still ahead).
-_MOST_MOVES = 10
 
 
 def _plan(
@@ -414,9 +439,11 @@ def pass_seconds(config: Config, jobs_dir: Path | None) -> tuple[float, str]:
     Every profile runs its budgeted seconds (`fioprobe-budget-seconds`) at most, a second
     to start (the directory opened, locked, the job file written), and the last one's fio
     needs FIO_STOP_SECONDS after its timeout to be gone (`probe.slot`): `run_config` starts
-    no profile that has less before the deadline. Pushing the outcomes between profiles is
-    not counted: when it is slow, a later profile is refused by `run_config` (its timeout
-    pushed). A profile that cannot be loaded counts nothing: its run fails before any IO.
+    no profile that has less before the deadline. The first slot of an interval also
+    gives the last read of the members (RECHECK_SECONDS) from its start. Pushing the
+    outcomes between profiles is not counted: when it is slow, a later profile is refused
+    by `run_config` (its timeout pushed). A profile that cannot be loaded counts nothing:
+    its run fails before any IO.
     """
     budgets: list[tuple[str, int]] = []
     for target in config.targets:  # node-local ones too: this loop always has its node
@@ -428,12 +455,14 @@ def pass_seconds(config: Config, jobs_dir: Path | None) -> tuple[float, str]:
             budgets.append((profile.name, loaded.budget_seconds))
     if not budgets:
         return 0.0, "this node's probes"
-    needed = sum(seconds + _START_SECONDS for _, seconds in budgets) + FIO_STOP_SECONDS
+    needed = sum(seconds + _START_SECONDS for _, seconds in budgets)
+    needed += FIO_STOP_SECONDS + RECHECK_SECONDS
     names = ", ".join(f"{name} {seconds}s" for name, seconds in budgets)
     plural = "s" if len(budgets) > 1 else ""
     return needed, (
         f"this node's pass (profile{plural} {names} budgeted, {_START_SECONDS:g}s each to "
-        f"start, {FIO_STOP_SECONDS:g}s to stop fio)"
+        f"start, {FIO_STOP_SECONDS:g}s to stop fio, {RECHECK_SECONDS:g}s to read the members "
+        "first)"
     )
 
 
