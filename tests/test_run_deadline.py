@@ -171,3 +171,39 @@ def test_a_slot_already_over_pushes_a_timeout_per_profile_without_running_fio(
     assert list(plain.iterdir()) == []
     assert os.stat(plain).st_mtime_ns == before
     assert not missing.exists()
+
+
+def test_a_pass_runs_the_profiles_its_slot_has_room_for_and_refuses_the_rest(
+    tmp_path: Path, pushgateway: services.Service, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """randwrite-iops (budgeted 10 s) first, then etcd-fsync (20 s) in a slot of 15 + 16 s:
+    the first has room even after a slow start, the second cannot have it whatever the
+    first took (16 s left at most, for a 20 s budget)."""
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        f"pushgateway: {{url: '{pushgateway.url}'}}\ntargets:\n"
+        f"  - {{name: plain, directory: {plain}, state_dir: {tmp_path / 'state-plain'},"
+        " profiles: [randwrite-iops, etcd-fsync]}\n"
+    )
+
+    code = run_config(
+        load_config(config),
+        only_node=None,
+        jobs_dir=None,
+        quiet=True,
+        deadline=time.time() + FIO_STOP_SECONDS + 16,
+    )
+
+    err = capfd.readouterr().err
+    assert code == 1, err
+    ran = gateway_group(pushgateway, storageclass="plain", profile="randwrite-iops")
+    assert ran is not None and gauge(ran, "fioprobe_success") == 1, err
+    refused = gateway_group(pushgateway, storageclass="plain", profile="etcd-fsync")
+    assert refused is not None and gauge(refused, "fioprobe_success") == 0
+    (reason,) = refused["fioprobe_failure_reason_info"]
+    assert reason["labels"]["reason"] == "timeout"
+    assert gauge(refused, "fioprobe_runs_total") == 1
+    assert "for the etcd-fsync profile budgeted at 20s; it was not started" in err, err
+    assert list(plain.iterdir()) == []

@@ -14,9 +14,11 @@ That is FIO_STOP_SECONDS, 15 s: fio's timeout is set at least that long before t
 end. Only IO still stuck in the kernel 10 s after SIGKILL (a disk that hangs) can outlast
 the slot, and nothing can stop that.
 
-The clamp is computed twice: in the prober, before anything starts (a slot already too
-short starts no child and no fio), and in the volume child just before fio starts, since
-opening, locking and making the run directory took time of the slot too. The slot's end
+The clamp is computed in the prober, before anything starts (a slot already too short
+starts no child and touches no volume), then again in the volume child before the run
+directory is made (starting the child, opening and locking the directory took time of the
+slot too; refused there, nothing is written) and just before fio starts, whose timeout is
+what is left then. The slot's end
 crosses to the child as a `time.monotonic()` value: one clock for every process of the
 host, which a wall-clock step does not move.
 """

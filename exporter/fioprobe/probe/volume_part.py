@@ -76,6 +76,10 @@ def run_on_volume(request: VolumeRequest, *, report: Report) -> VolumeResult:
             with directory.locked():
                 report("checking free space")
                 directory.check_free_space(profile.footprint_bytes, f"the {profile.name} profile")
+                # Refused here, a profile the slot has no room for leaves no trace: no run
+                # directory made and removed.
+                slot.fio_timeout(profile, request.timeout_seconds, request.stop_fio_by,
+                                 str(request.directory))  # fmt: skip
                 report("removing a left-over run directory and making the run directory")
                 _run_in_run_dir(directory, request, result, report)
     except ProbeFailure as exc:
@@ -100,8 +104,8 @@ def _run_in_run_dir(
     first: BaseException | None = None
     try:
         with directory.private_run_dir() as run_dir:
-            # The slot's time went on while the directory was opened and the run directory
-            # made: fio's timeout is taken from what is left now.
+            # The slot's time went on while the run directory was made: fio's timeout is
+            # taken from what is left now.
             timeout = slot.fio_timeout(
                 request.profile, request.timeout_seconds, request.stop_fio_by,
                 str(request.directory),
