@@ -48,6 +48,19 @@
     // Empty in the mixin alone, like expectedProbes.
     expectedPerNodeProbes: [],
 
+    // The etcd probes found by role (the manifests' etcd DaemonSet with etcd.nodes empty) as
+    // {storageclass, profile}, without a node: which nodes hold etcd is known at run time.
+    // One static series each (probe:fioprobe_expected_etcd:info), expected on every etcd node
+    // (node:fioprobe_etcd:info): the nodes kube-state-metrics lists with one of etcdNodeRoles
+    // (kube_node_role), or, where it lists none, the nodes that push them. A cluster with no
+    // such node (a managed control plane: EKS, GKE, AKS) expects none, and nothing about etcd
+    // fires. Etcd probes of named nodes are in expectedProbes instead.
+    expectedEtcdProbes: [],
+    // The etcd streams found by role ({storageclass}), expected on the same nodes.
+    expectedEtcdStreams: [],
+    // kube-state-metrics' roles (kube_node_role{role}) of the nodes that hold etcd.
+    etcdNodeRoles: ['control-plane', 'master'],
+
     // --- Identity and selection -------------------------------------------------------------
 
     // Label that names the cluster. It comes from Prometheus' external labels (one

@@ -64,9 +64,17 @@ local u = import '../lib/util.libsonnet';
       )
       or
       (
+        time() - %(pushTime)s{node!=""} > %(staleAfter)s
+        and on (storageclass, profile)
+        %(expectedEtcd)s
+        and on (%(nodeBy)s)
+        %(etcdNodes)s
+      )
+      or
+      (
         time() - %(pushTime)s > %(staleAfter)s
         unless on ()
-        (%(expected)s or %(expectedPerNode)s)
+        (%(expected)s or %(expectedPerNode)s or %(expectedEtcd)s)
       )
     ||| % {
       pushTime: u.pushTimeRecord,
@@ -74,8 +82,40 @@ local u = import '../lib/util.libsonnet';
       identity: identity,
       expected: u.expectedRecord,
       expectedPerNode: u.expectedPerNodeRecord,
+      expectedEtcd: u.expectedEtcdRecord,
       nodeBy: u.nodeBy(c),
       nodes: u.perNodeNodesRecord,
+      etcdNodes: u.etcdNodesRecord,
+    },
+    // The etcd probes found by role: on every etcd node (kube-state-metrics' nodes with the
+    // role, or the nodes that push them), each expected etcd probe less the groups that exist
+    // or are remembered. A managed control plane has no etcd node: nothing is expected there.
+    local etcdMissing = {
+      alert: 'FioProbeMissing',
+      expr: |||
+        %(onNodes)s
+        unless on (%(identity)s)
+        push_time_seconds{%(matchers)s}
+        unless on (%(identity)s)
+        %(remembered)s
+      ||| % {
+        onNodes: u.expectedOnEtcdNodeRecord,
+        identity: perNodeIdentity,
+        matchers: u.matchers(c),
+        remembered: remembered,
+      },
+      'for': w.staleAfter,
+      labels: { severity: 'warning', scope: 'etcd' },
+      annotations: {
+        summary: 'An etcd node has no fioprobe probe of its disk.',
+        description: (
+          'fioprobe %(probe)s, the probe of the etcd disk, has had no series in Prometheus for '
+          + '%(runs)d probe intervals (%(for)s), while the node holds etcd (kube-state-metrics '
+          + 'lists it with the role, or it pushed before): its pod does not run there (not '
+          + 'scheduled, the node directories refused by the prepare step, etcd.dataDir missing '
+          + 'on the node) or cannot reach the Pushgateway.'
+        ) % { probe: u.probeText(c), runs: c.staleAfterRuns, 'for': w.staleAfter },
+      },
     },
     // Per-node probes: on a node that runs per-node probes, every expected per-node probe (the
     // `fioprobe.expected` group's cross product of nodes and probes) less the groups that
@@ -201,7 +241,7 @@ local u = import '../lib/util.libsonnet';
               ) % { probe: u.probeText(c), runs: c.staleAfterRuns, 'for': w.staleAfter },
             },
           },
-        ] + [perNodeMissing],
+        ] + [perNodeMissing, etcdMissing],
       },
     ],
   },

@@ -151,6 +151,52 @@ local u = import '../lib/util.libsonnet';
       },
     },
 
+    // The etcd nodes of the etcd probes found by role: the nodes kube-state-metrics lists with
+    // an etcd role (remembered through its gaps), or, where it lists none in a cluster
+    // (kube-state-metrics absent or down, or no node with the role), the nodes that push the
+    // probes; so a managed control plane, where no node has the role and none pushes, has none.
+    local etcdPushing = |||
+      group by (%(nodeBy)s) (
+        %(pushTime)s{node!=""}
+        and on (storageclass, profile)
+        %(expected)s
+      )
+    ||| % { nodeBy: u.nodeBy(c), pushTime: u.pushTimeRecord, expected: u.expectedEtcdRecord },
+    local etcdInventory = {
+      record: u.etcdInventoryRecord,
+      expr: |||
+        group by (%(nodeBy)s) (
+          kube_node_role{%(roles)s}
+        )
+      ||| % { nodeBy: u.nodeBy(c), roles: u.anyOf('role', c.etcdNodeRoles) },
+    },
+    // Roles kube-state-metrics can name (node-role.kubernetes.io/<role> labels): without any,
+    // the etcd nodes are the pushing ones.
+    local etcdInventoryOn = std.length(c.etcdNodeRoles) > 0,
+    local etcdNodes = {
+      record: u.etcdNodesRecord,
+      expr: if !etcdInventoryOn then etcdPushing else |||
+        group by (%(nodeBy)s) (
+          last_over_time(%(inventory)s[%(gap)s])
+        )
+        or
+        (
+          %(pushing)s
+          unless on (%(cluster)s)
+          group by (%(cluster)s) (
+            last_over_time(%(inventory)s[%(gap)s])
+          )
+        )
+      ||| % {
+        nodeBy: u.nodeBy(c),
+        cluster: c.clusterLabel,
+        inventory: u.etcdInventoryRecord,
+        gap: c.kubeStateMetricsGapTolerance,
+        pushing: std.strReplace(std.rstripChars(etcdPushing, '\n'), '\n', '\n  '),
+      },
+    },
+    local etcdByRole = std.length(c.expectedEtcdProbes) + std.length(c.expectedEtcdStreams) > 0,
+
     // The deployment's facts (the expected probes and streams, the node inventory), the one
     // group that differs between deployments: it exists only when a deployment passes them.
     local expected = [
@@ -186,6 +232,29 @@ local u = import '../lib/util.libsonnet';
         labels: { storageclass: s.storageclass } + (if std.objectHas(s, 'node') then { node: s.node } else {}),
       }
       for s in c.expectedStreams
+    ] + [
+      {
+        record: u.expectedEtcdRecord,
+        expr: 'vector(1)',
+        labels: { storageclass: p.storageclass, profile: p.profile },
+      }
+      for p in c.expectedEtcdProbes
+    ] + (if etcdByRole then (if etcdInventoryOn then [etcdInventory] else []) + [etcdNodes] else []) + [
+      // Every etcd node times every etcd probe, as for the per-node probes.
+      {
+        record: u.expectedOnEtcdNodeRecord,
+        expr: u.etcdNodesRecord + '\n',
+        labels: { storageclass: p.storageclass, profile: p.profile },
+      }
+      for p in c.expectedEtcdProbes
+    ] + [
+      // A stream expected on every etcd node: the same series as the static ones, with a node.
+      {
+        record: u.expectedStreamRecord,
+        expr: u.etcdNodesRecord + '\n',
+        labels: { storageclass: s.storageclass },
+      }
+      for s in c.expectedEtcdStreams
     ],
 
     groups+: [

@@ -177,6 +177,14 @@
   // One series per such node and per-node probe {storageclass, profile}: what it should push.
   expectedOnNodeRecord:: 'node:fioprobe_expected_per_node:info',
 
+  // The etcd probes found by role: one series per {storageclass, profile}; the etcd nodes (the
+  // node inventory's by role, or those that push them), remembered through gaps; and one series
+  // per etcd node and probe: what it should push.
+  expectedEtcdRecord:: 'probe:fioprobe_expected_etcd:info',
+  etcdInventoryRecord:: 'node:fioprobe_etcd_inventory:info',
+  etcdNodesRecord:: 'node:fioprobe_etcd:info',
+  expectedOnEtcdNodeRecord:: 'node:fioprobe_expected_etcd:info',
+
   // The labels that identify one node across clusters.
   nodeBy(c):: std.join(', ', [c.clusterLabel, 'node']),
 

@@ -90,6 +90,25 @@ local perNodeNodes =
   local expected = [g for g in mixin.prometheusRules.groups + mixin.prometheusAlerts.groups if g.name == 'fioprobe.expected'][0];
   [r for r in expected.rules if r.record == 'node:fioprobe_per_node:info'][0];
 
+// The rules of the etcd nodes found by role, as the mixin writes them; the roles are the
+// values' (etcd.roleLabels), put in by the template where ROLES stands.
+local etcdNodeRules =
+  local mixin = (import '../mixin.libsonnet') + {
+    _config+:: { expectedEtcdProbes: [{ storageclass: 'x', profile: 'y' }], etcdNodeRoles: ['ROLES'] },
+  };
+  local expected = [g for g in mixin.prometheusRules.groups + mixin.prometheusAlerts.groups if g.name == 'fioprobe.expected'][0];
+  local u = import '../lib/util.libsonnet';
+  local pushingOnly = (import '../mixin.libsonnet') + {
+    _config+:: { expectedEtcdProbes: [{ storageclass: 'x', profile: 'y' }], etcdNodeRoles: [] },
+  };
+  local expectedPushing = [g for g in pushingOnly.prometheusRules.groups + pushingOnly.prometheusAlerts.groups if g.name == 'fioprobe.expected'][0];
+  {
+    inventory: [r for r in expected.rules if r.record == u.etcdInventoryRecord][0],
+    nodes: [r for r in expected.rules if r.record == u.etcdNodesRecord][0],
+    // Without a role kube-state-metrics can name: the nodes that push.
+    pushing: [r for r in expectedPushing.rules if r.record == u.etcdNodesRecord][0],
+  };
+
 {
   // Chart.yaml. Its version is fioprobe's: the chart ships in this repository with the image
   // and the manifests of the same version, so one number names all three.
@@ -127,6 +146,9 @@ local perNodeNodes =
       for m in intervals
     },
     perNodeNodesRule: perNodeNodes,
+    etcdInventoryRule: etcdNodeRules.inventory,
+    etcdNodesRule: etcdNodeRules.nodes,
+    etcdNodesPushingRule: etcdNodeRules.pushing,
     // The names of the expected group's static series (lib/util.libsonnet).
     records: {
       local u = import '../lib/util.libsonnet',
@@ -134,8 +156,11 @@ local perNodeNodes =
       expectedPerNode: u.expectedPerNodeRecord,
       expectedOnNode: u.expectedOnNodeRecord,
       expectedStream: u.expectedStreamRecord,
+      expectedEtcd: u.expectedEtcdRecord,
+      expectedOnEtcdNode: u.expectedOnEtcdNodeRecord,
     },
     hostPathScc: common.hostPathScc,
+    prepareScc: common.prepareScc,
     // The fio server's script of a distributed benchmark (components/distributed.libsonnet).
     distributedServerScript: importstr 'lib/distributed-server.sh',
   },

@@ -44,13 +44,15 @@
     },
   ],
 
-  // The disks that hold etcd: one CronJob per control-plane node, pinned to it by its
-  // kubernetes.io/hostname label, writing into `hostPath`, a dedicated directory beside
-  // etcd's data directory on the same filesystem (prepared once per node, see
-  // docs/MANIFESTS.md). Empty `nodes` turns the etcd probes (and their namespace) off.
+  // The disks that hold etcd: a DaemonSet on every node that carries the control-plane role
+  // (node-role.kubernetes.io/control-plane or .../master), whatever it is called, so a node
+  // that joins later is probed too; `nodes: [...]` names them instead. Each pod writes into
+  // `hostPath`, a dedicated directory beside etcd's data directory `dataDir`, on the same
+  // filesystem (checked before every run); the deployment creates it. Managed control planes
+  // (EKS, GKE, AKS) have no such node: nothing runs there. `enabled: false` turns it off.
   etcd: {
     name: 'etcd-disk',  // the storageclass label of these node-local probes
-    nodes: ['control-plane-0', 'control-plane-1', 'control-plane-2'],
+    dataDir: '/var/lib/etcd',
     hostPath: '/var/lib/etcd-fioprobe',
     namespace: 'fioprobe-etcd',
     volume: { type: 'unknown' },

@@ -5,17 +5,22 @@
 // The manifests import the mixin, never the reverse.
 //
 // `part`: 'all', 'mixin' (must equal alerts/out/rules.yaml for the same mixin keys) or
-// 'expected' (the deployment's group alone). `example`: 'shipped' (manifests/config.libsonnet)
-// or 'per-node' (the same with the per-node DaemonSet on: a local disk and a StorageClass, also
-// probed by its CronJob, tolerating the taint of a dedicated pool of nodes, and the node
-// inventory on, as in the kube-prometheus example). `config` overrides mixin keys.
-// scripts/generate.d/10-mixin.sh writes alerts/out/expected.yaml and
-// alerts/out/expected-per-node.yaml from it, which the promtool tests load beside rules.yaml:
+// 'expected' (the deployment's group alone). `example`: 'shipped' (manifests/config.libsonnet:
+// the etcd disks found by role), 'named-etcd' (the same with three etcd nodes named:
+// control-plane-0, -1 and -2, the deployment most alert scenarios run in, whose facts are all
+// static) or 'per-node' (named-etcd with the per-node DaemonSet on: a local disk and a
+// StorageClass, also probed by its CronJob, tolerating the taint of a dedicated pool of nodes,
+// and the node inventory on, as in the kube-prometheus example). `config` overrides mixin
+// keys. scripts/generate.d/10-mixin.sh writes alerts/out/expected.yaml (named-etcd),
+// alerts/out/expected-per-node.yaml and alerts/out/expected-etcd-by-role.yaml (shipped) from
+// it, which the promtool tests load beside rules.yaml:
 //   jsonnet -J . --tla-str part=expected --tla-str example=per-node manifests/rules.jsonnet
-function(config={}, example='shipped', part='all')
+function(config={}, example='named-etcd', part='all')
+  local namedEtcd = { etcd: { nodes: ['control-plane-0', 'control-plane-1', 'control-plane-2'] } };
   local overrides = {
     shipped: {},
-    'per-node': {
+    'named-etcd': namedEtcd,
+    'per-node': namedEtcd {
       perNode: {
         enabled: true,
         expectedNodes: 3,
@@ -31,7 +36,7 @@ function(config={}, example='shipped', part='all')
       },
     },
   };
-  local inventory = { shipped: {}, 'per-node': { perNodeInventory: true } };
+  local inventory = { shipped: {}, 'named-etcd': {}, 'per-node': { perNodeInventory: true } };
   assert std.objectHas(overrides, example) : 'example must be one of %s' % [std.objectFields(overrides)];
   local manifests = (import 'main.libsonnet')(overrides=overrides[example]);
   local mixin = (import '../mixin.libsonnet') + {

@@ -6,7 +6,8 @@ Each configuration is one layer over manifests/config.libsonnet, which is also w
 chart's values.yaml holds (scripts/generate.d/32-chart.sh), rendered by the real `helm
 template` and the real go-jsonnet generator. The variants are the switches a platform engineer
 turns: the platform, the stream, Pushgateway auth and TLS, sharding, an existing Pushgateway,
-no etcd nodes, StorageClasses with their own schedule or StorageClass name, per-node probes,
+the etcd probes off, named or found by their own role labels, StorageClasses with their own
+schedule or StorageClass name, per-node probes,
 each probe interval of the chart, monitoring toggles and labels, another namespace.
 """
 
@@ -71,7 +72,19 @@ VARIANTS: dict[str, dict[str, Any]] = {
             "tls": {"enabled": True, "serverName": "pgw.example"},
         }
     },
-    "no-etcd-nodes": {"etcd": {"nodes": []}},
+    "etcd-off": {"etcd": {"enabled": False}},
+    "etcd-named-nodes": {
+        "etcd": {
+            "nodes": ["cp-a.example.com", "cp-b.example.com", "cp-c.example.com"],
+            "dataDir": "/var/lib/rancher/rke2/server/db/etcd",
+            "hostPath": "/var/lib/rancher/rke2/server/db/fioprobe",
+        }
+    },
+    "etcd-own-roles": {
+        "etcd": {"roleLabels": ["node-role.kubernetes.io/etcd", "example.com/etcd"]},
+        "apiServer": {"ports": [6443], "cidrs": ["10.0.0.0/24", "fd00::/64"]},
+    },
+    "etcd-roles-unknown-to-kube-state-metrics": {"etcd": {"roleLabels": ["example.com/etcd"]}},
     "own-schedules": {
         "storageClasses": [
             {
@@ -135,8 +148,11 @@ VARIANTS: dict[str, dict[str, Any]] = {
                 "labels": {"grafana_dashboard": None, "dashboards": "fioprobe"},
             },
             "prometheusNamespace": "openshift-user-workload-monitoring",
+            "prometheusPodSelector": {"app.kubernetes.io/name": None, "prometheus": "k8s"},
         }
     },
+    "prometheus-anywhere": {"monitoring": {"prometheusPodSelector": {"app.kubernetes.io/name": None}}},
+    "without-prometheus-operator": {"monitoring": {"operator": False}},
     "monitoring-off": {
         "monitoring": {
             "serviceMonitor": {"enabled": False},

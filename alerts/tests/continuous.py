@@ -1231,7 +1231,7 @@ GROUPS: dict[str, tuple[int, list[Callable[[], Scenario]]]] = {
 def document(group: str) -> dict[str, Any]:
     eval_s, scenarios = GROUPS[group]
     return {
-        "rule_files": DEPLOYMENTS["shipped"],
+        "rule_files": DEPLOYMENTS["named-etcd"],
         "evaluation_interval": f"{eval_s}s",
         "group_eval_order": GROUP_ORDER,
         "tests": [scenario().test() for scenario in scenarios],

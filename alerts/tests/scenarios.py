@@ -11,10 +11,13 @@ cluster label. A Pushgateway restart without persistence drops every series unti
 probe's next push, and the new pod comes back with a new `pod` label.
 
 Every test loads the mixin's rules (alerts/out/rules.yaml, the same for every deployment) and
-the `fioprobe.expected` group of a deployment (RULE_FILES): the shipped manifests'
-(alerts/out/expected.yaml), or, for the per-node scenarios (group probe-health-per-node), a
-deployment with per-node probes and the node inventory (alerts/out/expected-per-node.yaml),
-with kube-state-metrics' node series beside the pushed ones (KubeNode).
+the `fioprobe.expected` group of a deployment (RULE_FILES): the shipped manifests with their
+etcd nodes named (alerts/out/expected.yaml, every fact static), or, for the per-node scenarios
+(group probe-health-per-node), a deployment with per-node probes and the node inventory
+(alerts/out/expected-per-node.yaml), or, for the etcd probes found by role (group
+probe-health-etcd-by-role), the shipped manifests as they are
+(alerts/out/expected-etcd-by-role.yaml); with kube-state-metrics' node series beside the pushed
+ones (KubeNode) where the scenario has them.
 
 `python alerts/tests/scenarios.py [outdir]` writes the committed 5-minute files
 (scripts/generate.d/15-alert-tests.sh). Time 0 of every test is the start of run 0; "first
@@ -35,7 +38,8 @@ SCRAPE_S = 30
 #: A staleness marker (promtool's `stale`).
 STALE = float("inf")
 RULES = "../out/rules.yaml"
-#: The shipped manifests' `fioprobe.expected` group (manifests/rules.jsonnet).
+#: The `fioprobe.expected` group of the shipped manifests with their etcd nodes named
+#: (manifests/rules.jsonnet's named-etcd): every fact static.
 EXPECTED = "../out/expected.yaml"
 RUNBOOKS = "https://github.com/fioprobe/fioprobe/blob/main/docs/runbooks.md"
 POD = "fioprobe-pushgateway-7c9d6b5f4-x2x9q"
@@ -48,7 +52,7 @@ OPERATOR_LABELS = {
     "endpoint": "http",
     "container": "pushgateway",
 }
-#: The default configuration's expected probes (manifests/config.libsonnet).
+#: The expected probes of the configuration most scenarios run in (named-etcd).
 ETCD_SC, ETCD_NODES = "etcd-disk", ["control-plane-0", "control-plane-1", "control-plane-2"]
 
 
@@ -141,6 +145,8 @@ class KubeNode:
     cluster: str | None = None
     #: (key, effect) of each taint.
     taints: list[tuple[str, str]] = field(default_factory=list)
+    #: Its node-role.kubernetes.io/<role> labels, as kube_node_role{role} says them.
+    roles: list[str] = field(default_factory=list)
     #: From this sample on the node is gone from the cluster.
     removed_at: int | None = None
 
@@ -182,6 +188,9 @@ class KubeNode:
             "provider_id": f"aws:///eu-west-1a/i-{self.name}",
         }
         out = [{"series": "kube_node_info" + fmt_labels(info), "values": compress(values)}]
+        for role in self.roles:
+            labels = {**KSM_LABELS, "pod": pod, **node, "role": role}
+            out.append({"series": "kube_node_role" + fmt_labels(labels), "values": compress(values)})
         for key, effect in self.taints:
             taint = {**KSM_LABELS, "pod": pod, **node, "key": key, "value": "", "effect": effect}
             out.append(
@@ -618,6 +627,25 @@ def per_node_missing_alert(p: Probe, interval_min: int) -> dict[str, Any]:
             "description": (
                 f"fioprobe {probe_text(p)}, a per-node probe, has had no series in Prometheus for "
                 f"3 probe intervals ({duration(3.5 * interval_min * 60)}){why}"
+            ),
+            "runbook_url": f"{RUNBOOKS}#fioprobemissing",
+        },
+    }
+
+
+def etcd_missing_alert(p: Probe, interval_min: int) -> dict[str, Any]:
+    """FioProbeMissing of an etcd probe found by role, on one etcd node (p.node)."""
+    return {
+        "exp_labels": {"severity": "warning", "scope": "etcd", **p.labels()},
+        "exp_annotations": {
+            "summary": "An etcd node has no fioprobe probe of its disk.",
+            "description": (
+                f"fioprobe {probe_text(p)}, the probe of the etcd disk, has had no series in "
+                f"Prometheus for 3 probe intervals ({duration(3.5 * interval_min * 60)}), while "
+                "the node holds etcd (kube-state-metrics lists it with the role, or it pushed "
+                "before): its pod does not run there (not scheduled, the node directories "
+                "refused by the prepare step, etcd.dataDir missing on the node) or cannot reach "
+                "the Pushgateway."
             ),
             "runbook_url": f"{RUNBOOKS}#fioprobemissing",
         },
@@ -1627,6 +1655,89 @@ def per_node_scenarios(i: int) -> list[Scenario]:
     )
 
 
+def etcd_by_role_scenarios(i: int) -> list[Scenario]:
+    """FioProbeMissing and FioProbeStale of the etcd probes found by role (the shipped
+    configuration): expected on the nodes kube-state-metrics lists with the control-plane or
+    master role, or, without it, on the nodes that push them; nothing on a managed control
+    plane, where no node has the role."""
+    n = 12
+    samples = n * i * 2
+    # The shipped configuration's StorageClass probes, all running.
+    storage = [
+        Probe(sc, profile, runs=runs((n, FAST)))
+        for sc, profile in (
+            ("gp2", "etcd-fsync"),
+            ("gp2", "randread-iops"),
+            ("gp2", "burst-ceiling"),
+            ("gp3", "etcd-fsync"),
+            ("gp3", "randread-iops"),
+        )
+    ]
+    healthy = etcd_probe("cp-a", runs((n, FAST)))
+    stopped = etcd_probe("cp-b", runs((5, FAST)))
+    never = etcd_probe("cp-c", [])
+    workers = [KubeNode("w1"), KubeNode("w2")]
+    # Cluster b has no kube-state-metrics: its etcd nodes are the ones that push.
+    b_stopped = etcd_probe("cp-x", runs((5, FAST)), cluster="b")
+    b_healthy = etcd_probe("cp-y", runs((n, FAST)), cluster="b")
+    return [
+        Scenario(
+            "etcd nodes found by role: a node kube-state-metrics lists with the control-plane "
+            "role (or master) that never pushed its etcd probe is Missing it (scope etcd); one "
+            "whose pod stopped is Stale; a node with the role that pushes raises nothing, and "
+            "workers without the role expect nothing",
+            i,
+            [*storage, healthy, stopped],
+            samples,
+            kube_nodes=[
+                KubeNode("cp-a", roles=["control-plane"], taints=[CONTROL_PLANE_TAINT]),
+                KubeNode("cp-b", roles=["control-plane"], taints=[CONTROL_PLANE_TAINT]),
+                KubeNode("cp-c", roles=["master"]),
+                *workers,
+            ],
+            checks=[
+                check(MISSING, 210 * i - SCRAPE_S),
+                check(MISSING, 210 * i, etcd_missing_alert(never, i)),
+                check(STALE, after_stale(i, 4) - SCRAPE_S),
+                check(
+                    STALE,
+                    after_stale(i, 4),
+                    stale_alert(stopped, after_stale(i, 4) - pushed_at(i, 4)),
+                ),
+                check(MISSING, after_stale(i, 6), etcd_missing_alert(never, i)),
+                check(FAILING, after_stale(i, 6)),
+            ],
+        ),
+        Scenario(
+            "a managed control plane (EKS, GKE, AKS): kube-state-metrics lists only workers, "
+            "no node has the role and none pushes an etcd probe: no etcd probe is expected, "
+            "nothing fires, ever",
+            i,
+            storage,
+            samples,
+            kube_nodes=workers,
+            expr_checks=[no_alert_ever((FAILING, STALE, MISSING), samples)],
+        ),
+        Scenario(
+            "without kube-state-metrics (cluster b), the etcd nodes are those that push: one "
+            "that stopped is Stale, one that keeps pushing raises nothing; nothing is Missing "
+            "(a node that never pushed cannot be known)",
+            i,
+            [*storage, b_stopped, b_healthy],
+            samples,
+            checks=[
+                check(MISSING, after_stale(i, 6)),
+                check(STALE, after_stale(i, 4) - SCRAPE_S),
+                check(
+                    STALE,
+                    after_stale(i, 4),
+                    stale_alert(b_stopped, after_stale(i, 4) - pushed_at(i, 4)),
+                ),
+            ],
+        ),
+    ]
+
+
 def regression_scenarios(i: int) -> list[Scenario]:
     """FioProbeLatencyRegression: p99 over the last 6 runs against the median of a day one
     week back. The probe ran for a day a week ago (8 days before "now"), then not at all
@@ -1714,6 +1825,7 @@ GROUPS = {
     "burst": burst_scenarios,
     "probe-health": health_scenarios,
     "probe-health-per-node": per_node_scenarios,
+    "probe-health-etcd-by-role": etcd_by_role_scenarios,
     "latency-regression": regression_scenarios,
     "latency-outlier": outlier_scenarios,
 }
@@ -1721,17 +1833,18 @@ GROUPS = {
 #: The deployment each group's scenarios run in: manifests/rules.jsonnet's `example` (its
 #: `config` TLA takes _config overrides), and the committed rule files its 5-minute tests load.
 DEPLOYMENTS = {
-    "shipped": [RULES, EXPECTED],
+    "named-etcd": [RULES, EXPECTED],
     "per-node": [RULES, "../out/expected-per-node.yaml"],
+    "shipped": [RULES, "../out/expected-etcd-by-role.yaml"],
 }
-RULE_FILES = {"probe-health-per-node": "per-node"}
+RULE_FILES = {"probe-health-per-node": "per-node", "probe-health-etcd-by-role": "shipped"}
 #: Renders the mixin's rules and one deployment's group as one rule file.
 RULES_JSONNET = "manifests/rules.jsonnet"
 
 
 def deployment(group: str) -> str:
     """The manifests/rules.jsonnet example whose rules `group`'s scenarios run on."""
-    return RULE_FILES.get(group, "shipped")
+    return RULE_FILES.get(group, "named-etcd")
 
 
 def rule_files(group: str) -> list[str]:

@@ -1,7 +1,7 @@
 // The continuous stream (`fioprobe continuous`, docs/CONTINUOUS.md): a small write and an
 // fdatasync about once a second per target, served on /metrics and scraped, so that stalls
-// between the scheduled runs, and hangs while they last, are seen. A DaemonSet limited to the
-// etcd nodes writes beside the etcd CronJobs' probe directory (the same hostPath); a
+// between the scheduled runs, and hangs while they last, are seen. A DaemonSet on the etcd
+// nodes (those of the etcd probes) writes in the etcd probes' directory (the same hostPath); a
 // one-replica StatefulSet per StorageClass writes on a small PVC of its own. Returns
 // {etcd: {key: object}, storageClasses: {key: object}, podMonitor: object or null} and a
 // hidden `scrapeConfig` (a Prometheus scrape configuration, not a Kubernetes object).
@@ -11,6 +11,7 @@
 // Why scraped rather than pushed: the Pushgateway is for batch jobs; a push every second
 // per target would be its busiest client, and a hung push path would hide the very hang.
 local common = import '../lib/common.libsonnet';
+local etcdNodes = import '../lib/etcd-nodes.libsonnet';
 local sizing = import '../lib/sizing.libsonnet';
 
 function(config) {
@@ -26,7 +27,7 @@ function(config) {
   // file that holds none.
   assert !s.enabled || common.quantityBytes(s.fileSize) >= s.writeSize : 'fioprobe manifests config: continuous.fileSize (%s) must hold at least one write of continuous.writeSize (%d bytes)' % [s.fileSize, s.writeSize],
 
-  local etcdOn = s.enabled && s.etcd && std.length(e.nodes) > 0,
+  local etcdOn = s.enabled && s.etcd && etcdNodes.enabled(c),
   local scs = if s.enabled && s.storageClasses then c.storageClasses else [],
   local namespaces = std.set(
     (if etcdOn then [e.namespace] else [])
@@ -136,11 +137,7 @@ function(config) {
       podSelector: { matchLabels: common.selectorLabels(component) },
       policyTypes: ['Ingress', 'Egress'],
       ingress: [{
-        from: [{
-          namespaceSelector: {
-            matchLabels: { 'kubernetes.io/metadata.name': c.monitoring.prometheusNamespace },
-          },
-        }],
+        from: [common.prometheusPeer(c)],
         ports: [{ protocol: 'TCP', port: port }],
       }],
       egress: [],
@@ -148,7 +145,8 @@ function(config) {
   },
 
   // --- on each etcd node -----------------------------------------------------------------
-  local etcdSecurity = common.podSecurity(c, c.probeUser, hostPath=true),
+  local etcdSecurity = common.podSecurity(c, c.probeUser, hostPath=true, prepare=true),
+  local etcdProbeVolume = etcdNodes.hostPathVolume('probe', e.hostPath),
   etcd: if !etcdOn then {} else {
     serviceAccount: serviceAccount(e.namespace),
     networkPolicy: networkPolicy(e.namespace),
@@ -158,6 +156,7 @@ function(config) {
         directory: c.probeMountPath,
         node_local: true,
         etcd_disk: true,
+        etcd_data_dir: etcdNodes.dataDirMountPath,
         volume: e.volume,
         // Required by the loader; the stream runs no profile.
         profiles: e.profiles,
@@ -174,24 +173,13 @@ function(config) {
         template: {
           metadata: { labels: common.labels(c, component, e.name) } + etcdSecurity.metadata,
           spec: podSpec(e.name + '.yaml', etcdSecurity, {
-            volumes+: [
-              // The etcd CronJobs' dedicated directory (type Directory: prepared once per
-              // node, never created by the kubelet); the stream writes only in its own
-              // subdirectory of it.
-              { name: 'probe', hostPath: { path: e.hostPath, type: 'Directory' } },
-            ],
-            // Exactly the etcd nodes: elsewhere the directory is not on an etcd disk.
-            affinity: {
-              nodeAffinity: {
-                requiredDuringSchedulingIgnoredDuringExecution: {
-                  nodeSelectorTerms: [{
-                    matchExpressions: [
-                      { key: 'kubernetes.io/hostname', operator: 'In', values: e.nodes },
-                    ],
-                  }],
-                },
-              },
-            },
+            // The etcd probes' directory, created by the same step as theirs (whichever pod
+            // starts first); the stream writes only in its own subdirectory of it.
+            initContainers: [etcdNodes.prepareContainer(c, [etcdProbeVolume])],
+            containers: [container { volumeMounts+: [etcdNodes.dataDirMount] }],
+            volumes+: [etcdProbeVolume, etcdNodes.dataDirVolume(c)],
+            // Exactly the etcd probes' nodes.
+            affinity: etcdNodes.affinity(c),
             tolerations: e.tolerations,
           }),
         },
@@ -265,7 +253,7 @@ function(config) {
   local pm = c.monitoring.podMonitor,
   local selector = common.selectorLabels(component),
 
-  podMonitor: if std.length(namespaces) == 0 || !pm.enabled then null else {
+  podMonitor: if std.length(namespaces) == 0 || !c.monitoring.operator || !pm.enabled then null else {
     apiVersion: 'monitoring.coreos.com/v1',
     kind: 'PodMonitor',
     metadata: common.metadata(c, component, name, c.namespace) + { labels+: pm.labels },

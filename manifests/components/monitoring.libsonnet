@@ -30,7 +30,7 @@ function(config)
   else m.dashboards.namespace;
   {
 
-    prometheusRule: if !m.prometheusRule.enabled then null else {
+    prometheusRule: if !m.operator || !m.prometheusRule.enabled then null else {
       apiVersion: 'monitoring.coreos.com/v1',
       kind: 'PrometheusRule',
       metadata: common.metadata(c, 'monitoring', 'fioprobe', c.namespace) + {
@@ -39,7 +39,7 @@ function(config)
       spec: { groups: groups },
     },
 
-    expectedRule: if !m.prometheusRule.enabled || std.length(expectedGroups) == 0 then null else {
+    expectedRule: if !m.operator || !m.prometheusRule.enabled || std.length(expectedGroups) == 0 then null else {
       apiVersion: 'monitoring.coreos.com/v1',
       kind: 'PrometheusRule',
       metadata: common.metadata(c, 'monitoring', 'fioprobe-expected', c.namespace) + {

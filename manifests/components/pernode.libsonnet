@@ -103,7 +103,7 @@ function(config, probes)
     // A target's name is the storageclass label of its groups: two targets of one name, or
     // one named like the etcd disks, would push the same grouping key from two writers, and
     // the mixin could not tell the per-node probes from the etcd ones.
-    assert std.length(std.set(names)) == std.length(names) && !(std.length(c.etcd.nodes) > 0 && std.member(names, c.etcd.name)) : 'fioprobe manifests config: perNode.localDisks and perNode.storageClasses need names of their own, different from each other and from etcd.name, got %s' % std.join(', ', names),
+    assert std.length(std.set(names)) == std.length(names) && !(c.etcd.enabled && std.member(names, c.etcd.name)) : 'fioprobe manifests config: perNode.localDisks and perNode.storageClasses need names of their own, different from each other and from etcd.name, got %s' % std.join(', ', names),
     // hostPath volumes are outside every Pod Security level but "privileged" (as the etcd
     // probes' namespace); warn/audit stay "restricted".
     namespace: {

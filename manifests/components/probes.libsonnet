@@ -1,5 +1,5 @@
-// Probe CronJobs: one per StorageClass (its own persistent PVC) and one per control-plane
-// node for the etcd disk (hostPath). The entrypoint is `fioprobe run --config ...`, whose
+// Probes: a CronJob per StorageClass (its own persistent PVC) and a DaemonSet on the nodes
+// that hold etcd (hostPath). The entrypoint is `fioprobe run --config ...`, whose
 // YAML (exporter/fioprobe/probe/config.py) is generated here from the same config, so the two
 // cannot drift. Returns {object key: Kubernetes object}.
 local common = import '../lib/common.libsonnet';
@@ -159,10 +159,11 @@ function(config) {
     },
   },
 
-  local serviceAccount(namespace) = {
+  // The token is mounted by the pods that read the API, never by default.
+  local serviceAccount(namespace, name='fioprobe') = {
     apiVersion: 'v1',
     kind: 'ServiceAccount',
-    metadata: common.metadata(c, 'probe', 'fioprobe', namespace),
+    metadata: common.metadata(c, 'probe', name, namespace),
     automountServiceAccountToken: false,
   },
 
@@ -178,7 +179,14 @@ function(config) {
     }],
     ports: [{ protocol: 'TCP', port: pgw.port }],
   },
-  local networkPolicy(namespace) = {
+  // `apiServer`: the pods also read the Kubernetes API (apiServer's ports, on its addresses
+  // or any).
+  local toApiServer = {
+    ports: [{ protocol: 'TCP', port: port } for port in c.apiServer.ports],
+  } + (if std.length(c.apiServer.cidrs) == 0 then {} else {
+         to: [{ ipBlock: { cidr: cidr } } for cidr in c.apiServer.cidrs],
+       }),
+  local networkPolicy(namespace, apiServer=false) = {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',
     metadata: common.metadata(c, 'probe', 'fioprobe-probes', namespace),
@@ -195,7 +203,7 @@ function(config) {
           }],
           ports: [{ protocol: 'UDP', port: c.dns.port }, { protocol: 'TCP', port: c.dns.port }],
         },
-      ],
+      ] + (if apiServer then [toApiServer] else []),
     },
   },
 
@@ -258,17 +266,34 @@ function(config) {
     for i in std.range(0, std.length(scs) - 1)
   },
 
-  // --- etcd disk probes, one per control-plane node -------------------------------------
+  // --- etcd disk probes: a DaemonSet on the etcd nodes ------------------------------------
+  // Why a DaemonSet with the in-process schedule (`fioprobe run --every`) and not a CronJob per
+  // node: the nodes are found by their role label, not named, so a node that joins later gets
+  // its pod without a new install; and the members' runs must never overlap (a probe adds IO
+  // to one member of the quorum at a time), which needs every member to know the others:
+  // each pod lists them (by role, through the API, or the named ones) and runs only in its
+  // own slot of the interval (exporter/fioprobe/probe/stagger.py).
   local e = c.etcd,
-  local nodes = e.nodes,
-  local etcdName(node) = common.dnsName('fioprobe-etcd-' + node),
+  local etcdNodes = import '../lib/etcd-nodes.libsonnet',
+  local byRole = etcdNodes.byRole(c),
+  local etcdAccount = 'fioprobe-etcd',
+  local etcdMembersRole = 'fioprobe-etcd-members',
+  local etcdVolumes = [
+    etcdNodes.hostPathVolume('probe', e.hostPath),
+    etcdNodes.hostPathVolume('state', c.stateHostPath),
+  ],
 
   local etcdStateOverlap = std.startsWith(c.stateHostPath + '/', e.hostPath + '/') || std.startsWith(e.hostPath + '/', c.stateHostPath + '/'),
-  etcd: if std.length(nodes) == 0 then {} else {
+  local etcdDataOverlap = std.startsWith(e.dataDir + '/', e.hostPath + '/') || std.startsWith(e.hostPath + '/', e.dataDir + '/'),
+  etcd: if !etcdNodes.enabled(c) then {} else {
     assert !etcdStateOverlap : 'fioprobe manifests config: stateHostPath %s overlaps etcd.hostPath %s, the probed directory; give it a directory of its own' % [c.stateHostPath, e.hostPath],
+    // The probe directory is created and chowned by the deployment: inside etcd's data
+    // directory it would hand etcd's files to the probe user; holding it, it would be etcd's.
+    assert !etcdDataOverlap : "fioprobe manifests config: etcd.hostPath %s overlaps etcd.dataDir %s; give the probe a directory of its own beside etcd's data" % [e.hostPath, e.dataDir],
     // hostPath volumes are outside every Pod Security level but "privileged", so these
     // probes live in their own namespace; the restricted settings are still set on the pod
-    // (warn/audit stay "restricted": the only reported violation is the hostPath).
+    // (warn/audit stay "restricted": the reported violations are the hostPath volumes and the
+    // prepare step's uid 0 with CAP_CHOWN and CAP_FOWNER).
     namespace: {
       apiVersion: 'v1',
       kind: 'Namespace',
@@ -280,29 +305,70 @@ function(config) {
         },
       },
     },
-    serviceAccount: serviceAccount(e.namespace),
-    networkPolicy: networkPolicy(e.namespace),
+    serviceAccount: serviceAccount(e.namespace, etcdAccount),
+    networkPolicy: networkPolicy(e.namespace, apiServer=byRole),
     configMap: configMap(e.namespace, {
-      [e.name + '.yaml']: fioprobeConfig(e.name, true, e.volume, e.profiles, true, nodeState(e.name)),
+      [e.name + '.yaml']: fioprobeConfig(e.name, true, e.volume, e.profiles, true, nodeState(e.name) {
+        etcd_data_dir: etcdNodes.dataDirMountPath,
+      }),
     }),
-  } + {
-    ['cronJob-' + nodes[i]]: cronJob(
-      etcdName(nodes[i]),
-      e.namespace,
-      common.dnsName(nodes[i], 63),
-      common.schedule(c, i),
-      e.profiles,
-      e.name + '.yaml',
-      // Type Directory: the directory must exist (prepared with the probe user as owner);
-      // the kubelet never creates anything beside etcd's data on its own.
-      { hostPath: { path: e.hostPath, type: 'Directory' } },
-      {
-        nodeSelector: { 'kubernetes.io/hostname': nodes[i] },
-        tolerations: e.tolerations,
-        containers: [container { volumeMounts+: [stateMount] }],
-        volumes+: [stateVolume],
+    daemonSet: {
+      local security = common.podSecurity(c, c.probeUser, hostPath=true, prepare=true),
+      apiVersion: 'apps/v1',
+      kind: 'DaemonSet',
+      metadata: common.metadata(c, 'probe', etcdAccount, e.namespace, e.name),
+      spec: {
+        selector: { matchLabels: common.selectorLabels('probe', e.name) },
+        // One member at a time, as its runs: a new pod continues from the state on the node
+        // and waits for its slot.
+        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1 } },
+        template: {
+          metadata: { labels: common.labels(c, 'probe', e.name) } + security.metadata,
+          spec: {
+            serviceAccountName: etcdAccount,
+            // The token only where the API is read: to find the members by role.
+            automountServiceAccountToken: byRole,
+            enableServiceLinks: false,
+            // A run in progress pushes its failure (interrupted) before the pod goes.
+            terminationGracePeriodSeconds: 60,
+            securityContext: security.securityContext,
+            initContainers: [etcdNodes.prepareContainer(c, etcdVolumes)],
+            containers: [container {
+              command: [
+                'fioprobe',
+                'run',
+                '--config',
+                c.configMountPath + '/' + configFile,
+                '--every',
+                '%d' % (c.everyMinutes * 60),
+              ] + etcdNodes.memberArgs(c),
+              volumeMounts+: [stateMount, etcdNodes.dataDirMount],
+            }],
+            volumes: [
+              v
+              for v in volumes(e.name + '.yaml', { hostPath: etcdVolumes[0].hostPath })
+            ] + [etcdVolumes[1], etcdNodes.dataDirVolume(c)],
+            affinity: etcdNodes.affinity(c),
+            tolerations: e.tolerations,
+          },
+        },
       },
-    )
-    for i in std.range(0, std.length(nodes) - 1)
-  },
+    },
+  } + (if !byRole then {} else {
+         // Reading the members' names is all the API access the etcd probes have: get and
+         // list of Node objects (their labels), nothing namespaced, nothing written.
+         clusterRole: {
+           apiVersion: 'rbac.authorization.k8s.io/v1',
+           kind: 'ClusterRole',
+           metadata: common.metadata(c, 'probe', etcdMembersRole),
+           rules: [{ apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list'] }],
+         },
+         clusterRoleBinding: {
+           apiVersion: 'rbac.authorization.k8s.io/v1',
+           kind: 'ClusterRoleBinding',
+           metadata: common.metadata(c, 'probe', etcdMembersRole),
+           roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: etcdMembersRole },
+           subjects: [{ kind: 'ServiceAccount', name: etcdAccount, namespace: e.namespace }],
+         },
+       }),
 }

@@ -170,11 +170,7 @@ function(config) {
             podSelector: { matchLabels: common.selectorLabels('probe') },
           }
           for ns in probeNamespaces
-        ] + [{
-          namespaceSelector: {
-            matchLabels: { 'kubernetes.io/metadata.name': c.monitoring.prometheusNamespace },
-          },
-        }],
+        ] + [common.prometheusPeer(c)],
         ports: [{ protocol: 'TCP', port: pgw.port }],
       }],
       // The Pushgateway initiates no connection.
@@ -182,7 +178,7 @@ function(config) {
     },
   },
 
-  serviceMonitor: if !c.monitoring.serviceMonitor.enabled || !own then null else {
+  serviceMonitor: if !c.monitoring.operator || !c.monitoring.serviceMonitor.enabled || !own then null else {
     apiVersion: 'monitoring.coreos.com/v1',
     kind: 'ServiceMonitor',
     metadata: meta(pgw.name) + { labels+: c.monitoring.serviceMonitor.labels },

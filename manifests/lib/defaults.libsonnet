@@ -153,18 +153,34 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
   // their state (cumulative counters) must not live there, where a tenant could forge it
   // (docs/SAFETY.md, "Where state lives"). It lives in this directory on the node instead,
   // which only the probe writes, so a new pod on the same node continues its counters.
-  '#stateHostPath':: 'Directory on each node where node-local probes keep their state, prepared once (owned by probeUser, mode 0700; fioprobe refuses it otherwise).',
+  '#stateHostPath':: 'Directory on each node where node-local probes keep their state; the etcd probes create it (owned by probeUser, mode 0700; fioprobe refuses it otherwise).',
   stateHostPath: '/var/lib/fioprobe/state',
 
-  '#etcd':: 'Probes of the disks that hold etcd: one CronJob per control-plane node.',
+  '#etcd':: 'Probes of the disks that hold etcd: a DaemonSet on the control-plane nodes, found by role (docs/MANIFESTS.md, etcd disks).',
   etcd: {
+    '#enabled':: 'Probe the etcd disks (and run their streams). Managed control planes (EKS, GKE, AKS) have no node with the role: then nothing runs.',
+    enabled: true,
     '#name':: 'The storageclass label of these node-local probes.',
     name: 'etcd-disk',
-    '#nodes':: 'Control-plane node names (kubernetes.io/hostname); empty turns the etcd probes off.',
+    // Found by role, not by name: a node that joins later is covered without a new install,
+    // and nothing here names a node of one particular cluster.
+    '#roleLabels':: 'Label keys of the nodes that hold etcd (any of them; kubeadm: control-plane, older clusters and OpenShift: master). Ignored when nodes is set.',
+    roleLabels: p.check(
+      p.list('string', ['node-role.kubernetes.io/control-plane', 'node-role.kubernetes.io/master']),
+      function(v) std.length(v) > 0 && std.length(std.set(v)) == std.length(v) && std.length([k for k in v if k == '']) == 0,
+      'needs at least one label key, none empty or twice',
+      { minItems: 1, uniqueItems: true, items: { minLength: 1 } },
+    ),
+    '#nodes':: 'Node names (kubernetes.io/hostname) to probe instead of the nodes found by roleLabels; empty: by role.',
     nodes: p.check(p.list('string'), function(v) std.length(std.set(v)) == std.length(v), 'must not name a node twice', { uniqueItems: true }),
-    '#hostPath':: "Dedicated directory beside etcd's data, on the same filesystem; prepared once per node.",
+    // The probe checks that its directory shares etcd's filesystem before every run, so a
+    // dedicated etcd disk is never "probed" on the root disk (docs/MANIFESTS.md lists the
+    // directory per distribution).
+    '#dataDir':: "etcd's data directory on the nodes (kubeadm, OpenShift: /var/lib/etcd; RKE2: /var/lib/rancher/rke2/server/db/etcd; k3s: /var/lib/rancher/k3s/server/db/etcd); hostPath must be on its filesystem.",
+    dataDir: '/var/lib/etcd',
+    '#hostPath':: "Dedicated directory beside etcd's data, on the same filesystem; created by the deployment (owner probeUser, mode 0700).",
     hostPath: '/var/lib/etcd-fioprobe',
-    '#namespace':: 'Namespace of the etcd probes (Pod Security privileged: hostPath).',
+    '#namespace':: 'Namespace of the etcd probes (Pod Security privileged: hostPath); the deployment creates it.',
     namespace: 'fioprobe-etcd',
     '#volume':: 'The volume model of the etcd disk.',
     volume: volume(false),
@@ -179,6 +195,18 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
     ]),
   },
 
+  // The pods that read the Kubernetes API (the etcd probes, to find the other etcd members)
+  // may reach it here, nothing else of the cluster: the NetworkPolicy egress rule. Most
+  // network plugins judge egress after the Service address is translated, so the rule names
+  // the API server's own port (6443 with kubeadm) beside the Service's (443).
+  '#apiServer':: "Where the pods that read the Kubernetes API reach it (their NetworkPolicy's egress).",
+  apiServer: {
+    '#ports':: "TCP ports of the API server: the kubernetes Service's and the endpoints' own.",
+    ports: p.list(wholeNumber(null, 1, 65535), [443, 6443]),
+    '#cidrs':: 'Addresses of the API server endpoints (CIDRs); empty: any address on those ports.',
+    cidrs: p.list('string'),
+  },
+
   // The continuous stream (`fioprobe continuous`, docs/CONTINUOUS.md): a small write and an
   // fdatasync about once a second per target, scraped by Prometheus, so that stalls between
   // the scheduled runs and hangs while they hang are seen. A DaemonSet pod on each etcd node
@@ -188,7 +216,7 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
   continuous: {
     '#enabled':: 'Deploy the streams (etcd nodes and StorageClasses).',
     enabled: true,
-    '#etcd':: 'A stream on each etcd node (a DaemonSet limited to etcd.nodes, hostPath etcd.hostPath).',
+    '#etcd':: 'A stream on each etcd node (a DaemonSet on the nodes the etcd probes run on, hostPath etcd.hostPath).',
     etcd: true,
     '#storageClasses':: 'A stream per entry of storageClasses (a StatefulSet with its own small PVC).',
     storageClasses: true,
@@ -355,9 +383,21 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
 
   '#monitoring':: 'ServiceMonitor, PodMonitor, PrometheusRule and dashboards.',
   monitoring: {
-    // OpenShift user-workload monitoring: openshift-user-workload-monitoring.
-    '#prometheusNamespace':: 'Namespace of the Prometheus that scrapes the Pushgateway and the streams (NetworkPolicy ingress).',
-    prometheusNamespace: 'monitoring',
+    // Who may scrape the Pushgateway and the streams (their NetworkPolicies' ingress): pods
+    // with these labels, in this namespace or in any. prometheus-operator labels every
+    // Prometheus pod it runs app.kubernetes.io/name=prometheus (kube-prometheus,
+    // kube-prometheus-stack, OpenShift's user-workload monitoring), whatever namespace it was
+    // installed in, so the default admits the Prometheus that will scrape without naming it.
+    '#prometheusNamespace':: 'Namespace of the Prometheus that scrapes the Pushgateway and the streams (NetworkPolicy ingress); null: any namespace.',
+    prometheusNamespace: p.nullable('string'),
+    '#prometheusPodSelector':: "Labels of the Prometheus pods that scrape (NetworkPolicy ingress); empty: every pod of prometheusNamespace.",
+    prometheusPodSelector: p.map({ 'app.kubernetes.io/name': 'prometheus' }, 'string'),
+    // Whether the cluster serves monitoring.coreos.com/v1 (prometheus-operator). false: no
+    // ServiceMonitor, PodMonitor or PrometheusRule is rendered (applying them would fail on
+    // "no matches for kind"); the chart's notes print the plain scrape configuration and how to
+    // load the rules. The chart also turns it off by itself where the API is not served.
+    '#operator':: 'Render the prometheus-operator objects (ServiceMonitor, PodMonitor, PrometheusRule); the chart skips them where monitoring.coreos.com/v1 is not served.',
+    operator: true,
     '#serviceMonitor':: 'ServiceMonitor of the Pushgateway (honorLabels).',
     serviceMonitor: {
       '#enabled':: 'Generate it.',

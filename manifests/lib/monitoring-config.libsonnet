@@ -18,15 +18,30 @@ local params = import 'params.libsonnet';
   // _config keys of the mixin for a merged manifests configuration.
   mixinConfig(c):: {
     local profileName(p) = if std.isString(p) then p else p.name,
+    local etcdByRole = c.etcd.enabled && std.length(c.etcd.nodes) == 0,
+    local rolePrefix = 'node-role.kubernetes.io/',
     probeIntervalSeconds: c.everyMinutes * 60,
     expectedProbes: [
       { storageclass: sc.name, profile: profileName(p) }
       for sc in c.storageClasses
       for p in sc.profiles
-    ] + [
-      { storageclass: c.etcd.name, profile: profileName(p), node: node }
-      for node in c.etcd.nodes
+    ] + (if !c.etcd.enabled then [] else [
+           { storageclass: c.etcd.name, profile: profileName(p), node: node }
+           for node in c.etcd.nodes
+           for p in c.etcd.profiles
+         ]),
+    // The etcd probes found by role, without a node: which nodes hold etcd is known at run time
+    // (kube-state-metrics' kube_node_role, or the nodes that push them); named nodes are above.
+    expectedEtcdProbes: if !etcdByRole then [] else [
+      { storageclass: c.etcd.name, profile: profileName(p) }
       for p in c.etcd.profiles
+    ],
+    // The roles of etcd.roleLabels as kube-state-metrics names them (kube_node_role{role}: the
+    // part after node-role.kubernetes.io/ of a label key).
+    etcdNodeRoles: if !etcdByRole then [] else [
+      std.substr(label, std.length(rolePrefix), std.length(label))
+      for label in c.etcd.roleLabels
+      if std.startsWith(label, rolePrefix)
     ],
     // The per-node DaemonSet's probes, without a node: which nodes run it is only known at
     // run time (the mixin expects each of them on every node that runs per-node probes).
@@ -40,8 +55,12 @@ local params = import 'params.libsonnet';
     // The continuous streams (`fioprobe continuous`, scraped): one per etcd node (the
     // DaemonSet on etcd.nodes, labelled like the etcd probes) and one per StorageClass (its
     // StatefulSet, no node), as the continuous.* keys deploy them.
+    // The etcd streams found by role: expected on the nodes the etcd probes are expected on.
+    expectedEtcdStreams: if !c.continuous.enabled || !c.continuous.etcd || !etcdByRole then [] else [
+      { storageclass: c.etcd.name },
+    ],
     expectedStreams: if !c.continuous.enabled then [] else (
-      (if c.continuous.etcd then [{ storageclass: c.etcd.name, node: node } for node in c.etcd.nodes] else [])
+      (if c.continuous.etcd && c.etcd.enabled then [{ storageclass: c.etcd.name, node: node } for node in c.etcd.nodes] else [])
       + (if c.continuous.storageClasses then [{ storageclass: sc.name } for sc in c.storageClasses] else [])
     ),
   },

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Renders the monitoring mixin's Prometheus rules (recording rules + FioProbe* alerts) into
 # alerts/out/rules.yaml (the mixin alone, alerts/rules.jsonnet: the same rules for every
-# deployment), and the `fioprobe.expected` group of two deployments (manifests/rules.jsonnet):
-# alerts/out/expected.yaml for the shipped manifests configuration and
-# alerts/out/expected-per-node.yaml with the per-node probes and the node inventory, which the
-# promtool tests load beside rules.yaml. Deterministic: jsonnet sorts object keys, rules keep
+# deployment), and the `fioprobe.expected` group of three deployments (manifests/rules.jsonnet):
+# alerts/out/expected.yaml for the shipped configuration with its etcd nodes named,
+# alerts/out/expected-per-node.yaml with the per-node probes and the node inventory too, and
+# alerts/out/expected-etcd-by-role.yaml for the shipped configuration as it is (the etcd disks
+# found by role), which the promtool tests load beside rules.yaml. Deterministic: jsonnet sorts object keys, rules keep
 # the order of alerts/alerts.libsonnet, and the YAML writer below has no other freedom.
 # Rendered with go-jsonnet (.tools/bin/go-jsonnet, scripts/setup.d/31-go-jsonnet.sh), as every
 # generated file is: one interpreter, whose numbers print as written (0.005, where C++ jsonnet
@@ -45,3 +46,4 @@ yaml.dump(json.load(sys.stdin), sys.stdout, Dumper=Dumper, sort_keys=False,
 render rules.yaml alerts/rules.jsonnet
 render expected.yaml --tla-str part=expected manifests/rules.jsonnet
 render expected-per-node.yaml --tla-str part=expected --tla-str example=per-node manifests/rules.jsonnet
+render expected-etcd-by-role.yaml --tla-str part=expected --tla-str example=shipped manifests/rules.jsonnet

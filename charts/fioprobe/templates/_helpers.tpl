@@ -77,7 +77,7 @@ release=<releaseLabel> for kube-prometheus-stack's selectors (true: this release
 
 {{/*
 Pod securityContext and template annotations on the platform (lib/common.libsonnet
-podSecurity): (dict "root" $ "user" uid "hostPath" bool). Renders {"securityContext": ...,
+podSecurity): (dict "root" $ "user" uid "hostPath" bool "prepare" bool). Renders {"securityContext": ...,
 "annotations": ...} as JSON for fromJson.
 */}}
 {{- define "fioprobe.podSecurity" -}}
@@ -90,7 +90,9 @@ podSecurity): (dict "root" $ "user" uid "hostPath" bool). Renders {"securityCont
 {{- end -}}
 {{- $annotations := dict -}}
 {{- if $openshift -}}
-{{- $_ := set $annotations "openshift.io/required-scc" (ternary (include "fioprobe.hostPathScc" .) "restricted-v2" (not (not .hostPath))) -}}
+{{- $scc := ternary (include "fioprobe.hostPathScc" .) "restricted-v2" (not (not .hostPath)) -}}
+{{- if .prepare }}{{ $scc = (.root.Files.Get "files/derived.json" | fromJson).prepareScc }}{{ end -}}
+{{- $_ := set $annotations "openshift.io/required-scc" $scc -}}
 {{- end -}}
 {{- toJson (dict "securityContext" $ctx "annotations" $annotations) -}}
 {{- end }}
@@ -303,11 +305,11 @@ list "command" list "resources" map). JSON, for the pod templates to emit.
 {{- define "fioprobe.probeServiceAccount" -}}
 apiVersion: v1
 kind: ServiceAccount
-{{ include "fioprobe.metadata" (dict "root" .root "component" "probe" "name" "fioprobe" "namespace" .namespace) }}
+{{ include "fioprobe.metadata" (dict "root" .root "component" "probe" "name" (.name | default "fioprobe") "namespace" .namespace) }}
 automountServiceAccountToken: false
 {{- end }}
 
-{{/* The probes' NetworkPolicy (components/probes.libsonnet networkPolicy): (dict "root" $ "namespace" ns). */}}
+{{/* The probes' NetworkPolicy (components/probes.libsonnet networkPolicy): (dict "root" $ "namespace" ns "apiServer" bool). */}}
 {{- define "fioprobe.probeNetworkPolicy" -}}
 {{- $v := .root.Values -}}
 apiVersion: networking.k8s.io/v1
@@ -347,6 +349,20 @@ spec:
           port: {{ int $v.dns.port }}
         - protocol: TCP
           port: {{ int $v.dns.port }}
+    {{- if .apiServer }}
+    - ports:
+        {{- range $v.apiServer.ports }}
+        - protocol: TCP
+          port: {{ int . }}
+        {{- end }}
+      {{- with $v.apiServer.cidrs }}
+      to:
+        {{- range . }}
+        - ipBlock:
+            cidr: {{ . | toJson }}
+        {{- end }}
+      {{- end }}
+    {{- end }}
 {{- end }}
 
 {{/* A ConfigMap of fioprobe configurations (components/probes.libsonnet configMap): (dict "root" $ "namespace" ns "name" n "component" c "data" {key: config}). */}}
@@ -385,8 +401,12 @@ components' asserts): unique names, sizes within bounds, directories that do not
 {{- end -}}
 {{- $state := printf "%s/" $v.stateHostPath -}}
 {{- $etcdDir := printf "%s/" $v.etcd.hostPath -}}
-{{- if and $v.etcd.nodes (or (hasPrefix $etcdDir $state) (hasPrefix $state $etcdDir)) -}}
+{{- $dataDir := printf "%s/" $v.etcd.dataDir -}}
+{{- if and $v.etcd.enabled (or (hasPrefix $etcdDir $state) (hasPrefix $state $etcdDir)) -}}
 {{- fail (printf "stateHostPath %s overlaps etcd.hostPath %s, the probed directory; give it a directory of its own" $v.stateHostPath $v.etcd.hostPath) -}}
+{{- end -}}
+{{- if and $v.etcd.enabled (or (hasPrefix $etcdDir $dataDir) (hasPrefix $dataDir $etcdDir)) -}}
+{{- fail (printf "etcd.hostPath %s overlaps etcd.dataDir %s; give the probe a directory of its own beside etcd's data" $v.etcd.hostPath $v.etcd.dataDir) -}}
 {{- end -}}
 {{- if $v.perNode.enabled -}}
 {{- if not (or $v.perNode.localDisks $v.perNode.storageClasses) -}}
@@ -394,7 +414,7 @@ components' asserts): unique names, sizes within bounds, directories that do not
 {{- end -}}
 {{- $names := list -}}
 {{- range concat $v.perNode.localDisks $v.perNode.storageClasses }}{{ $names = append $names .name }}{{ end -}}
-{{- if or (ne (len $names) (len (uniq $names))) (and $v.etcd.nodes (has $v.etcd.name $names)) -}}
+{{- if or (ne (len $names) (len (uniq $names))) (and $v.etcd.enabled (has $v.etcd.name $names)) -}}
 {{- fail (printf "perNode.localDisks and perNode.storageClasses need names of their own, different from each other and from etcd.name, got %s" (join ", " $names)) -}}
 {{- end -}}
 {{- range $v.perNode.localDisks -}}
@@ -412,4 +432,22 @@ components' asserts): unique names, sizes within bounds, directories that do not
 {{- $suffix := regexFind "(Ki|Mi|Gi|Ti|K|M|G|T)$" . -}}
 {{- $number := trimSuffix $suffix . -}}
 {{- mulf (float64 $number) (get $scales $suffix | default 1.0) -}}
+{{- end }}
+
+{{/* The NetworkPolicy peer of the Prometheus that scrapes (lib/common.libsonnet prometheusPeer), as JSON. */}}
+{{- define "fioprobe.prometheusPeer" -}}
+{{- $m := .Values.monitoring -}}
+{{- $peer := dict "namespaceSelector" dict -}}
+{{- with $m.prometheusNamespace }}{{ $_ := set $peer "namespaceSelector" (dict "matchLabels" (dict "kubernetes.io/metadata.name" .)) }}{{ end -}}
+{{- with $m.prometheusPodSelector }}{{ $_ := set $peer "podSelector" (dict "matchLabels" .) }}{{ end -}}
+{{- toJson $peer -}}
+{{- end }}
+
+{{/*
+"true" when the prometheus-operator objects are rendered: monitoring.operator, and the cluster
+serves monitoring.coreos.com/v1 (`helm template` without a cluster: --api-versions names it).
+Without the API, applying them would fail on "no matches for kind": the notes say what to do.
+*/}}
+{{- define "fioprobe.operator" -}}
+{{- if and .Values.monitoring.operator (.Capabilities.APIVersions.Has "monitoring.coreos.com/v1") }}true{{ end -}}
 {{- end }}

@@ -1,0 +1,75 @@
+// What the pods on the etcd nodes share (the etcd probes of components/probes.libsonnet and the
+// stream of components/continuous.libsonnet): which nodes they run on, the node directories
+// they write and the step that creates them, and etcd's data directory they check against.
+local common = import 'common.libsonnet';
+
+{
+  // Whether the etcd parts are deployed at all (etcd.enabled).
+  enabled(config):: config.etcd.enabled,
+
+  // Found by role (etcd.nodes empty): the members are the nodes carrying any of
+  // etcd.roleLabels, read from the API before every run (the stagger needs them all).
+  byRole(config):: std.length(config.etcd.nodes) == 0,
+
+  // Exactly the etcd nodes: those that carry a role label (terms are ORed), or the named ones.
+  // Elsewhere the directory is not on an etcd disk. A DaemonSet places a pod on a node that
+  // gains the label and removes it from one that loses it.
+  affinity(config):: {
+    local e = config.etcd,
+    nodeAffinity: {
+      requiredDuringSchedulingIgnoredDuringExecution: {
+        nodeSelectorTerms: if $.byRole(config) then [
+          { matchExpressions: [{ key: label, operator: 'Exists' }] }
+          for label in e.roleLabels
+        ] else [
+          { matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: e.nodes }] },
+        ],
+      },
+    },
+  },
+
+  // The `fioprobe run --every` options that keep the members' runs apart (one member's IO at a
+  // time): the members by role label, or by name.
+  memberArgs(config)::
+    local e = config.etcd;
+    if $.byRole(config) then std.flattenArrays([['--members-label', label] for label in e.roleLabels])
+    else std.flattenArrays([['--member', node] for node in e.nodes]),
+
+  // etcd's data directory, read-only, only ever stat'ed: the probe and the stream refuse to
+  // run when their directory is on another filesystem (a dedicated etcd disk mounted there).
+  // Type Directory: on a node without it the pod does not start, and the kubelet's event names
+  // the path; the kubelet never creates it.
+  dataDirMountPath:: '/etcd-data',
+  dataDirVolume(config):: { name: 'etcd-data', hostPath: { path: config.etcd.dataDir, type: 'Directory' } },
+  dataDirMount:: { name: 'etcd-data', mountPath: $.dataDirMountPath, readOnly: true },
+
+  // A node directory the deployment creates: the kubelet makes a missing one (root's, 0755),
+  // exactly this path and never a parent; the prepare step below gives it to the probe user.
+  hostPathVolume(name, path):: { name: name, hostPath: { path: path, type: 'DirectoryOrCreate' } },
+
+  // The one privileged step (docs/SAFETY.md, "Node directories"): uid 0 with only CAP_CHOWN and
+  // CAP_FOWNER, on exactly the mounted directories, before the probe's own container starts.
+  // `fioprobe prepare-dirs` refuses a path that was a symlink on the host, a file, or a
+  // directory someone else owns, before it changes anything; it only sets owner and mode.
+  // `volumes`: [{name, hostPath}] of this pod's DirectoryOrCreate volumes.
+  prepareContainer(config, volumes):: {
+    local mountPath(v) = '/prepare/' + v.name,
+    name: 'prepare',
+    image: '%s:%s' % [config.image.name, config.image.tag],
+    imagePullPolicy: config.image.pullPolicy,
+    command: ['fioprobe', 'prepare-dirs', '--owner', '%d' % config.probeUser] + std.flattenArrays([
+      ['--path', '%s=%s' % [mountPath(v), v.hostPath.path]]
+      for v in volumes
+    ]),
+    resources: { requests: { cpu: '10m', memory: '32Mi' }, limits: { cpu: '500m', memory: '96Mi' } },
+    securityContext: common.containerSecurityContext {
+      runAsUser: 0,
+      runAsGroup: 0,
+      runAsNonRoot: false,
+      capabilities: { drop: ['ALL'], add: ['CHOWN', 'FOWNER'] },
+    },
+    // Its refusal is the pod's status (kubectl describe), not only its log.
+    terminationMessagePolicy: 'FallbackToLogsOnError',
+    volumeMounts: [{ name: v.name, mountPath: mountPath(v) } for v in volumes],
+  },
+}
