@@ -18,9 +18,8 @@ The clamp is computed in the prober, before anything starts (a slot already too 
 starts no child and touches no volume), then again in the volume child before the run
 directory is made (starting the child, opening and locking the directory took time of the
 slot too; refused there, nothing is written) and just before fio starts, whose timeout is
-what is left then. The slot's end
-crosses to the child as a `time.monotonic()` value: one clock for every process of the
-host, which a wall-clock step does not move.
+what is left then. The slot's end crosses to the child as a `time.monotonic()` value: one
+clock for every process of the host, which a wall-clock step does not move.
 """
 
 from __future__ import annotations
