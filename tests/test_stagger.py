@@ -289,14 +289,13 @@ def test_a_node_that_is_no_member_does_not_run(
         ),
         (
             ["--every", "60", "--member", "A_b"],
-            "run: argument --member: must be a node name: lower-case letters, digits, '-' and "
-            "'.', starting and ending with a letter or digit, at most 253 characters: 'A_b'",
+            "run: --member 'A_b' must be a node name: lower-case letters, digits, '-' and '.', "
+            "starting and ending with a letter or digit, at most 253 characters",
         ),
         (
             ["--every", "60", "--members-label", "a,b"],
-            "run: argument --members-label: must be a label key ([prefix/]name): the name at "
-            "most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or "
-            "digit: 'a,b'",
+            "run: --members-label 'a,b' must be a label key ([prefix/]name): the name at most "
+            "63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit",
         ),
     ],
 )
@@ -304,6 +303,19 @@ def test_member_options_refused(tmp_path: Path, args: list[str], said: str) -> N
     result = fioprobe("run", "--config", str(_config(tmp_path, "etcd-fsync")), *args, timeout=60)
     assert result.returncode == 2
     assert said in result.stderr.decode(), result.stderr.decode()
+
+
+def test_members_by_label_need_a_pod(tmp_path: Path) -> None:
+    outside = {"KUBERNETES_SERVICE_HOST": "", "KUBERNETES_SERVICE_PORT": ""}
+    result = fioprobe("run", "--config", str(_config(tmp_path, "etcd-fsync")), "--every", "60",
+                      "--members-label", "node-role.kubernetes.io/control-plane", "--node", "a",
+                      timeout=60, env=outside)  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.decode().splitlines() == [
+        "fioprobe: error: run: --members-label reads the Kubernetes API: "
+        "KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT not set: not running in a "
+        "Kubernetes pod, so the API server cannot be found"
+    ]
 
 
 def test_the_members_need_this_nodes_name(tmp_path: Path) -> None:

@@ -23,24 +23,6 @@ DESCRIPTION = (
 _cycles = whole(1, 1_000_000)
 
 
-def _label_key(text: str) -> str:
-    from fioprobe.kube.nodes import label_key_problem
-
-    problem = label_key_problem(text)
-    if problem is not None:
-        raise argparse.ArgumentTypeError(f"{problem}: {text!r:.80}")
-    return text
-
-
-def _node_name(text: str) -> str:
-    from fioprobe.kube.nodes import node_name_problem
-
-    problem = node_name_problem(text)
-    if problem is not None:
-        raise argparse.ArgumentTypeError(f"{problem}: {text!r:.80}")
-    return text
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, metavar="FILE", help="YAML configuration")
     parser.add_argument(
@@ -69,7 +51,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     members.add_argument(
         "--members-label",
         action="append",
-        type=_label_key,
         metavar="LABEL",
         help="with --every: the etcd members are the nodes that carry any of these label "
         "keys (repeatable), read from the Kubernetes API before every run (get/list on "
@@ -79,7 +60,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     members.add_argument(
         "--member",
         action="append",
-        type=_node_name,
         metavar="NODE",
         help="with --every: the etcd members, listed (repeatable), without the API; slots "
         "as with --members-label",
@@ -91,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
     from fioprobe.probe.runner import run_config
 
     staggered = bool(args.members_label or args.member)
+    _check_members(args.members_label or [], args.member or [])
     if staggered and args.every is None:
         which = "--members-label" if args.members_label else "--member"
         raise UsageError(f"run: {which} takes turns in every interval: give --every SECONDS")
@@ -108,7 +89,12 @@ def run(args: argparse.Namespace) -> int:
         if args.member:
             members = schedule.ListedMembers(tuple(args.member))
         else:
-            members = schedule.labelled_members(config, args.members_label)
+            from fioprobe.kube.client import KubeConfigError
+
+            try:
+                members = schedule.labelled_members(config, args.members_label)
+            except KubeConfigError as exc:
+                raise UsageError(f"run: --members-label reads the Kubernetes API: {exc}") from None
         return schedule.run_staggered(config, args.every, members, node=args.node,
                                       jobs_dir=jobs_dir, quiet=args.quiet,
                                       cycles=args.cycles)  # fmt: skip
@@ -118,3 +104,19 @@ def run(args: argparse.Namespace) -> int:
         return run_every(config, args.every, only_node=args.node, jobs_dir=jobs_dir,
                          quiet=args.quiet, cycles=args.cycles)  # fmt: skip
     return run_config(config, only_node=args.node, jobs_dir=jobs_dir, quiet=args.quiet)
+
+
+def _check_members(labels: list[str], nodes: list[str]) -> None:
+    """Each --members-label a label key (it becomes the whole labelSelector, so it must not
+    be a selector of its own) and each --member a node name; checked here rather than as an
+    argparse type, which the command line keeps for numbers."""
+    from fioprobe.kube.nodes import label_key_problem, node_name_problem
+
+    for option, values, check in (
+        ("--members-label", labels, label_key_problem),
+        ("--member", nodes, node_name_problem),
+    ):
+        for value in values:
+            problem = check(value)
+            if problem is not None:
+                raise UsageError(f"run: {option} {value!r:.80} {problem}")
