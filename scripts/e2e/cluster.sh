@@ -4,6 +4,21 @@
 #                     kubelet, kube-proxy and CoreDNS; local PersistentVolumes; images loaded
 #   cluster.sh down   stop every process by the pid recorded at start, unmount everything
 #                     mounted under the run directory, undo the network and sysctl changes
+#   cluster.sh default-storageclass <name>
+#                     make <name> the cluster's only default StorageClass (the annotation
+#                     storageclass.kubernetes.io/is-default-class moves to it from every other
+#                     class): `local-path` for a user's defaults, `standard` back to the start
+#
+# StorageClasses: `standard` (the default after `up`), gp2, gp3, e2e-slow, e2e-full,
+# e2e-readonly and e2e-bench are kubernetes.io/no-provisioner classes over local
+# PersistentVolumes that `up` makes (storage_up). `local-path` has a real dynamic provisioner,
+# rancher.io/local-path (local-path-provisioner, built by setup.sh from
+# scripts/e2e/local-path/go.mod, deployed from scripts/e2e/local-path.yaml by local_path_up):
+# WaitForFirstConsumer, reclaimPolicy Delete, each volume a directory (mode 0777, a hostPath PV)
+# under $RUN/local-path that a helper pod of the e2e base image makes and removes. It is not
+# the default unless asked: `cluster.sh default-storageclass local-path` on a running cluster,
+# or FIOPROBE_E2E_DEFAULT_STORAGECLASS=local-path for `up`. scripts/e2e/check-local-path.sh
+# checks it end to end (a PVC without storageClassName, a non-root pod writing to it).
 # Everything lives under $FIOPROBE_E2E_RUN (default /tmp/fioprobe-e2e): state, logs, pids, the
 # kubeconfig (admin.kubeconfig). Binaries and images come from scripts/e2e/setup.sh.
 #
@@ -533,6 +548,69 @@ spec:
   kubectl apply -f - >/dev/null <<<"$docs"
 }
 
+# --- local-path-provisioner: a dynamic provisioner behind the StorageClass `local-path` -------
+# Its image: the static binary setup.sh built, copied into the e2e base image (no RUN step);
+# the helper pods run the base image itself, under a name of its own. Both go into containerd
+# in one archive (the base layer is the probe image's and is stored once).
+LOCAL_PATH_HELPER_IMAGE=localhost/fioprobe-e2e/base:1
+local_path_images() {
+  LOCAL_PATH_IMAGE=localhost/fioprobe-e2e/local-path-provisioner:$LOCAL_PATH_VERSION
+  local ctx=$RUN/image-ctx/local-path t0=$SECONDS
+  mkdir -p "$ctx"
+  cp "$LOCAL_PATH_BIN/local-path-provisioner" "$ctx/"
+  printf '%s\n' 'FROM docker.io/library/debian:12-slim' \
+    'COPY local-path-provisioner /usr/local/bin/local-path-provisioner' \
+    'USER 65532:65532' 'ENTRYPOINT ["/usr/local/bin/local-path-provisioner"]' >"$ctx/Containerfile"
+  podman_ build --runtime runc --network none --pull=never -t "$LOCAL_PATH_IMAGE" \
+    -f "$ctx/Containerfile" "$ctx" >"$RUN/logs/local-path-image-build.log" 2>&1 ||
+    { tail -30 "$RUN/logs/local-path-image-build.log" >&2; die "local-path-provisioner image build failed"; }
+  podman_ tag docker.io/library/debian:12-slim "$LOCAL_PATH_HELPER_IMAGE"
+  echo "local_path_image_build_seconds $((SECONDS - t0))" >>"$RUN/measurements"
+  t0=$SECONDS
+  podman_ save --quiet --multi-image-archive --format docker-archive -o "$ctx/images.tar" \
+    "$LOCAL_PATH_IMAGE" "$LOCAL_PATH_HELPER_IMAGE" >/dev/null
+  ctr --address "$RUN/containerd/containerd.sock" -n k8s.io images import "$ctx/images.tar" >/dev/null
+  rm -rf "$ctx"
+  echo "local_path_image_load_seconds $((SECONDS - t0))" >>"$RUN/measurements"
+  podman_ image prune -f >/dev/null
+}
+
+# The namespace local-path-storage with its ServiceAccount, RBAC, ConfigMap and Deployment, and
+# the StorageClass `local-path` (not the default): scripts/e2e/local-path.yaml with its images
+# and the volumes' directory filled in. local_path_ready waits for the Deployment.
+local_path_up() {
+  local_path_images
+  mkdir -p "$RUN/local-path"
+  sed -e "s|@PROVISIONER_IMAGE@|$LOCAL_PATH_IMAGE|g" -e "s|@HELPER_IMAGE@|$LOCAL_PATH_HELPER_IMAGE|g" \
+    -e "s|@VOLUME_DIR@|$RUN/local-path|g" "$HERE/local-path.yaml" >"$RUN/local-path.yaml"
+  LOCAL_PATH_APPLIED=$SECONDS
+  kubectl apply -f "$RUN/local-path.yaml" >/dev/null
+}
+
+local_path_ready() {
+  wait_until 120 "local-path-provisioner Available" \
+    kubectl -n local-path-storage wait --for=condition=Available deployment/local-path-provisioner --timeout=5s || {
+    kubectl -n local-path-storage get pods -o wide >&2
+    return 1
+  }
+  echo "local_path_ready_seconds $((SECONDS - LOCAL_PATH_APPLIED))" >>"$RUN/measurements"
+}
+
+# default_storageclass <name>: <name> becomes the default StorageClass, then every other class
+# marked default stops being one (in this order, so that a PVC created meanwhile always gets a
+# class: with two defaults, the DefaultStorageClass admission takes the newest).
+DEFAULT_ANNOTATION=storageclass.kubernetes.io/is-default-class
+default_storageclass() {
+  local want=$1 sc
+  kubectl get storageclass "$want" >/dev/null || die "no StorageClass $want"
+  kubectl annotate --overwrite storageclass "$want" "$DEFAULT_ANNOTATION=true" >/dev/null
+  for sc in $(kubectl get storageclass -o jsonpath='{range .items[*]}{.metadata.name}={.metadata.annotations.storageclass\.kubernetes\.io/is-default-class}{"\n"}{end}' |
+    awk -F= '$2 == "true" {print $1}'); do
+    [[ $sc == "$want" ]] || kubectl annotate --overwrite storageclass "$sc" "$DEFAULT_ANNOTATION=false" >/dev/null
+  done
+  say "default StorageClass: $want"
+}
+
 up() {
   [[ ! -e $RUN/pids ]] || die "$RUN/pids exists: run '$0 down' first"
   load_paths
@@ -550,7 +628,12 @@ up() {
   node_up
   addons_up
   storage_up
+  local_path_up
   wait_until 120 "CoreDNS ready" kubectl -n kube-system wait --for=condition=Available deployment/coredns --timeout=5s
+  local_path_ready
+  if [[ -n ${FIOPROBE_E2E_DEFAULT_STORAGECLASS:-} ]]; then
+    default_storageclass "$FIOPROBE_E2E_DEFAULT_STORAGECLASS"
+  fi
   echo "bringup_seconds $((SECONDS - t0))" >>"$RUN/measurements"
   say "cluster up in $((SECONDS - t0))s (kubeconfig: $RUN/admin.kubeconfig)"
 }
@@ -629,7 +712,8 @@ down() {
     done
   done
   # Mounts under the run directory (volumes, container root filesystems, network namespaces),
-  # deepest first.
+  # deepest first. The local-path volumes (directories under $RUN/local-path, bind-mounted into
+  # their pods) go with them and with the run directory; their PVs go with etcd's data.
   local m
   for m in $(awk -v r="$RUN/" 'index($5, r) == 1 {print $5}' /proc/self/mountinfo | sort -r); do
     umount -l "$m" 2>/dev/null
@@ -667,8 +751,17 @@ down() {
 case ${1:-} in
   up) up ;;
   down) down ;;
+  default-storageclass)
+    [[ -n ${2:-} ]] || {
+      echo "usage: $0 default-storageclass <name>" >&2
+      exit 2
+    }
+    [[ -f $RUN/admin.kubeconfig ]] || die "no cluster in $RUN"
+    load_paths
+    default_storageclass "$2"
+    ;;
   *)
-    echo "usage: $0 up|down" >&2
+    echo "usage: $0 up|down|default-storageclass <name>" >&2
     exit 2
     ;;
 esac
