@@ -24,6 +24,7 @@ from fioprobe.probe import stagger
 from fioprobe.probe.config import load_config
 from fioprobe.probe.schedule import (
     RECHECK_SECONDS,
+    known_before,
     pass_seconds,
     recorded_since,
     recorded_state_files,
@@ -123,6 +124,27 @@ def test_a_slot_that_has_started_is_not_joined() -> None:
     assert stagger.next_slot(6000.0, 60, names, "z") is None
     # The list is a set: order and repeats do not change anyone's slot.
     assert stagger.slot_of(60, 100, ["c", "b", "a", "b"], "b") == slot_b
+
+
+def test_a_run_needs_its_slot_from_a_read_before_its_interval() -> None:
+    """Two members' runs in one interval each had a read before the interval began and one
+    after (right before the run): one change of the members cannot be seen by one of them
+    and missed by the other. A read from before the interval that gave another slot, or
+    none at all (a pod started in the interval), does not count."""
+    slot = stagger.slot_of(60, 100, ["a", "b"], "b")
+    assert slot is not None
+    start = slot.interval_start
+    after = (start + 29.0, ("a", "b"))
+    assert known_before([(start - 30.0, ("a", "b")), after], slot, "b", 2.0)
+    # The plan's read came late (a slow push); the read before the previous run counts.
+    assert known_before([(start - 30.0, ("a", "b")), (start + 1.0, ("a", "b")), after], slot,
+                        "b", 2.0)  # fmt: skip
+    assert not known_before([(start + 1.0, ("a", "b")), after], slot, "b", 2.0)
+    assert not known_before([(start - 30.0, ("b",)), after], slot, "b", 2.0)
+    assert not known_before([(start - 30.0, ("a", "b", "c")), after], slot, "b", 2.0)
+    assert not known_before([(start - 30.0, None), after], slot, "b", 2.0)
+    # Another list that gives b the same slot is the same slot: b's run cannot overlap.
+    assert known_before([(start - 30.0, ("a2", "b")), after], slot, "b", 2.0)
 
 
 def _config(tmp_path: Path, profile: str) -> Path:
@@ -257,8 +279,8 @@ def test_two_members_run_each_in_its_slot_and_push(
         assert slot is not None and slot.start <= start < slot.end, (node, start, slot)
         assert f"node {node} is etcd member {slot.index + 1} of 2 (a, b)" in said[node]
     assert (
-        "this node read the members only after the interval of its slot began: it runs from "
-        "the next interval on (slot 2 of 2, 30-60s of every 60s)"
+        "this node had not read the members before the interval of its slot began: it runs "
+        "from the next interval on (slot 2 of 2, 30-60s of every 60s)"
     ) in said["b"], said["b"]
     (a_start, a_end), (b_start, b_end) = windows["a"], windows["b"]
     assert a_end <= b_start or b_end <= a_start, windows

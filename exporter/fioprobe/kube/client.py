@@ -551,10 +551,16 @@ def _split_server(server: str) -> tuple[str, int]:
 
 
 def _target(path: str, query: Mapping[str, str] | None) -> str:
-    """The request target: an absolute path of the API, its query encoded."""
-    if not path.startswith("/") or "?" in path or "#" in path or not path.isprintable():
-        raise KubeConfigError(f"Kubernetes API path {printable(path, 200)} is not a plain path")
-    if " " in path or ".." in path.split("/"):
+    """The request target: an absolute path of the API (ASCII, no query, no '..', nothing a
+    request line could not carry as it is), its query encoded."""
+    plain = (
+        path.startswith("/")
+        and path.isascii()
+        and path.isprintable()
+        and not any(c in path for c in " ?#%")
+        and ".." not in path.split("/")
+    )
+    if not plain:
         raise KubeConfigError(f"Kubernetes API path {printable(path, 200)} is not a plain path")
     return path + ("?" + urllib.parse.urlencode(sorted(query.items())) if query else "")
 

@@ -318,12 +318,12 @@ def run_staggered(
     the fresh list. If it moved (a member joined or left), the run waits for the new slot
     from the next interval on, not later in this one: a member whose slot came earlier may
     have started on the old list before the change, and its run may reach into the new
-    slot. For the same reason a run needs its slot from a list read before its interval
-    began (in steady state, the plan made right after the previous run): a node that
-    first reads the members within an interval (a new or restarted pod) runs from the next
-    interval on. Then any two runs of an interval each had their slot from a read before
-    the interval's start and from one right before the run: one change of the members
-    cannot be seen by one and missed by the other, so both slots come from the same list.
+    slot. For the same reason a run needs the same slot from a read done before its
+    interval began (in steady state, the plan made right after the previous run): a node
+    that first reads the members within an interval (a new or restarted pod) runs from the
+    next interval on. Then any two runs of an interval each had their slot from a read
+    before the interval's start and from one right before the run: one change of the
+    members that moves both slots cannot be seen by one and missed by the other.
 
     The run gets the slot's end less the guard as its deadline (`run_config`), so its IO is
     over inside its slot. An interval does not run when this node is no member, when no
@@ -350,12 +350,14 @@ def run_staggered(
     done = 0
     own_end: float | None = None  # when this process's last run ended: its writes are its own
     not_before = 0.0  # after a slot moved: the next interval's start
+    reads: list[tuple[float, tuple[str, ...] | None]] = []  # the last reads: (done at, names)
     while cycles is None or done < cycles:
         notes.forget("api")
         clock = time.time()
         now = max(clock, not_before)
-        plan = _plan(members.read(), node, now, every_seconds, needed, what, guard, notes)
-        read_at = time.time()
+        planned = members.read()
+        reads = [*reads[-2:], (time.time(), planned.names)]
+        plan = _plan(planned, node, now, every_seconds, needed, what, guard, notes)
         if not isinstance(plan, Slot):
             status, done = plan, done + 1
             if cycles is None or done < cycles:
@@ -367,6 +369,7 @@ def run_staggered(
         # The last read ends by the slot's start (and starts in its interval; see above).
         _sleep_until(max(plan.interval_start, plan.start - RECHECK_SECONDS))
         fresh = members.read(quick=True)
+        reads = [*reads[-2:], (time.time(), fresh.names)]
         notes.say("api", fresh.note)
         again = None if fresh.names is None else stagger.slot_of(
             every_seconds, plan.interval, fresh.names, node, guard
@@ -378,10 +381,10 @@ def run_staggered(
                 "started on the old list)")  # fmt: skip
             status, not_before = int(ExitCode.OK), plan.interval_start + every_seconds
             continue
-        if read_at >= plan.interval_start:
-            say(f"this node read the members only after the interval of its slot began: it "
-                f"runs from the next interval on ({plan.describe()}), when its list was read "
-                "before the interval, as every member's is")  # fmt: skip
+        if not known_before(reads, plan, node, guard):
+            say(f"this node had not read the members before the interval of its slot began: "
+                f"it runs from the next interval on ({plan.describe()}), when its slot is one "
+                "it read before the interval, as every member's is")  # fmt: skip
             status, not_before = int(ExitCode.OK), plan.interval_start + every_seconds
             continue
         recorded = recorded_since(files, plan.interval_start, own_end)
@@ -401,6 +404,22 @@ def run_staggered(
                             deadline=plan.deadline)  # fmt: skip
         own_end = time.time()
     return status
+
+
+def known_before(
+    reads: Sequence[tuple[float, tuple[str, ...] | None]], slot: Slot, node: str, guard: float
+) -> bool:
+    """Whether a read done before `slot`'s interval began gave this node the same slot
+    (`run_staggered` says why a run needs one). Usually the plan's read, made right after
+    the previous run; when that came late (a slow push at the end of the last slot), the read
+    right before the previous run."""
+    for done, names in reads:
+        if done >= slot.interval_start or names is None:
+            continue
+        earlier = stagger.slot_of(slot.every, slot.interval, names, node, guard)
+        if earlier is not None and (earlier.index, earlier.members) == (slot.index, slot.members):
+            return True
+    return False
 
 
 def _plan(
