@@ -160,7 +160,6 @@ local etcdNodeRules =
       expectedOnEtcdNode: u.expectedOnEtcdNodeRecord,
     },
     hostPathScc: common.hostPathScc,
-    prepareScc: common.prepareScc,
     // The fio server's script of a distributed benchmark (components/distributed.libsonnet).
     distributedServerScript: importstr 'lib/distributed-server.sh',
   },

@@ -67,13 +67,9 @@ def test_helm_lint_is_clean_with_other_values(variant: str, tmp_path: Path) -> N
 
 def test_template_gives_probes_rules_monitors_and_dashboards() -> None:
     docs = objects()
-    assert set(of_kind(docs, "CronJob")) == {
-        "fioprobe-gp2",
-        "fioprobe-gp3",
-        "fioprobe-etcd-control-plane-0",
-        "fioprobe-etcd-control-plane-1",
-        "fioprobe-etcd-control-plane-2",
-    }
+    assert set(of_kind(docs, "CronJob")) == {"fioprobe-gp2", "fioprobe-gp3"}
+    # The etcd disks: a DaemonSet on the nodes with the role, and the stream beside it.
+    assert set(of_kind(docs, "DaemonSet")) == {"fioprobe-etcd", "fioprobe-continuous"}
     assert set(of_kind(docs, "PrometheusRule")) == {"fioprobe", "fioprobe-expected"}
     assert set(of_kind(docs, "ServiceMonitor")) == {"fioprobe-pushgateway"}
     assert set(of_kind(docs, "PodMonitor")) == {"fioprobe-continuous"}
@@ -90,12 +86,33 @@ def test_template_gives_probes_rules_monitors_and_dashboards() -> None:
     for d in dashboards.values():
         (text,) = d["data"].values()
         assert json.loads(text)["uid"], d["metadata"]["name"]
-    # Helm's own labels, and the release's namespace for everything but the etcd probes.
+    # Helm's own labels, and the release's namespace for everything but the etcd probes and
+    # what is cluster-wide (their namespace, which the chart creates, and the members' role).
+    cluster_wide = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
     for d in docs:
         assert d["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "Helm"
-        assert d["metadata"]["namespace"] in ("fioprobe", "fioprobe-etcd"), d["metadata"]
+        if d["kind"] not in cluster_wide:
+            assert d["metadata"]["namespace"] in ("fioprobe", "fioprobe-etcd"), d["metadata"]
     assert {d["kind"] for d in docs} >= {"Deployment", "Service", "PersistentVolumeClaim"}
-    assert not [d for d in docs if d["kind"] == "Namespace"]
+    (namespace,) = of_kind(docs, "Namespace").values()
+    assert namespace["metadata"]["name"] == "fioprobe-etcd"
+    assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
+
+
+def test_without_prometheus_operator_no_monitor_or_rule_is_rendered() -> None:
+    """A cluster that does not serve monitoring.coreos.com/v1 (Helm's capabilities without
+    it): applying a ServiceMonitor there fails on "no matches for kind", so none is rendered;
+    the rest is as with it."""
+    result = helm("template", "fioprobe", str(CHART), "--namespace", "fioprobe")
+    assert result.returncode == 0, result.stderr
+    docs = [d for d in yaml.safe_load_all(result.stdout) if d is not None]
+    assert not [d for d in docs if d["apiVersion"].startswith("monitoring.coreos.com/")]
+    with_operator = objects()
+    assert sorted((d["kind"], d["metadata"]["name"]) for d in docs) == sorted(
+        (d["kind"], d["metadata"]["name"])
+        for d in with_operator
+        if not d["apiVersion"].startswith("monitoring.coreos.com/")
+    )
 
 
 def test_the_release_namespace_holds_the_main_objects() -> None:
@@ -463,5 +480,16 @@ def test_helm_install_dry_run_against_the_api_server_prints_the_notes(kube: Kube
     assert result.returncode == 0, result.stderr
     notes = result.stdout.split("NOTES:", 1)[1]
     assert "is installed in namespace fioprobe" in notes
-    assert "3 etcd node CronJob(s) in namespace fioprobe-etcd" in notes
+    assert (
+        "etcd disks: a DaemonSet in namespace fioprobe-etcd on every node labelled "
+        "node-role.kubernetes.io/control-plane or node-role.kubernetes.io/master"
+    ) in notes
+    # The namespace existed before the release (created above): left as it was, its label said.
+    assert "Namespace fioprobe-etcd existed before this release" in notes
     assert "pod-security.kubernetes.io/enforce=privileged" in notes
+    # This API server has no node at all: as a managed control plane looks from inside.
+    assert "etcd's disks are not visible on this cluster" in " ".join(notes.split())
+    # This API server serves the prometheus-operator CRDs: the monitors are installed, and the
+    # notes say what kube-prometheus-stack needs to select them.
+    assert "does not serve monitoring.coreos.com/v1" not in notes
+    assert "set releaseLabel to its release name" in notes

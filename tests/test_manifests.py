@@ -179,7 +179,8 @@ def test_kube_prometheus_part_leaves_rules_and_dashboards_to_add_mixin() -> None
     assert parts["pushgateway"]["serviceMonitor"]["spec"]["endpoints"][0]["honorLabels"] is True
     ingress = parts["pushgateway"]["networkPolicy"]["spec"]["ingress"][0]["from"]
     assert {
-        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+        "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}},
     } in ingress
     example = (MANIFESTS / "kube-prometheus" / "example.jsonnet").read_text()
     assert "import 'kube-prometheus/lib/mixin.libsonnet'" in example
@@ -191,21 +192,22 @@ def test_kube_prometheus_part_leaves_rules_and_dashboards_to_add_mixin() -> None
 
 def test_every_pod_spec_is_restricted() -> None:
     workloads = {n: o for n, o in load_objects().items() if pod_spec(o) is not None}
-    # Pushgateway, 2 StorageClass CronJobs, 3 etcd CronJobs; the continuous stream: a
-    # DaemonSet on the etcd nodes and a StatefulSet per StorageClass.
-    assert len(workloads) == 9
+    # Pushgateway, 2 StorageClass CronJobs, the etcd probes' DaemonSet; the continuous stream:
+    # a DaemonSet on the etcd nodes and a StatefulSet per StorageClass.
+    assert len(workloads) == 7
     for name, obj in workloads.items():
         spec = pod_spec(obj)
         assert spec is not None
-        assert spec["automountServiceAccountToken"] is False, name
+        # The token only where the API is read: the etcd probes, to list the members by role.
+        reads_api = (obj["kind"], obj["metadata"]["name"]) == ("DaemonSet", "fioprobe-etcd")
+        assert spec["automountServiceAccountToken"] is reads_api, name
         assert spec.get("hostNetwork", False) is False, name
         assert spec.get("hostPID", False) is False and spec.get("hostIPC", False) is False
         pod_sc = spec["securityContext"]
         assert pod_sc["runAsNonRoot"] is True, name
         assert pod_sc["runAsUser"] > 0, name
         assert pod_sc["seccompProfile"] == {"type": "RuntimeDefault"}, name
-        containers = spec["containers"] + spec.get("initContainers", [])
-        for container in containers:
+        for container in spec["containers"]:
             sc = container["securityContext"]
             for key, want in RESTRICTED_CONTAINER.items():
                 assert sc.get(key) == want, f"{name}: {container['name']}: {key}"
@@ -213,22 +215,85 @@ def test_every_pod_spec_is_restricted() -> None:
             assert "privileged" not in sc or sc["privileged"] is False, name
             resources = container["resources"]
             assert resources["requests"] and resources["limits"]["memory"], name
-        # The only hostPaths allowed: the etcd probes' dedicated directory, for the etcd
-        # CronJobs and the continuous stream's DaemonSet on the same nodes, and the node's
-        # state directory for the CronJobs (their state never lives where fio writes).
+        # The one exception: the etcd pods' prepare step, root with two capabilities and no
+        # more, on exactly the pod's DirectoryOrCreate volumes.
+        created = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"]
+                   if v.get("hostPath", {}).get("type") == "DirectoryOrCreate"}  # fmt: skip
+        for container in spec.get("initContainers", []):
+            assert container["name"] == "prepare", name
+            sc = container["securityContext"]
+            assert sc["runAsUser"] == 0 and sc["runAsNonRoot"] is False, name
+            assert sc["capabilities"] == {"drop": ["ALL"], "add": ["CHOWN", "FOWNER"]}, name
+            assert sc["readOnlyRootFilesystem"] is True, name
+            assert sc["allowPrivilegeEscalation"] is False, name
+            assert sc["seccompProfile"] == {"type": "RuntimeDefault"}, name
+            mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+            assert set(mounts.values()) == set(created), name
+            assert container["command"][:4] == ["fioprobe", "prepare-dirs", "--owner", "65532"]
+            paths = container["command"][5::2]
+            assert sorted(paths) == sorted(f"{mount}={created[volume]}"
+                                           for mount, volume in mounts.items()), name  # fmt: skip
+        assert bool(spec.get("initContainers")) == bool(created), name
+        # The only hostPaths allowed: the etcd probes' dedicated directory (the probes and the
+        # stream on the same nodes), the node's state directory for the probes (their state
+        # never lives where fio writes), both created by the prepare step, and etcd's data
+        # directory, read-only, never created.
         for volume in spec["volumes"]:
             if "hostPath" in volume:
                 assert obj["metadata"]["namespace"] == "fioprobe-etcd", name
-                assert obj["kind"] == "CronJob" or (obj["kind"], obj["metadata"]["name"]) == (
-                    "DaemonSet",
-                    "fioprobe-continuous",
-                ), name
-                allowed = {"probe": "/var/lib/etcd-fioprobe", "state": "/var/lib/fioprobe/state"}
-                if obj["kind"] != "CronJob":
+                assert (obj["kind"], obj["metadata"]["name"]) in {
+                    ("DaemonSet", "fioprobe-etcd"),
+                    ("DaemonSet", "fioprobe-continuous"),
+                }, name
+                allowed = {
+                    "probe": ("/var/lib/etcd-fioprobe", "DirectoryOrCreate"),
+                    "state": ("/var/lib/fioprobe/state", "DirectoryOrCreate"),
+                    "etcd-data": ("/var/lib/etcd", "Directory"),
+                }
+                if obj["metadata"]["name"] != "fioprobe-etcd":
                     allowed.pop("state")
-                assert volume["hostPath"] == {"path": allowed[volume["name"]], "type": "Directory"}
+                path, kind = allowed[volume["name"]]
+                assert volume["hostPath"] == {"path": path, "type": kind}, name
+        for container in spec["containers"]:
+            for mount in container["volumeMounts"]:
+                if mount["name"] == "etcd-data":
+                    assert mount.get("readOnly") is True, name
     for sa in of_kind("ServiceAccount").values():
         assert sa["automountServiceAccountToken"] is False
+
+
+def test_the_etcd_probes_read_only_the_node_names_of_the_api() -> None:
+    """The one component that reads the API: its ClusterRole may get and list Nodes, nothing
+    else, bound to its own ServiceAccount; its NetworkPolicy adds the API server's ports."""
+    (role,) = of_kind("ClusterRole").values()
+    assert role["metadata"]["name"] == "fioprobe-etcd-members"
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]}]
+    (binding,) = of_kind("ClusterRoleBinding").values()
+    assert binding["roleRef"]["name"] == "fioprobe-etcd-members"
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "fioprobe-etcd", "namespace": "fioprobe-etcd"}
+    ]
+    (daemonset,) = [d for d in of_kind("DaemonSet").values()
+                    if d["metadata"]["name"] == "fioprobe-etcd"]  # fmt: skip
+    spec = daemonset["spec"]["template"]["spec"]
+    assert spec["serviceAccountName"] == "fioprobe-etcd"
+    terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert terms["nodeSelectorTerms"] == [
+        {"matchExpressions": [{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists"}]},
+        {"matchExpressions": [{"key": "node-role.kubernetes.io/master", "operator": "Exists"}]},
+    ]
+    (container,) = spec["containers"]
+    assert container["command"] == [
+        "fioprobe", "run", "--config", "/etc/fioprobe/config.yaml", "--every", "300",
+        "--members-label", "node-role.kubernetes.io/control-plane",
+        "--members-label", "node-role.kubernetes.io/master",
+    ]  # fmt: skip
+    config = _config_of(daemonset)
+    (target,) = config["targets"]
+    assert target["etcd_disk"] is True and target["etcd_data_dir"] == "/etcd-data"
+    assert target["state_dir"] == "/var/lib/fioprobe-state/etcd-disk"
+    keys = {t["key"] for t in spec["tolerations"]}
+    assert "node-role.kubernetes.io/control-plane" in keys
 
 
 def _config_of(cronjob: dict[str, Any]) -> dict[str, Any]:
@@ -248,7 +313,7 @@ def _config_of(cronjob: dict[str, Any]) -> dict[str, Any]:
 
 def test_cronjobs_are_bounded_and_spread() -> None:
     cronjobs = of_kind("CronJob")
-    assert len(cronjobs) == 5
+    assert len(cronjobs) == 2
     schedules = []
     for name, cj in cronjobs.items():
         spec = cj["spec"]
@@ -268,16 +333,8 @@ def test_cronjobs_are_bounded_and_spread() -> None:
         env = {e["name"]: e for e in container["env"]}
         assert env["NODE_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
         schedules.append((cj["metadata"]["namespace"], spec["schedule"]))
-    # Jitter: probes of one kind start at different minutes of the interval.
-    for namespace in ("fioprobe", "fioprobe-etcd"):
-        mine = [s for ns, s in schedules if ns == namespace]
-        assert len(set(mine)) == len(mine), mine
-    etcd = [cj for cj in cronjobs.values() if cj["metadata"]["namespace"] == "fioprobe-etcd"]
-    for cj in etcd:
-        spec = cj["spec"]["jobTemplate"]["spec"]["template"]["spec"]
-        assert set(spec["nodeSelector"]) == {"kubernetes.io/hostname"}
-        keys = {t["key"] for t in spec["tolerations"]}
-        assert "node-role.kubernetes.io/control-plane" in keys
+    # Jitter: the StorageClass probes start at different minutes of the interval.
+    assert len(set(schedules)) == len(schedules), schedules
 
 
 def test_probe_network_policy_allows_only_the_pushgateway_and_dns() -> None:
@@ -296,13 +353,20 @@ def test_probe_network_policy_allows_only_the_pushgateway_and_dns() -> None:
         assert spec["ingress"] == []
         # Selects every probe pod of its namespace (and no Pushgateway).
         selector = spec["podSelector"]["matchLabels"]
-        for cj in of_kind("CronJob").values():
-            if cj["metadata"]["namespace"] == namespace:
-                labels = cj["spec"]["jobTemplate"]["spec"]["template"]["metadata"]["labels"]
-                assert selector.items() <= labels.items()
+        for workload in [*of_kind("CronJob").values(), *of_kind("DaemonSet").values()]:
+            if workload["metadata"]["namespace"] == namespace:
+                template = workload["spec"].get("jobTemplate", workload)["spec"]["template"]
+                if template["metadata"]["labels"]["app.kubernetes.io/component"] == "probe":
+                    assert selector.items() <= template["metadata"]["labels"].items()
         assert not selector.items() <= pushgateway_labels.items()
         dns = [r for r in spec["egress"] if {p["port"] for p in r["ports"]} == {53}]
-        others = [r for r in spec["egress"] if r not in dns]
+        # The etcd probes read the member list from the API server: its ports, any address
+        # (apiServer.cidrs empty), nothing else.
+        api = [r for r in spec["egress"] if {p["port"] for p in r["ports"]} == {443, 6443}]
+        assert len(api) == (namespace == "fioprobe-etcd"), namespace
+        for rule in api:
+            assert "to" not in rule and {p["protocol"] for p in rule["ports"]} == {"TCP"}
+        others = [r for r in spec["egress"] if r not in dns and r not in api]
         # DNS: port 53 only, to the cluster DNS pods only (to resolve the Pushgateway name).
         assert len(dns) == 1
         assert {p["protocol"] for p in dns[0]["ports"]} == {"UDP", "TCP"}
@@ -422,7 +486,7 @@ def _local_command(cronjob: dict[str, Any], root: Path, pushgateway_url: str):
 
     Substituted, and nothing else: (1) every volume mountPath becomes a directory under
     `root` (a pod's mounts do not exist on this machine), in the command's arguments and in
-    the config's `directory`; (2) the config's pushgateway.url becomes the local
+    the config's paths; (2) the config's pushgateway.url becomes the local
     Pushgateway's (the Service name does not resolve here); (3) env from the downward API
     (spec.nodeName) is set to what the scheduler would give: the node the CronJob is pinned
     to, or a stand-in node name. Command, arguments, every other env and config key are
@@ -458,11 +522,12 @@ def _local_command(cronjob: dict[str, Any], root: Path, pushgateway_url: str):
             config["pushgateway"]["url"] = pushgateway_url
             for target in config["targets"]:
                 target["directory"] = localize(target["directory"])
-                if "state_dir" in target:
-                    target["state_dir"] = localize(target["state_dir"])
+                for key in ("state_dir", "etcd_data_dir"):
+                    if key in target:
+                        target[key] = localize(target[key])
             (paths[mount["mountPath"]] / item["path"]).write_text(yaml.safe_dump(config))
 
-    node = spec.get("nodeSelector", {}).get("kubernetes.io/hostname", "worker-test-0")
+    node = spec.get("nodeSelector", {}).get("kubernetes.io/hostname", "control-plane-test-0")
     env = {
         "PATH": f"{Path(sys.executable).parent}:/usr/sbin:/usr/bin:/sbin:/bin",
         "HOME": str(root / "home"),
@@ -475,6 +540,10 @@ def _local_command(cronjob: dict[str, Any], root: Path, pushgateway_url: str):
         else:
             raise AssertionError(f"env {item['name']}: unknown source; teach this test")
     command = [localize(arg) for arg in container["command"] + container.get("args", [])]
+    # A DaemonSet's schedule (`--every` and the members it takes turns with) is left out: one
+    # pass is what each of its slots runs (the stagger has tests of its own).
+    if "--every" in command:
+        command = command[: command.index("--every")]
     return command, env, paths, node
 
 
@@ -484,11 +553,11 @@ def _pushed(pushgateway_url: str) -> list[dict[str, Any]]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "file", ["storageclasses-cronjob-gp2.yaml", "etcd-cronjob-control-plane-0.yaml"]
-)
+@pytest.mark.parametrize("file", ["storageclasses-cronjob-gp2.yaml", "etcd-daemonset.yaml"])
 def test_cronjob_entrypoint_pushes_metrics(file: str, pushgateway: services.Service) -> None:
-    """Run exactly the CronJob's command, as its non-root user, against a real Pushgateway."""
+    """Run exactly the probe container's command (one pass), as its non-root user, against a
+    real Pushgateway; the etcd probe's data directory is on its probe directory's
+    filesystem, as on a node where the check passes."""
     # Not under pytest's tmp_path: its parent is private to root, and the probe runs as the
     # pod's non-root user, who must reach its "mounts".
     pod = Path(tempfile.mkdtemp(prefix="fioprobe-pod-"))

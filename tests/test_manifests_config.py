@@ -31,8 +31,8 @@ PREFIX = "fioprobe manifests config: "
 
 #: Keys of the top level, as every "unknown key" message at that level lists them.
 TOP_LEVEL = (
-    "configMountPath, continuous, dns, etcd, everyMinutes, failedJobsHistoryLimit, image, "
-    "monitoring, namespace, perNode, platform, probeMountPath, probeResources, probeUser, "
+    "apiServer, configMountPath, continuous, dns, etcd, everyMinutes, failedJobsHistoryLimit, "
+    "image, monitoring, namespace, perNode, platform, probeMountPath, probeResources, probeUser, "
     "profileTimeoutSeconds, pushgateway, startingDeadlineSeconds, stateHostPath, "
     "storageClasses, successfulJobsHistoryLimit, version"
 )
@@ -111,8 +111,8 @@ BAD = [
     (
         "{ etcd: { nodez: ['cp-0'] } }",
         [
-            "etcd.nodez: unknown key, did you mean nodes? (expected one of: hostPath, name, "
-            "namespace, nodes, profiles, tolerations, volume)"
+            "etcd.nodez: unknown key, did you mean nodes? (expected one of: dataDir, enabled, "
+            "hostPath, name, namespace, nodes, profiles, roleLabels, tolerations, volume)"
         ],
     ),
     (
@@ -225,8 +225,8 @@ BAD = [
     (
         "{ everyMinutes: 0, etcd: { nodez: [] }, pushgateway: { port: '9091' } }",
         [
-            "etcd.nodez: unknown key, did you mean nodes? (expected one of: hostPath, name, "
-            "namespace, nodes, profiles, tolerations, volume)",
+            "etcd.nodez: unknown key, did you mean nodes? (expected one of: dataDir, enabled, "
+            "hostPath, name, namespace, nodes, profiles, roleLabels, tolerations, volume)",
             "everyMinutes: must be a whole number of minutes that divides 60, got 0",
             'pushgateway.port: expected number, got string "9091"',
         ],
@@ -396,10 +396,13 @@ def test_per_node_probes_are_expected_by_the_prometheus_rule(tmp_path: Path) -> 
         {"storageclass": "gp3", "profile": "randread-iops"},
     ]
     (nodes,) = [r for r in standalone if r.get("record") == "node:fioprobe_per_node:info"]
-    assert "push_time_seconds" in nodes["expr"] and "kube_node" not in json.dumps(standalone)
-    # The CronJob probes and the etcd probes are expected as before, each with its own rule.
-    assert sum(r.get("record") == "probe:fioprobe_expected:info" for r in standalone) == 8
-    assert sum(r.get("alert") == "FioProbeMissing" for r in standalone) == 2
+    # No node inventory for the per-node probes (the etcd nodes have their own, by role).
+    assert "push_time_seconds" in nodes["expr"] and "kube_node_info" not in json.dumps(standalone)
+    # The CronJob probes are expected as before, each with its own rule; the etcd probes,
+    # found by role, on the etcd nodes (a rule of their own); Missing for each kind.
+    assert sum(r.get("record") == "probe:fioprobe_expected:info" for r in standalone) == 5
+    assert sum(r.get("record") == "probe:fioprobe_expected_etcd:info" for r in standalone) == 1
+    assert sum(r.get("alert") == "FioProbeMissing" for r in standalone) == 3
 
     inventory = rules({"perNodeInventory": True})
     (nodes,) = [r for r in inventory if r.get("record") == "node:fioprobe_per_node_inventory:info"]

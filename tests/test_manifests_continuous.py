@@ -62,6 +62,11 @@ def pod_labels(obj: dict[str, Any]) -> dict[str, str]:
     return obj["spec"]["template"]["metadata"]["labels"]
 
 
+def streams_of_kind(objects: dict[str, dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    """The stream workloads of one kind."""
+    return [o for o in streams(objects).values() if o["kind"] == kind]
+
+
 def workloads(objects: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {name: o for name, o in objects.items() if pod_spec(o) is not None}
 
@@ -245,42 +250,72 @@ def test_scrape_config_is_a_valid_prometheus_configuration(tmp_path: Path) -> No
 def test_etcd_stream_runs_on_the_etcd_nodes_beside_the_etcd_probes() -> None:
     config = shipped_config()
     objects = load_objects()
-    (daemonset,) = of_kind(objects, "DaemonSet")
+    (daemonset,) = streams_of_kind(objects, "DaemonSet")
     spec = pod_spec(daemonset)
     assert spec is not None
     assert daemonset["metadata"]["namespace"] == config["etcd"]["namespace"] == "fioprobe-etcd"
+    # The nodes that carry a control-plane role label, whatever they are called.
+    terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ]
+    assert terms == [
+        {"matchExpressions": [{"key": label, "operator": "Exists"}]}
+        for label in config["etcd"]["roleLabels"]
+    ]
+    assert spec["tolerations"] == config["etcd"]["tolerations"]
+    # The same nodes, tolerations and directory as the etcd probes' DaemonSet, and the same
+    # step creating it.
+    (probes,) = [
+        o
+        for o in of_kind(objects, "DaemonSet")
+        if o["metadata"]["namespace"] == config["etcd"]["namespace"] and o not in [daemonset]
+    ]
+    probe_spec = pod_spec(probes)
+    assert probe_spec is not None
+    assert probe_spec["affinity"] == spec["affinity"]
+    assert probe_spec["tolerations"] == spec["tolerations"]
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    assert volumes["probe"] == {v["name"]: v for v in probe_spec["volumes"]}["probe"]
+    assert volumes["probe"]["hostPath"] == {
+        "path": config["etcd"]["hostPath"],
+        "type": "DirectoryOrCreate",
+    }
+    (prepare,) = spec["initContainers"]
+    assert prepare["command"] == [
+        "fioprobe", "prepare-dirs", "--owner", "65532",
+        "--path", f"/prepare/probe={config['etcd']['hostPath']}",
+    ]  # fmt: skip
+    # etcd's data directory, read-only, for the same-filesystem check.
+    assert volumes["etcd-data"]["hostPath"] == {"path": "/var/lib/etcd", "type": "Directory"}
+    (container,) = spec["containers"]
+    assert {"name": "etcd-data", "mountPath": "/etcd-data", "readOnly": True} in (
+        container["volumeMounts"]
+    )
+    assert "etcd_data_dir: \"/etcd-data\"" in stream_config(objects, daemonset)["text"]
+    # One pod per node at a time: the old one has removed its file before the next starts.
+    assert daemonset["spec"]["updateStrategy"]["rollingUpdate"] == {"maxUnavailable": 1}
+    selector = daemonset["spec"]["selector"]["matchLabels"]
+    assert selector.items() <= pod_labels(daemonset).items()
+
+
+def test_etcd_stream_follows_named_etcd_nodes(tmp_path: Path) -> None:
+    """etcd.nodes names the nodes instead of the role: the stream follows them too."""
+    objects = rendered(tmp_path, {"etcd": {"nodes": ["cp-a.example.com", "cp-b.example.com"]}})
+    (daemonset,) = streams_of_kind(objects, "DaemonSet")
+    spec = pod_spec(daemonset)
+    assert spec is not None
     (term,) = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
         "nodeSelectorTerms"
     ]
     assert term == {
         "matchExpressions": [
-            {"key": "kubernetes.io/hostname", "operator": "In", "values": config["etcd"]["nodes"]}
+            {
+                "key": "kubernetes.io/hostname",
+                "operator": "In",
+                "values": ["cp-a.example.com", "cp-b.example.com"],
+            }
         ]
     }
-    assert spec["tolerations"] == config["etcd"]["tolerations"]
-    # The same nodes, tolerations and directory as the etcd CronJobs.
-    cronjobs = [
-        o
-        for o in of_kind(objects, "CronJob")
-        if o["metadata"]["namespace"] == config["etcd"]["namespace"]
-    ]
-    assert sorted(pod_spec(cj)["nodeSelector"]["kubernetes.io/hostname"] for cj in cronjobs) == (  # type: ignore[index]
-        sorted(config["etcd"]["nodes"])
-    )
-    for cj in cronjobs:
-        cj_spec = pod_spec(cj)
-        assert cj_spec is not None
-        assert cj_spec["tolerations"] == spec["tolerations"]
-        cj_volume = {v["name"]: v for v in cj_spec["volumes"]}["probe"]
-        assert {v["name"]: v for v in spec["volumes"]}["probe"] == cj_volume
-    assert {v["name"]: v for v in spec["volumes"]}["probe"]["hostPath"] == {
-        "path": config["etcd"]["hostPath"],
-        "type": "Directory",
-    }
-    # One pod per node at a time: the old one has removed its file before the next starts.
-    assert daemonset["spec"]["updateStrategy"]["rollingUpdate"] == {"maxUnavailable": 1}
-    selector = daemonset["spec"]["selector"]["matchLabels"]
-    assert selector.items() <= pod_labels(daemonset).items()
 
 
 def test_one_statefulset_per_storageclass_with_its_own_small_pvc() -> None:
@@ -552,7 +587,8 @@ def test_continuous_enabled_false_removes_everything(tmp_path: Path) -> None:
     assert _stream_files(out) == []
     for name, obj in load_objects(out).items():
         assert obj["metadata"]["labels"]["app.kubernetes.io/component"] != COMPONENT, name
-        assert obj["kind"] not in ("DaemonSet", "StatefulSet", "PodMonitor"), name
+        assert obj["kind"] not in ("StatefulSet", "PodMonitor"), name
+        assert obj["kind"] != "DaemonSet" or obj["metadata"]["name"] == "fioprobe-etcd", name
     kustomization = (tmp_path / "kustomization.yaml").read_text()
     assert "continuous" not in kustomization
     # Everything else is as before.
@@ -566,7 +602,7 @@ def test_continuous_enabled_false_removes_everything(tmp_path: Path) -> None:
     ("overrides", "kinds", "namespaces"),
     [
         ({"continuous": {"etcd": False}}, ["StatefulSet", "StatefulSet"], ["fioprobe"]),
-        ({"etcd": {"nodes": []}}, ["StatefulSet", "StatefulSet"], ["fioprobe"]),
+        ({"etcd": {"enabled": False}}, ["StatefulSet", "StatefulSet"], ["fioprobe"]),
         ({"continuous": {"storageClasses": False}}, ["DaemonSet"], ["fioprobe-etcd"]),
         ({"storageClasses": []}, ["DaemonSet"], ["fioprobe-etcd"]),
     ],
@@ -630,8 +666,12 @@ def test_stream_pods_accept_only_prometheus_on_the_metrics_port_and_connect_nowh
         assert spec["egress"] == [], name
         (rule,) = spec["ingress"]
         assert rule["ports"] == [{"protocol": "TCP", "port": 9436}]
+        # The Prometheus pods prometheus-operator runs, in any namespace.
         assert rule["from"] == [
-            {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
+            {
+                "namespaceSelector": {},
+                "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}},
+            }
         ]
     # The Pushgateway's policy admits Prometheus the same way.
     (pushgateway,) = [p for p in policies if p["metadata"]["name"] == "fioprobe-pushgateway"]
@@ -739,7 +779,7 @@ def test_etcd_stream_command_runs_and_serves_metrics() -> None:
 
 def _run_daemonset_locally(pod: Path) -> None:
     objects = load_objects()
-    (daemonset,) = of_kind(objects, "DaemonSet")
+    (daemonset,) = streams_of_kind(objects, "DaemonSet")
     spec = pod_spec(daemonset)
     assert spec is not None
     (container,) = spec["containers"]
@@ -758,10 +798,10 @@ def _run_daemonset_locally(pod: Path) -> None:
     config = yaml.safe_load(found["text"])
     for target in config["targets"]:
         target["directory"] = localize(target["directory"])
+        target["etcd_data_dir"] = localize(target["etcd_data_dir"])
     (paths["/etc/fioprobe"] / "config.yaml").write_text(yaml.safe_dump(config))
-    node = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
-        "nodeSelectorTerms"
-    ][0]["matchExpressions"][0]["values"][0]
+    # A node with the role, as the scheduler would pick.
+    node = "control-plane-test-0"
     env = {
         "PATH": f"{Path(sys.executable).parent}:/usr/sbin:/usr/bin:/sbin:/bin",
         "HOME": str(pod / "home"),

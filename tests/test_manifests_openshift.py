@@ -59,9 +59,7 @@ OVERRIDES = """{
 
 #: The objects of the hostPath probes, by kind and name: the only pods that pin IDs there.
 HOST_PATH_WORKLOADS = {
-    ("CronJob", "fioprobe-etcd-control-plane-0"),
-    ("CronJob", "fioprobe-etcd-control-plane-1"),
-    ("CronJob", "fioprobe-etcd-control-plane-2"),
+    ("DaemonSet", "fioprobe-etcd"),
     ("DaemonSet", "fioprobe-continuous"),
     ("DaemonSet", "fioprobe-node"),
 }
@@ -365,7 +363,7 @@ def test_the_scc_has_only_documented_fields(rendered: Path) -> None:
 
 def test_no_scc_without_a_hostpath_probe(tmp_path: Path) -> None:
     overrides = (
-        "{ platform: 'openshift', etcd: { nodes: [] },"
+        "{ platform: 'openshift', etcd: { enabled: false },"
         " monitoring: { prometheusRule: { enabled: false }, dashboards: { enabled: false } } }"
     )
     subprocess.run(
@@ -497,7 +495,7 @@ def test_the_scc_is_accepted_and_bound_to_the_hostpath_probes_only(
         if has_host_path(t)
     }
     assert host_path == {
-        ("fioprobe-etcd", "fioprobe"),
+        ("fioprobe-etcd", "fioprobe-etcd"),
         ("fioprobe-etcd", "fioprobe-continuous"),
         ("fioprobe-nodes", "fioprobe"),
     }
@@ -513,7 +511,7 @@ def test_the_scc_is_accepted_and_bound_to_the_hostpath_probes_only(
             assert answer.stdout.strip() == expected, (namespace, account, answer.stderr)
     # Bound in its own namespace only.
     elsewhere = kube.kubectl(
-        "auth", "can-i", *USE_SCC, "--as=system:serviceaccount:fioprobe-etcd:fioprobe",
+        "auth", "can-i", *USE_SCC, "--as=system:serviceaccount:fioprobe-etcd:fioprobe-etcd",
         "-n", "fioprobe",
     )  # fmt: skip
     assert elsewhere.stdout.strip() == "no"

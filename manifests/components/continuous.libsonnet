@@ -145,8 +145,8 @@ function(config) {
   },
 
   // --- on each etcd node -----------------------------------------------------------------
-  local etcdSecurity = common.podSecurity(c, c.probeUser, hostPath=true, prepare=true),
-  local etcdProbeVolume = etcdNodes.hostPathVolume('probe', e.hostPath),
+  local etcdSecurity = common.podSecurity(c, c.probeUser, hostPath=true),
+  local etcdProbeVolume = etcdNodes.hostPathVolume(c, 'probe', e.hostPath),
   etcd: if !etcdOn then {} else {
     serviceAccount: serviceAccount(e.namespace),
     networkPolicy: networkPolicy(e.namespace),
@@ -175,7 +175,7 @@ function(config) {
           spec: podSpec(e.name + '.yaml', etcdSecurity, {
             // The etcd probes' directory, created by the same step as theirs (whichever pod
             // starts first); the stream writes only in its own subdirectory of it.
-            initContainers: [etcdNodes.prepareContainer(c, [etcdProbeVolume])],
+            [if etcdNodes.prepares(c) then 'initContainers']: [etcdNodes.prepareContainer(c, [etcdProbeVolume])],
             containers: [container { volumeMounts+: [etcdNodes.dataDirMount] }],
             volumes+: [etcdProbeVolume, etcdNodes.dataDirVolume(c)],
             // Exactly the etcd probes' nodes.

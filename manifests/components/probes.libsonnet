@@ -279,8 +279,8 @@ function(config) {
   local etcdAccount = 'fioprobe-etcd',
   local etcdMembersRole = 'fioprobe-etcd-members',
   local etcdVolumes = [
-    etcdNodes.hostPathVolume('probe', e.hostPath),
-    etcdNodes.hostPathVolume('state', c.stateHostPath),
+    etcdNodes.hostPathVolume(c, 'probe', e.hostPath),
+    etcdNodes.hostPathVolume(c, 'state', c.stateHostPath),
   ],
 
   local etcdStateOverlap = std.startsWith(c.stateHostPath + '/', e.hostPath + '/') || std.startsWith(e.hostPath + '/', c.stateHostPath + '/'),
@@ -313,7 +313,7 @@ function(config) {
       }),
     }),
     daemonSet: {
-      local security = common.podSecurity(c, c.probeUser, hostPath=true, prepare=true),
+      local security = common.podSecurity(c, c.probeUser, hostPath=true),
       apiVersion: 'apps/v1',
       kind: 'DaemonSet',
       metadata: common.metadata(c, 'probe', etcdAccount, e.namespace, e.name),
@@ -332,7 +332,7 @@ function(config) {
             // A run in progress pushes its failure (interrupted) before the pod goes.
             terminationGracePeriodSeconds: 60,
             securityContext: security.securityContext,
-            initContainers: [etcdNodes.prepareContainer(c, etcdVolumes)],
+            [if etcdNodes.prepares(c) then 'initContainers']: [etcdNodes.prepareContainer(c, etcdVolumes)],
             containers: [container {
               command: [
                 'fioprobe',

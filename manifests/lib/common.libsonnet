@@ -32,11 +32,8 @@
   // `platform`).
   assignsIds(config):: config.platform == 'openshift',
 
-  // The SCC of the hostPath probes on OpenShift (components/openshift.libsonnet), and the one
-  // of the pods whose init container creates their node directories (uid 0 with CAP_CHOWN and
-  // CAP_FOWNER in that container only).
+  // The SCC of the hostPath probes on OpenShift (components/openshift.libsonnet).
   hostPathScc:: 'fioprobe-hostpath',
-  prepareScc:: 'fioprobe-hostpath-prepare',
 
   // A pod's securityContext, and what its template's metadata adds, on the configured platform.
   // On OpenShift every pod names the SCC it must be admitted by (openshift.io/required-scc,
@@ -44,13 +41,10 @@
   // other pod restricted-v2, the SCC that assigns an fsGroup; without the annotation an SCC
   // of higher priority that a ServiceAccount may also use (anyuid assigns no fsGroup) could
   // admit the pod with a volume it cannot write.
-  // `prepare`: the pod prepares its node directories (a hostPath pod with the prepare step).
-  podSecurity(config, user, hostPath=false, prepare=false):: {
+  podSecurity(config, user, hostPath=false):: {
     securityContext: $.podSecurityContext(user, pinIds=hostPath || !$.assignsIds(config)),
     metadata: if !$.assignsIds(config) then {} else {
-      annotations: {
-        'openshift.io/required-scc': if prepare then $.prepareScc else if hostPath then $.hostPathScc else 'restricted-v2',
-      },
+      annotations: { 'openshift.io/required-scc': if hostPath then $.hostPathScc else 'restricted-v2' },
     },
   },
 

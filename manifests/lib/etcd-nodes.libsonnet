@@ -43,9 +43,21 @@ local common = import 'common.libsonnet';
   dataDirVolume(config):: { name: 'etcd-data', hostPath: { path: config.etcd.dataDir, type: 'Directory' } },
   dataDirMount:: { name: 'etcd-data', mountPath: $.dataDirMountPath, readOnly: true },
 
-  // A node directory the deployment creates: the kubelet makes a missing one (root's, 0755),
-  // exactly this path and never a parent; the prepare step below gives it to the probe user.
-  hostPathVolume(name, path):: { name: name, hostPath: { path: path, type: 'DirectoryOrCreate' } },
+  // Whether the deployment creates the node directories (the prepare step below). Not on
+  // OpenShift: there a container may write only files labelled container_file_t, the kubelet
+  // does not relabel hostPath volumes, and changing a label needs SELinux relabel permissions
+  // that no SCC should give a pod; the MachineConfig that creates the directories labels them
+  // (docs/MANIFESTS.md, OpenShift).
+  prepares(config):: config.platform != 'openshift',
+
+  // A node directory of the etcd pods: where the deployment creates it, DirectoryOrCreate (the
+  // kubelet makes a missing one, root's, 0755, exactly this path and never a parent; the
+  // prepare step gives it to the probe user); else Directory (the kubelet creates nothing).
+  hostPathVolume(config, name, path):: {
+    name: name,
+    hostPath: { path: path, type: if $.prepares(config) then 'DirectoryOrCreate' else 'Directory' },
+  },
+
 
   // The one privileged step (docs/SAFETY.md, "Node directories"): uid 0 with only CAP_CHOWN and
   // CAP_FOWNER, on exactly the mounted directories, before the probe's own container starts.

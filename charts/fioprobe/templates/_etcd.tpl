@@ -3,6 +3,25 @@ What the pods on the etcd nodes share (lib/etcd-nodes.libsonnet): the nodes they
 members of the stagger, the step that creates their node directories, etcd's data directory.
 */}}
 
+{{/* Whether the deployment creates the node directories (not on OpenShift: SELinux labels): "true" or "". */}}
+{{- define "fioprobe.etcdPrepares" -}}
+{{- if ne .Values.platform "openshift" }}true{{ end -}}
+{{- end }}
+
+{{/* A node directory of the etcd pods, as JSON: (dict "root" $ "name" n "path" p). */}}
+{{- define "fioprobe.etcdHostPath" -}}
+{{- toJson (dict "name" .name "hostPath" (dict "path" .path "type" (ternary "DirectoryOrCreate" "Directory" (eq (include "fioprobe.etcdPrepares" .root) "true")))) -}}
+{{- end }}
+
+{{/* The init containers of an etcd pod, as a JSON list: the prepare step, or none. (dict "root" $ "volumes" list). */}}
+{{- define "fioprobe.etcdInitContainers" -}}
+{{- if include "fioprobe.etcdPrepares" .root -}}
+{{- toJson (list (include "fioprobe.prepareContainer" . | fromJson)) -}}
+{{- else -}}
+[]
+{{- end -}}
+{{- end }}
+
 {{/* Found by role when etcd.nodes is empty: "true" or "". */}}
 {{- define "fioprobe.etcdByRole" -}}
 {{- if not .Values.etcd.nodes }}true{{ end -}}

@@ -77,7 +77,7 @@ release=<releaseLabel> for kube-prometheus-stack's selectors (true: this release
 
 {{/*
 Pod securityContext and template annotations on the platform (lib/common.libsonnet
-podSecurity): (dict "root" $ "user" uid "hostPath" bool "prepare" bool). Renders {"securityContext": ...,
+podSecurity): (dict "root" $ "user" uid "hostPath" bool). Renders {"securityContext": ...,
 "annotations": ...} as JSON for fromJson.
 */}}
 {{- define "fioprobe.podSecurity" -}}
@@ -90,9 +90,7 @@ podSecurity): (dict "root" $ "user" uid "hostPath" bool "prepare" bool). Renders
 {{- end -}}
 {{- $annotations := dict -}}
 {{- if $openshift -}}
-{{- $scc := ternary (include "fioprobe.hostPathScc" .) "restricted-v2" (not (not .hostPath)) -}}
-{{- if .prepare }}{{ $scc = (.root.Files.Get "files/derived.json" | fromJson).prepareScc }}{{ end -}}
-{{- $_ := set $annotations "openshift.io/required-scc" $scc -}}
+{{- $_ := set $annotations "openshift.io/required-scc" (ternary (include "fioprobe.hostPathScc" .) "restricted-v2" (not (not .hostPath))) -}}
 {{- end -}}
 {{- toJson (dict "securityContext" $ctx "annotations" $annotations) -}}
 {{- end }}
