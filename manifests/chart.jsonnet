@@ -11,9 +11,11 @@
 //   monitoring.mixinConfig the rules and dashboards are rendered here, not at install time:
 //                          a changed threshold needs the mixin rendered again (manifests)
 //   everyMinutes           only the intervals rendered below
-// and two of its own: releaseLabel (the label kube-prometheus-stack's selectors match) and
-// benchmarks (distributed benchmarks, components/distributed.libsonnet's argument, each
-// rendered as manifests/distributed.jsonnet renders it).
+// and three of its own: releaseLabel (the label kube-prometheus-stack's selectors match),
+// defaultStorageClass (what is probed when storageClasses is empty: the cluster's default
+// class, looked up at install) and benchmarks (distributed benchmarks,
+// components/distributed.libsonnet's argument, each rendered as manifests/distributed.jsonnet
+// renders it). Its storageClasses default to none.
 local common = import 'lib/common.libsonnet';
 local defaults = import 'lib/defaults.libsonnet';
 local monitoringConfig = import 'lib/monitoring-config.libsonnet';
@@ -65,13 +67,30 @@ local schema = defaults {
   // only monitors and rules labelled release=<its own release>).
   '#releaseLabel':: 'Adds release=<value> to the ServiceMonitor, PodMonitor and PrometheusRules: a kube-prometheus-stack release name, or true for this release (false: none).',
   releaseLabel: p.check(p.oneOf(false, ['boolean', 'string']), function(v) true, '', {}),
+  // The first install probes what the cluster has: with no storageClasses given, the
+  // cluster's default StorageClass, found at install time (Helm's lookup; `helm template`
+  // cannot ask a cluster and renders none), labelled with its real name and the volume type its
+  // provisioner and parameters say (EBS CSI, in-tree EBS, Ceph RBD), else `unknown`.
+  '#defaultStorageClass':: "With storageClasses empty: probe the cluster's default StorageClass, found at install (helm install/upgrade; not helm template).",
+  defaultStorageClass: {
+    '#enabled':: 'Probe it (a CronJob with its own PVC, and a stream).',
+    enabled: true,
+    '#size':: "Size of the probe's PVC (gp2's baseline depends on it), a quantity.",
+    size: p.check('20Gi', function(v) true, '', { pattern: '^[0-9]+([.][0-9]+)?(Ki|Mi|Gi|Ti|K|M|G|T)?$' }),
+    '#profiles':: 'Profiles to run on it (names of jobs/*.fio).',
+    profiles: p.list('string', ['etcd-fsync', 'randread-iops']),
+  },
   '#benchmarks':: 'Distributed benchmarks (`fioprobe distributed`, docs/DISTRIBUTED.md): each runs its fio servers (a StatefulSet with a PVC each), one client Job and their NetworkPolicies while it is in the values; remove it (helm upgrade) to delete them, PVCs included unless keepVolumes.',
   benchmarks: p.list(benchmark, []),
 };
 
 local config = monitoringConfig.merged(import 'config.libsonnet');
+// The chart's defaults are the manifests' but storageClasses: the manifests' example classes
+// (gp2, gp3) exist on few clusters, so the chart names none and probes the default class.
 local values = { [k]: config[k] for k in std.objectFields(config) if k != 'namespace' } + {
   monitoring+: { mixinConfig:: null },
+  storageClasses: [],
+  defaultStorageClass: { enabled: true, size: '20Gi', profiles: ['etcd-fsync', 'randread-iops'] },
   releaseLabel: false,
   benchmarks: [],
 };

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,23 @@ kube = apiserver.kube
 def _helm() -> None:
     if not HELM.exists():
         pytest.fail(f"{HELM} missing: run `make setup` (scripts/setup.d/34-helm.sh)")
+
+
+#: The StorageClasses of manifests/config.libsonnet's example (the chart names none).
+EXAMPLE_CLASSES: dict[str, Any] = {
+    "storageClasses": [
+        {
+            "name": "gp2",
+            "volume": {"type": "gp2", "size": "100Gi", "provisioner": "ebs.csi.aws.com"},
+            "profiles": ["etcd-fsync", "randread-iops", "burst-ceiling"],
+        },
+        {
+            "name": "gp3",
+            "volume": {"type": "gp3", "size": "20Gi", "iops": 3000, "throughput": "125Mi"},
+            "profiles": ["etcd-fsync", "randread-iops"],
+        },
+    ]
+}
 
 
 def objects(values: dict[str, Any] | None = None, namespace: str = "fioprobe") -> list[dict]:
@@ -66,7 +84,7 @@ def test_helm_lint_is_clean_with_other_values(variant: str, tmp_path: Path) -> N
 
 
 def test_template_gives_probes_rules_monitors_and_dashboards() -> None:
-    docs = objects()
+    docs = objects(EXAMPLE_CLASSES)
     assert set(of_kind(docs, "CronJob")) == {"fioprobe-gp2", "fioprobe-gp3"}
     # The etcd disks: a DaemonSet on the nodes with the role, and the stream beside it.
     assert set(of_kind(docs, "DaemonSet")) == {"fioprobe-etcd", "fioprobe-continuous"}
@@ -315,8 +333,9 @@ def _schema_paths(schema: dict[str, Any], path: str = "") -> set[str]:
 
 def test_the_chart_has_the_manifests_keys_but_the_helm_ones() -> None:
     """Every key of lib/defaults.libsonnet is a value, but the two the chart leaves to Helm
-    (the namespace, the mixin's config); its own are releaseLabel and benchmarks (the
-    argument of components/distributed.libsonnet, not a configuration key)."""
+    (the namespace, the mixin's config); its own are releaseLabel, defaultStorageClass (what
+    it probes when storageClasses names none) and benchmarks (the argument of
+    components/distributed.libsonnet, not a configuration key)."""
     rows = subprocess.run(
         [str(GO_JSONNET), "-J", str(REPO), "-e",
          "[r.key for r in (import 'manifests/lib/params.libsonnet')"
@@ -333,7 +352,9 @@ def test_the_chart_has_the_manifests_keys_but_the_helm_ones() -> None:
         return parent == "" or any(k.startswith(parent + ".") for k in manifest_keys)
 
     own = {k for k in chart_keys - manifest_keys if documented(k)}
-    assert {k for k in own if not k.startswith("benchmarks[].")} == {"releaseLabel", "benchmarks"}
+    assert {
+        k for k in own if not k.startswith(("benchmarks[].", "defaultStorageClass."))
+    } == {"releaseLabel", "benchmarks", "defaultStorageClass"}
     values = yaml.safe_load((CHART / "values.yaml").read_text())
     assert set(values) == {k for k in chart_keys if "." not in k and "[]" not in k}
 
@@ -493,3 +514,83 @@ def test_helm_install_dry_run_against_the_api_server_prints_the_notes(kube: Kube
     # notes say what kube-prometheus-stack needs to select them.
     assert "does not serve monitoring.coreos.com/v1" not in notes
     assert "set releaseLabel to its release name" in notes
+
+
+def _install_dry_run(kube: Kube, *values: str) -> tuple[list[dict[str, Any]], str]:
+    """`helm install --dry-run=server` against the API server: the objects and the notes."""
+    for name in NAMESPACES:
+        created = kube.kubectl("create", "namespace", name)
+        assert created.returncode == 0 or "AlreadyExists" in created.stderr, created.stderr
+    result = helm(
+        "install", "fioprobe", str(CHART), "--namespace", "fioprobe", "--dry-run=server",
+        "--kubeconfig", str(kube.kubeconfig), *values,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    manifest, notes = result.stdout.split("NOTES:", 1)
+    manifest = manifest.split("MANIFEST:", 1)[1]
+    docs = [d for d in yaml.safe_load_all(manifest) if d is not None]
+    return docs, " ".join(notes.split())
+
+
+@pytest.mark.slow
+def test_the_default_storageclass_is_probed_by_its_name_and_type(kube: Kube) -> None:
+    """No storageClasses given: the cluster's default StorageClass, looked up at install, is
+    probed as if it had been named (its CronJob, PVC, stream and expected rules), with the
+    volume model its provisioner and parameters say; the newest of two defaults wins, as
+    Kubernetes picks it; with no default, nothing is probed and the notes say why."""
+    classes = [
+        ("fioprobe-test-old-default", "true", {"type": "gp2"}),
+        ("fioprobe-test-ebs", "true", {"type": "gp3", "iops": "4000", "throughput": "250"}),
+        ("fioprobe-test-other", "false", {"type": "io2", "iops": "9000"}),
+    ]
+    try:
+        for name, default, parameters in classes:
+            storageclass = {
+                "apiVersion": "storage.k8s.io/v1",
+                "kind": "StorageClass",
+                "metadata": {
+                    "name": name,
+                    "annotations": {"storageclass.kubernetes.io/is-default-class": default},
+                },
+                "provisioner": "ebs.csi.aws.com",
+                "parameters": parameters,
+            }
+            kube.apply(storageclass)
+            time.sleep(1.1)  # creationTimestamp has whole seconds: the next one is newer
+        docs, notes = _install_dry_run(kube)
+        name = "fioprobe-test-ebs"
+        assert set(of_kind(docs, "CronJob")) == {f"fioprobe-{name}"}
+        pvc = of_kind(docs, "PersistentVolumeClaim")[f"fioprobe-{name}"]
+        assert pvc["spec"]["storageClassName"] == name
+        assert pvc["spec"]["resources"]["requests"]["storage"] == "20Gi"
+        assert set(of_kind(docs, "StatefulSet")) == {f"fioprobe-continuous-{name}"}
+        config = yaml.safe_load(of_kind(docs, "ConfigMap")["fioprobe-config"]["data"][f"{name}.yaml"])
+        (target,) = config["targets"]
+        assert target["name"] == name
+        assert target["volume"] == {
+            "type": "gp3", "size": "20Gi", "iops": 4000, "throughput": "250Mi",
+            "provisioner": "ebs.csi.aws.com", "dedicated": True,
+        }  # fmt: skip
+        assert [p if isinstance(p, str) else p["name"] for p in target["profiles"]] == [
+            "etcd-fsync", "randread-iops",
+        ]  # fmt: skip
+        expected = of_kind(docs, "PrometheusRule")["fioprobe-expected"]["spec"]["groups"][0]
+        assert {"storageclass": name, "profile": "etcd-fsync"} in [
+            r.get("labels") for r in expected["rules"]
+        ]
+        assert f"({name}, volume type gp3)" in notes
+        assert "is the cluster's default StorageClass, found at install" in notes
+
+        # No default any more: nothing probed, and the notes say so.
+        for old, _, _ in classes[:2]:
+            done = kube.kubectl(
+                "annotate", "--overwrite", "storageclass", old,
+                "storageclass.kubernetes.io/is-default-class=false",
+            )  # fmt: skip
+            assert done.returncode == 0, done.stderr
+        docs, notes = _install_dry_run(kube)
+        assert of_kind(docs, "CronJob") == {} and of_kind(docs, "StatefulSet") == {}
+        assert "No StorageClass is probed: the cluster has no default StorageClass" in notes
+    finally:
+        for name, _, _ in classes:
+            kube.kubectl("delete", "storageclass", name, "--ignore-not-found")

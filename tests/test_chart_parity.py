@@ -14,6 +14,7 @@ each probe interval of the chart, monitoring toggles and labels, another namespa
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import shutil
 import subprocess
@@ -177,9 +178,26 @@ VARIANTS: dict[str, dict[str, Any]] = {
 NAMESPACES = {"default": "fioprobe", "other-namespace": "storage-probes"}
 
 
+@functools.cache
+def _example_storage_classes() -> list[dict[str, Any]]:
+    """manifests/config.libsonnet's StorageClasses: the chart names none by default (it probes
+    the cluster's default class, which `helm template` cannot look up), so each layer gives
+    both renderings the manifests' example classes."""
+    done = subprocess.run(
+        [str(REPO / ".tools" / "bin" / "go-jsonnet"), "-J", str(REPO), "-e",
+         "(import 'manifests/config.libsonnet').storageClasses"],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    classes: list[dict[str, Any]] = json.loads(done.stdout)
+    return classes
+
+
 def _values(overrides: dict[str, Any]) -> dict[str, Any]:
-    """The chart's values for a manifests layer: the same, less the manifests' `namespace`."""
-    return {k: v for k, v in overrides.items() if k != "namespace"}
+    """The chart's values for a manifests layer: the same, less the manifests' `namespace`,
+    with the manifests' example StorageClasses where the layer names none."""
+    values = {k: v for k, v in overrides.items() if k != "namespace"}
+    values.setdefault("storageClasses", _example_storage_classes())
+    return values
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -271,7 +289,7 @@ def test_in_another_namespace_too(tmp_path: Path) -> None:
 
 def test_a_field_changed_on_one_side_is_a_difference(tmp_path: Path) -> None:
     """The comparison sees a changed field, a missing object and an extra label."""
-    chart = chart_objects({})
+    chart = chart_objects(_values({}))
     manifests = manifest_objects({}, tmp_path)
     assert compare(chart, manifests) == []
     changed = copy.deepcopy(chart)
@@ -296,5 +314,7 @@ def test_a_template_changed_alone_fails_the_comparison(tmp_path: Path) -> None:
     template.write_text(
         text.replace("terminationGracePeriodSeconds: 30", "terminationGracePeriodSeconds: 31")
     )
-    problems = compare(chart_objects({}, chart=chart), manifest_objects({}, tmp_path / "out"))
+    problems = compare(
+        chart_objects(_values({}), chart=chart), manifest_objects({}, tmp_path / "out")
+    )
     assert problems and all("terminationGracePeriodSeconds" in p for p in problems), problems

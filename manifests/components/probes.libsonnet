@@ -272,7 +272,7 @@ function(config) {
   // its pod without a new install; and the members' runs must never overlap (a probe adds IO
   // to one member of the quorum at a time), which needs every member to know the others:
   // each pod lists them (by role, through the API, or the named ones) and runs only in its
-  // own slot of the interval (exporter/fioprobe/probe/stagger.py).
+  // own slot of the interval (exporter/fioprobe/probe/stagger.py, slot.py).
   local e = c.etcd,
   local etcdNodes = import '../lib/etcd-nodes.libsonnet',
   local byRole = etcdNodes.byRole(c),
@@ -320,7 +320,7 @@ function(config) {
       spec: {
         selector: { matchLabels: common.selectorLabels('probe', e.name) },
         // One member at a time, as its runs: a new pod continues from the state on the node
-        // and waits for its slot.
+        // and runs from the interval after the one it started in.
         updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1 } },
         template: {
           metadata: { labels: common.labels(c, 'probe', e.name) } + security.metadata,

@@ -3,13 +3,18 @@
 // up to `pushgateway.groupsPerReplica` groups with a push p99 well under the push timeout.
 {
   // Every Pushgateway group the configuration pushes: StorageClass CronJobs (one group per
-  // profile), etcd disks (per node and profile), and the per-node mode (per expected node,
-  // per local disk or StorageClass, per profile).
+  // profile), etcd disks (per node and profile: the named nodes, or, found by role, an HA
+  // control plane's 3), and the per-node mode (per expected node, per local disk or
+  // StorageClass, per profile).
+  etcdMembersByRole:: 3,
   expectedGroups(c)::
     local profiles(list) = std.foldl(function(sum, t) sum + std.length(t.profiles), list, 0);
     local p = c.perNode;
+    local etcdNodes = if !c.etcd.enabled then 0
+    else if std.length(c.etcd.nodes) > 0 then std.length(c.etcd.nodes)
+    else $.etcdMembersByRole;
     profiles(c.storageClasses)
-    + std.length(c.etcd.nodes) * std.length(c.etcd.profiles)
+    + etcdNodes * std.length(c.etcd.profiles)
     + (if p.enabled then p.expectedNodes * (profiles(p.localDisks) + profiles(p.storageClasses)) else 0),
 
   // A push costs the Pushgateway about `pushCostPerGroupSeconds` per group it already holds

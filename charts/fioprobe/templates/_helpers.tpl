@@ -173,8 +173,9 @@ null
 {{/* Every Pushgateway group the configuration pushes (lib/sizing.libsonnet expectedGroups). */}}
 {{- define "fioprobe.expectedGroups" -}}
 {{- $n := 0 -}}
-{{- range .Values.storageClasses }}{{ $n = add $n (len .profiles) }}{{ end -}}
-{{- $n = add $n (mul (len .Values.etcd.nodes) (len .Values.etcd.profiles)) -}}
+{{- range include "fioprobe.storageClasses" . | fromJsonArray }}{{ $n = add $n (len .profiles) }}{{ end -}}
+{{- $etcdNodes := ternary (ternary (len .Values.etcd.nodes) 3 (gt (len .Values.etcd.nodes) 0)) 0 .Values.etcd.enabled -}}
+{{- $n = add $n (mul $etcdNodes (len .Values.etcd.profiles)) -}}
 {{- if .Values.perNode.enabled -}}
 {{- $per := 0 -}}
 {{- range concat .Values.perNode.localDisks .Values.perNode.storageClasses }}{{ $per = add $per (len .profiles) }}{{ end -}}
@@ -448,4 +449,66 @@ Without the API, applying them would fail on "no matches for kind": the notes sa
 */}}
 {{- define "fioprobe.operator" -}}
 {{- if and .Values.monitoring.operator (.Capabilities.APIVersions.Has "monitoring.coreos.com/v1") }}true{{ end -}}
+{{- end }}
+
+{{/*
+The StorageClasses probed, as a JSON list of storageClasses entries: the configured ones, or,
+with none and defaultStorageClass.enabled, the cluster's default StorageClass as Helm's lookup
+finds it at install (the newest of several defaults, as Kubernetes picks it; none under `helm
+template`), named as it is, with the volume type its provisioner and parameters say.
+*/}}
+{{- define "fioprobe.storageClasses" -}}
+{{- $v := .Values -}}
+{{- $d := $v.defaultStorageClass -}}
+{{- if or $v.storageClasses (not $d.enabled) -}}
+{{- toJson $v.storageClasses -}}
+{{- else -}}
+{{- with include "fioprobe.defaultStorageClass" . | fromJson -}}
+{{- toJson (list (dict "name" .metadata.name "volume" (include "fioprobe.volumeOfClass" (dict "class" . "size" $d.size) | fromJson) "profiles" $d.profiles)) -}}
+{{- else -}}
+[]
+{{- end -}}
+{{- end -}}
+{{- end }}
+
+{{/* The cluster's default StorageClass (lookup), as JSON; {} where there is none or no cluster. */}}
+{{- define "fioprobe.defaultStorageClass" -}}
+{{- $found := dict -}}
+{{- range (lookup "storage.k8s.io/v1" "StorageClass" "" "").items | default list -}}
+{{- $annotations := .metadata.annotations | default dict -}}
+{{- $default := or (eq (get $annotations "storageclass.kubernetes.io/is-default-class") "true") (eq (get $annotations "storageclass.beta.kubernetes.io/is-default-class") "true") -}}
+{{- if and $default (gt (dig "metadata" "creationTimestamp" "" .) (dig "metadata" "creationTimestamp" "" $found)) -}}
+{{- $found = . -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $found -}}
+{{- end }}
+
+{{/*
+fioprobe's volume model of a StorageClass object: (dict "class" obj "size" quantity). EBS (CSI
+or in-tree): parameters.type (CSI's default gp3, in-tree's gp2), with provisioned iops
+(parameters.iops, or iopsPerGB times the size) and gp3's throughput (MiB/s); io1/io2 without
+either are `unknown` (their model needs the IOPS). Ceph RBD (any *rbd.csi.ceph.com): ceph-rbd.
+*/}}
+{{- define "fioprobe.volumeOfClass" -}}
+{{- $class := .class -}}
+{{- $parameters := $class.parameters | default dict -}}
+{{- $provisioner := $class.provisioner | default "" -}}
+{{- $volume := dict "type" "unknown" "size" .size "provisioner" $provisioner "dedicated" true -}}
+{{- if has $provisioner (list "ebs.csi.aws.com" "kubernetes.io/aws-ebs") -}}
+{{- $type := lower (get $parameters "type" | default (ternary "gp3" "gp2" (eq $provisioner "ebs.csi.aws.com"))) -}}
+{{- $sizeGiB := div (int64 (include "fioprobe.quantityBytes" .size | float64)) 1073741824 -}}
+{{- $iops := get $parameters "iops" | default "" -}}
+{{- if and (not $iops) (get $parameters "iopsPerGB") }}{{ $iops = toString (mul (int64 (get $parameters "iopsPerGB")) $sizeGiB) }}{{ end -}}
+{{- if has $type (list "gp2" "gp3" "st1" "sc1") -}}
+{{- $_ := set $volume "type" $type -}}
+{{- else if and (has $type (list "io1" "io2")) $iops -}}
+{{- $_ := set $volume "type" $type -}}
+{{- end -}}
+{{- if and $iops (has $type (list "gp3" "io1" "io2")) }}{{ $_ := set $volume "iops" (int64 $iops) }}{{ end -}}
+{{- with get $parameters "throughput" }}{{ if eq $type "gp3" }}{{ $_ := set $volume "throughput" (printf "%sMi" .) }}{{ end }}{{ end -}}
+{{- else if hasSuffix "rbd.csi.ceph.com" $provisioner -}}
+{{- $_ := set $volume "type" "ceph-rbd" -}}
+{{- end -}}
+{{- toJson $volume -}}
 {{- end }}
