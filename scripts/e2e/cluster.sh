@@ -34,7 +34,8 @@ CACHE_ROOT=${XDG_CACHE_HOME:-$HOME/.cache}/fioprobe-e2e
 
 # Addresses: private ranges of our own, nothing else on this machine uses them.
 NODE_IP=10.213.0.1
-NODE_NAME=${FIOPROBE_E2E_NODE:-control-plane-0}
+# A name no default of fioprobe mentions: the etcd probes find the node by its role label.
+NODE_NAME=${FIOPROBE_E2E_NODE:-e2e-cp-a}
 POD_CIDR=10.213.64.0/24
 SERVICE_CIDR=10.213.128.0/24
 API_SERVICE_IP=10.213.128.1
@@ -626,6 +627,10 @@ up() {
   control_plane_up
   images
   node_up
+  # The control-plane role, as kubeadm labels its nodes (the kubelet may not set
+  # node-role.kubernetes.io/* on itself; the admin does): fioprobe's etcd probes find it by
+  # this label. No taint: the single node also runs every other pod.
+  kubectl label node "$NODE_NAME" node-role.kubernetes.io/control-plane= >/dev/null
   addons_up
   storage_up
   local_path_up

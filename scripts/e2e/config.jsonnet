@@ -13,6 +13,8 @@ function(run) {
   //                 modelled as io2, whose fsync p99 threshold is 5 ms
   //   e2e-full      a 16 MiB filesystem with 2 MiB free: less than the profile's budget
   //   e2e-readonly  a filesystem mounted read-only (as after ext4's errors=remount-ro)
+  //   e2e-unbound   no volume at all (no StorageClass of that name): its probe never runs,
+  //                 the deployed probe that is Missing
   storageClasses: (import 'manifests/config.libsonnet').storageClasses + [
     {
       name: 'e2e-slow',
@@ -29,15 +31,22 @@ function(run) {
       volume: { type: 'unknown', size: '1Gi', provisioner: 'kubernetes.io/no-provisioner' },
       profiles: ['etcd-fsync'],
     },
+    {
+      name: 'e2e-unbound',
+      volume: { type: 'unknown', size: '1Gi', provisioner: 'kubernetes.io/no-provisioner' },
+      profiles: ['etcd-fsync'],
+    },
   ],
 
-  // The node's etcd disk is slow too (a second FUSE filesystem with 15 ms per fsync); the probe
-  // directory on it is prepared as docs/MANIFESTS.md says. The node list stays as shipped: the
-  // cluster's one node is control-plane-0, the other two are the "missing node" case.
-  etcd: { hostPath: run + '/disks/etcd/etcd-fioprobe' },
+  // The node's etcd disk is slow too (a second FUSE filesystem with 15 ms per fsync). The etcd
+  // probes find the node by its role label, as shipped (scripts/e2e/cluster.sh labels it); a
+  // directory on that disk stands for etcd's data (the e2e's own etcd keeps its data elsewhere),
+  // so the probe directory beside it passes the same-filesystem check. The deployment creates
+  // the probe directory (its prepare step).
+  etcd: { hostPath: run + '/disks/etcd/etcd-fioprobe', dataDir: run + '/disks/etcd/data' },
 
-  // The node-local probes keep their state on the node, beside (not on) the probed disk:
-  // a directory of the run, prepared by scripts/e2e/run.sh as docs/MANIFESTS.md says.
+  // The node-local probes keep their state on the node, beside (not on) the probed disk: a
+  // directory of the run, created by the deployment.
   stateHostPath: run + '/state',
 
   // Two failed runs in a row instead of three before FioProbeFailing fires: the root-owned etcd

@@ -88,13 +88,16 @@ kubectl_() { "$REPO/.tools/kube/bin/kubectl" "$@"; }
 
 # The configuration a user would write: the repository's config.libsonnet with the overrides
 # of scripts/e2e/config.jsonnet (a one-minute interval, a StorageClass per fault, the etcd probe
-# directory on the node's slow etcd disk that cluster.sh mounted).
+# directory on the node's slow etcd disk that cluster.sh mounted; the etcd node found by its
+# role label).
 etcd_dir=$RUN/disks/etcd/etcd-fioprobe
 bash scripts/generate.d/30-manifests.sh "$RUN/manifests" \
   --tla-code "overrides=(import 'scripts/e2e/config.jsonnet')('$RUN')"
-# docs/MANIFESTS.md: the etcd probe directory and the state directory are prepared once per
-# node.
-install -d -o 65532 -g 65532 -m 0700 "$etcd_dir" "$RUN/state"
+# The etcd probe directory and the state directory are created by the deployment (its prepare
+# step); they must not exist before (tests/e2e checks owner and mode afterwards). The directory
+# standing for etcd's data is the node's, as on a control-plane node.
+[[ ! -e $etcd_dir && ! -e $RUN/state ]] || { say "$etcd_dir or $RUN/state exists before the install"; exit 1; }
+mkdir -p "$RUN/disks/etcd/data"
 
 kubectl_ apply --server-side -f "$REPO/.tools/kube/crds" >/dev/null
 # `kubectl wait` fails at once ("accessor error: <nil>") on a CRD the apiserver has not given

@@ -1,5 +1,6 @@
 """The shipped manifests, applied as docs/MANIFESTS.md says, on a real node: every CronJob fires
-on its own schedule, fio runs as the non-root user on PVCs with fsGroup and on the etcd
+on its own schedule, the etcd probes' DaemonSet finds the node by its role label and creates
+its node directories, fio runs as the non-root user on PVCs with fsGroup and on the etcd
 hostPath under a read-only root filesystem, and the results reach the Pushgateway and
 Prometheus (the failures of the probes of the full and the read-only volume too)."""
 
@@ -12,11 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from conftest import (
+    ETCD_DAEMONSET,
     ETCD_NAMESPACE,
     FAILING_CLASSES,
     NAMESPACE,
     NODE,
     SLOW_CLASS,
+    UNBOUND_CLASS,
     Kube,
     Measurements,
     expected_groups,
@@ -35,15 +38,8 @@ FIRST_RUN_TIMEOUT = 420
 
 
 def cronjobs(kube: Kube) -> list[dict[str, Any]]:
-    items = []
-    for namespace in (NAMESPACE, ETCD_NAMESPACE):
-        items.extend(kube.json("cronjob", "-n", namespace)["items"])
+    items: list[dict[str, Any]] = kube.json("cronjob", "-n", NAMESPACE)["items"]
     return items
-
-
-def pinned_node(cronjob: dict[str, Any]) -> str | None:
-    spec = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]
-    return (spec.get("nodeSelector") or {}).get("kubernetes.io/hostname")
 
 
 def test_first_metric_arrives(
@@ -64,15 +60,16 @@ def test_every_cronjob_fires_on_its_own(kube: Kube) -> None:
     its failure)."""
     jobs = cronjobs(kube)
     failing = {f"fioprobe-{name}" for name in FAILING_CLASSES}
-    assert {j["metadata"]["name"] for j in jobs} >= {
+    assert {j["metadata"]["name"] for j in jobs} == {
         "fioprobe-gp2",
         "fioprobe-gp3",
         f"fioprobe-{SLOW_CLASS}",
+        f"fioprobe-{UNBOUND_CLASS}",
         *failing,
     }
-    runnable = [j for j in jobs if pinned_node(j) in (None, NODE)]
-    # gp2, gp3, the three fault classes and this node's etcd disk
-    assert len(runnable) == 6, [j["metadata"]["name"] for j in runnable]
+    # gp2, gp3 and the fault classes whose volume exists
+    runnable = [j for j in jobs if j["metadata"]["name"] != f"fioprobe-{UNBOUND_CLASS}"]
+    assert len(runnable) == 5, [j["metadata"]["name"] for j in runnable]
     for cronjob in runnable:
         name, namespace = cronjob["metadata"]["name"], cronjob["metadata"]["namespace"]
         outcome = "Failed" if name in failing else "Complete"
@@ -100,25 +97,49 @@ def test_every_cronjob_fires_on_its_own(kube: Kube) -> None:
                 assert owners and owners[0]["kind"] == "CronJob", job["metadata"]
 
 
-def test_probes_for_missing_nodes_stay_pending(kube: Kube) -> None:
-    """The configured nodes control-plane-1 and -2 do not exist here: their pods are never
-    scheduled (no fio runs anywhere else), and say why."""
-    missing = [j for j in cronjobs(kube) if pinned_node(j) not in (None, NODE)]
-    assert missing
+def test_a_probe_without_a_volume_stays_pending(kube: Kube) -> None:
+    """The StorageClass e2e-unbound does not exist here: its probe's PVC never binds, its pods
+    are never scheduled (no fio runs anywhere), and say why."""
 
     def pending_pods() -> list[dict[str, Any]]:
-        pods = kube.json("pod", "-n", ETCD_NAMESPACE)["items"]
+        pods = kube.json("pod", "-n", NAMESPACE)["items"]
         return [
             p
             for p in pods
-            if p["spec"].get("nodeSelector", {}).get("kubernetes.io/hostname") not in (None, NODE)
+            if p["metadata"]["labels"].get("app.kubernetes.io/instance") == UNBOUND_CLASS
         ]
 
-    pods = kube.wait(pending_pods, 180, "pods of the CronJobs pinned to missing nodes")
+    pods = kube.wait(pending_pods, 180, f"a pod of the CronJob of {UNBOUND_CLASS}")
     for pod in pods:
         assert pod["status"]["phase"] == "Pending", pod["status"]
         conditions = {c["type"]: c for c in pod["status"].get("conditions", [])}
         assert conditions["PodScheduled"]["reason"] == "Unschedulable", conditions
+
+
+def test_the_etcd_probes_find_the_node_by_its_role_and_create_their_directories(
+    kube: Kube, etcd_dir: Path, state_dir: Path
+) -> None:
+    """The etcd probes' DaemonSet names no node: its one pod runs on the node labelled
+    node-role.kubernetes.io/control-plane, whatever it is called. Its prepare step created the
+    probe and state directories, absent before the install (scripts/e2e/run.sh checks), owned
+    by the probe user with mode 0700."""
+
+    def running() -> list[dict[str, Any]]:
+        pods = kube.json(
+            "pod", "-n", ETCD_NAMESPACE, "-l", "app.kubernetes.io/component=probe"
+        )["items"]
+        return [p for p in pods if p["status"].get("phase") == "Running"]
+
+    (pod,) = kube.wait(running, FIRST_RUN_TIMEOUT, f"the pod of DaemonSet {ETCD_DAEMONSET}")
+    assert pod["spec"]["nodeName"] == NODE
+    owners = pod["metadata"]["ownerReferences"]
+    assert [(o["kind"], o["name"]) for o in owners] == [("DaemonSet", ETCD_DAEMONSET)]
+    (prepare,) = pod["status"]["initContainerStatuses"]
+    assert prepare["state"]["terminated"]["exitCode"] == 0, prepare
+    for directory in (etcd_dir, state_dir):
+        info = directory.stat()
+        assert (info.st_uid, info.st_gid) == (PROBE_UID, PROBE_UID), directory
+        assert info.st_mode & 0o7777 == 0o700, (directory, oct(info.st_mode))
 
 
 def test_every_probe_succeeds_in_the_pushgateway(

@@ -300,8 +300,15 @@ def test_network_policies_match_the_real_pods(kube: Kube) -> None:
             },
             "spec": pod_template(kube, c["metadata"]["namespace"], c["metadata"]["name"])["spec"],
         }
-        for ns in (NAMESPACE, ETCD_NAMESPACE)
-        for c in kube.json("cronjob", "-n", ns)["items"]
+        for c in kube.json("cronjob", "-n", NAMESPACE)["items"]
+    ] + [
+        # The etcd probes' DaemonSet, whose pods are probes too.
+        {
+            "metadata": {**d["spec"]["template"]["metadata"], "namespace": ETCD_NAMESPACE},
+            "spec": d["spec"]["template"]["spec"],
+        }
+        for d in kube.json("daemonset", "-n", ETCD_NAMESPACE)["items"]
+        if d["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/component"] == "probe"
     ]
     policies = kube.json("networkpolicy", "-A")["items"]
     checked_probe_policies = 0
@@ -332,6 +339,23 @@ def test_network_policies_match_the_real_pods(kube: Kube) -> None:
                 f"{ns}/{policy['metadata']['name']} does not allow {port} to the Pushgateway"
             )
     assert checked_probe_policies == 2, checked_probe_policies
+    # The etcd probes read the member list from the API: their policy admits the API server's
+    # real endpoints (the kubernetes Service's, after kube-proxy's translation) and its Service.
+    endpoints = kube.json("endpoints", "-n", "default", "kubernetes")
+    api_ports = {p["port"] for subset in endpoints["subsets"] for p in subset["ports"]}
+    service_port = kube.json("service", "-n", "default", "kubernetes")["spec"]["ports"][0]["port"]
+    (etcd_policy,) = [
+        p for p in policies
+        if p["metadata"]["namespace"] == ETCD_NAMESPACE
+        and p["metadata"]["name"] == "fioprobe-probes"
+    ]  # fmt: skip
+    allowed = {
+        port["port"]
+        for rule in etcd_policy["spec"]["egress"]
+        if "to" not in rule
+        for port in rule["ports"]
+    }
+    assert api_ports | {service_port} <= allowed, (api_ports, service_port, allowed)
     for pgw in pushgateway_pods:
         ns = pgw["metadata"]["namespace"]
         ingress = [
