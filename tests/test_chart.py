@@ -352,9 +352,11 @@ def test_the_chart_has_the_manifests_keys_but_the_helm_ones() -> None:
         return parent == "" or any(k.startswith(parent + ".") for k in manifest_keys)
 
     own = {k for k in chart_keys - manifest_keys if documented(k)}
-    assert {
-        k for k in own if not k.startswith(("benchmarks[].", "defaultStorageClass."))
-    } == {"releaseLabel", "benchmarks", "defaultStorageClass"}
+    assert {k for k in own if not k.startswith(("benchmarks[].", "defaultStorageClass."))} == {
+        "releaseLabel",
+        "benchmarks",
+        "defaultStorageClass",
+    }
     values = yaml.safe_load((CHART / "values.yaml").read_text())
     assert set(values) == {k for k in chart_keys if "." not in k and "[]" not in k}
 
@@ -564,7 +566,9 @@ def test_the_default_storageclass_is_probed_by_its_name_and_type(kube: Kube) -> 
         assert pvc["spec"]["storageClassName"] == name
         assert pvc["spec"]["resources"]["requests"]["storage"] == "20Gi"
         assert set(of_kind(docs, "StatefulSet")) == {f"fioprobe-continuous-{name}"}
-        config = yaml.safe_load(of_kind(docs, "ConfigMap")["fioprobe-config"]["data"][f"{name}.yaml"])
+        config = yaml.safe_load(
+            of_kind(docs, "ConfigMap")["fioprobe-config"]["data"][f"{name}.yaml"]
+        )
         (target,) = config["targets"]
         assert target["name"] == name
         assert target["volume"] == {

@@ -152,7 +152,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
             "prometheusPodSelector": {"app.kubernetes.io/name": None, "prometheus": "k8s"},
         }
     },
-    "prometheus-anywhere": {"monitoring": {"prometheusPodSelector": {"app.kubernetes.io/name": None}}},
+    "prometheus-anywhere": {
+        "monitoring": {"prometheusPodSelector": {"app.kubernetes.io/name": None}}
+    },
     "without-prometheus-operator": {"monitoring": {"operator": False}},
     "monitoring-off": {
         "monitoring": {

@@ -279,7 +279,11 @@ def test_the_etcd_probes_read_only_the_node_names_of_the_api() -> None:
     assert spec["serviceAccountName"] == "fioprobe-etcd"
     terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     assert terms["nodeSelectorTerms"] == [
-        {"matchExpressions": [{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists"}]},
+        {
+            "matchExpressions": [
+                {"key": "node-role.kubernetes.io/control-plane", "operator": "Exists"}
+            ]
+        },
         {"matchExpressions": [{"key": "node-role.kubernetes.io/master", "operator": "Exists"}]},
     ]
     (container,) = spec["containers"]

@@ -291,7 +291,7 @@ def test_etcd_stream_runs_on_the_etcd_nodes_beside_the_etcd_probes() -> None:
     assert {"name": "etcd-data", "mountPath": "/etcd-data", "readOnly": True} in (
         container["volumeMounts"]
     )
-    assert "etcd_data_dir: \"/etcd-data\"" in stream_config(objects, daemonset)["text"]
+    assert 'etcd_data_dir: "/etcd-data"' in stream_config(objects, daemonset)["text"]
     # One pod per node at a time: the old one has removed its file before the next starts.
     assert daemonset["spec"]["updateStrategy"]["rollingUpdate"] == {"maxUnavailable": 1}
     selector = daemonset["spec"]["selector"]["matchLabels"]

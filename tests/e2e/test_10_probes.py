@@ -125,9 +125,9 @@ def test_the_etcd_probes_find_the_node_by_its_role_and_create_their_directories(
     by the probe user with mode 0700."""
 
     def running() -> list[dict[str, Any]]:
-        pods = kube.json(
-            "pod", "-n", ETCD_NAMESPACE, "-l", "app.kubernetes.io/component=probe"
-        )["items"]
+        pods = kube.json("pod", "-n", ETCD_NAMESPACE, "-l", "app.kubernetes.io/component=probe")[
+            "items"
+        ]
         return [p for p in pods if p["status"].get("phase") == "Running"]
 
     (pod,) = kube.wait(running, FIRST_RUN_TIMEOUT, f"the pod of DaemonSet {ETCD_DAEMONSET}")

@@ -115,9 +115,9 @@ def test_root_owned_etcd_directory_ends_in_an_alert_with_its_reason(
         )
         reasons = [m["labels"]["reason"] for m in group["fioprobe_failure_reason_info"]["metrics"]]
         assert len(reasons) == 1 and reasons[0], group["fioprobe_failure_reason_info"]
-        pods = kube.json(
-            "pod", "-n", ETCD_NAMESPACE, "-l", "app.kubernetes.io/component=probe"
-        )["items"]
+        pods = kube.json("pod", "-n", ETCD_NAMESPACE, "-l", "app.kubernetes.io/component=probe")[
+            "items"
+        ]
         ran = [p for p in pods if p["spec"].get("nodeName") == NODE]
         assert ran, "no etcd probe pod on the node"
         for pod in ran:

@@ -23,12 +23,16 @@ GENERATE = REPO / "scripts" / "generate.d" / "30-manifests.sh"
 
 #: Labels that only Helm sets: the one difference the chart may have on any object.
 HELM_LABELS = ("helm.sh/chart", "app.kubernetes.io/managed-by")
+
+
 #: The release's namespace is Helm's (--namespace, --create-namespace): the one object the
 #: manifests render and the chart does not. The chart creates the hostPath probes' namespaces
 #: (component "probe") as the manifests do.
 def not_in_chart(obj: dict[str, Any]) -> bool:
     labels = obj["metadata"].get("labels", {})
     return obj["kind"] == "Namespace" and labels.get("app.kubernetes.io/component") != "probe"
+
+
 #: Generated files of the manifests that hold no Kubernetes object.
 NOT_OBJECTS = {"continuous-scrape-config.yaml"}
 
