@@ -390,7 +390,7 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
     // installed in, so the default admits the Prometheus that will scrape without naming it.
     '#prometheusNamespace':: 'Namespace of the Prometheus that scrapes the Pushgateway and the streams (NetworkPolicy ingress); null: any namespace.',
     prometheusNamespace: p.nullable('string'),
-    '#prometheusPodSelector':: "Labels of the Prometheus pods that scrape (NetworkPolicy ingress); empty: every pod of prometheusNamespace.",
+    '#prometheusPodSelector':: 'Labels of the Prometheus pods that scrape (NetworkPolicy ingress); empty: every pod of prometheusNamespace.',
     prometheusPodSelector: p.map({ 'app.kubernetes.io/name': 'prometheus' }, 'string'),
     // Whether the cluster serves monitoring.coreos.com/v1 (prometheus-operator). false: no
     // ServiceMonitor, PodMonitor or PrometheusRule is rendered (applying them would fail on
