@@ -21,10 +21,12 @@ from fioprobe.metrics.table import LATENCY_BUCKETS_SECONDS, exposed_series_names
 
 ROOT = Path(__file__).resolve().parents[1]
 RULES = ROOT / "alerts" / "out" / "rules.yaml"
-#: The `fioprobe.expected` groups of the shipped deployment and of one with per-node probes and
-#: the node inventory (manifests/rules.jsonnet).
+#: The `fioprobe.expected` groups of the shipped deployment with its etcd nodes named, of one
+#: with per-node probes and the node inventory, and of the shipped one as it is, its etcd nodes
+#: found by role (manifests/rules.jsonnet).
 EXPECTED = ROOT / "alerts" / "out" / "expected.yaml"
 EXPECTED_PER_NODE = ROOT / "alerts" / "out" / "expected-per-node.yaml"
+EXPECTED_ETCD_BY_ROLE = ROOT / "alerts" / "out" / "expected-etcd-by-role.yaml"
 
 #: Metrics the rules may use that fioprobe does not produce, each with who exports it.
 #: (None is used today; etcd's own fsync histogram is where a rule comparing the probe with
@@ -34,6 +36,7 @@ EXTERNAL_SERIES: dict[str, str] = {
     "etcd_disk_wal_fsync_duration_seconds_bucket": "etcd, /metrics of every member",
     "kube_node_info": "kube-state-metrics: the per-node probes' node inventory (optional)",
     "kube_node_spec_taint": "kube-state-metrics: nodes the DaemonSet does not run on",
+    "kube_node_role": "kube-state-metrics: the nodes that hold etcd, by role (optional)",
 }
 
 #: String literals (label values, template format strings) are not metric names.
@@ -72,13 +75,19 @@ def test_extractor_finds_names_and_ignores_labels_and_strings() -> None:
     assert "fioprobe_bogus_total" not in exposed_series_names()
 
 
-@pytest.mark.parametrize("path", [RULES, EXPECTED, EXPECTED_PER_NODE], ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "path", [RULES, EXPECTED, EXPECTED_PER_NODE, EXPECTED_ETCD_BY_ROLE], ids=lambda p: p.stem
+)
 def test_rules_query_only_metrics_the_exporter_produces(path: Path) -> None:
     """Every fioprobe_* name in the rules is produced by the exporter (or is external), and
     every recording rule referenced is defined: in the mixin's rules or a deployment's
-    `fioprobe.expected` group (the per-node one defines every record any deployment has)."""
+    `fioprobe.expected` group (the per-node one and the one by role define every record any
+    deployment has)."""
     defined_records = {
-        rule["record"] for p in (RULES, EXPECTED_PER_NODE) for rule in rules(p) if "record" in rule
+        rule["record"]
+        for p in (RULES, EXPECTED_PER_NODE, EXPECTED_ETCD_BY_ROLE)
+        for rule in rules(p)
+        if "record" in rule
     }
     all_series: set[str] = set()
     for rule in rules(path):
