@@ -615,3 +615,28 @@ def _run_cronjob_locally(file: str, pod: Path, pushgateway: services.Service) ->
     else:
         assert target["volume"]["dedicated"] is True
         assert list((paths["/probe"] / ".fioprobe-state").glob("*.json"))
+
+
+def test_the_pushgateway_admits_every_probe_pod() -> None:
+    """Every pod that pushes (the CronJobs' and the etcd probes' DaemonSet's) matches a peer of
+    the Pushgateway's ingress: its namespace by name and its labels."""
+    (policy,) = [o for o in of_kind("NetworkPolicy").values()
+                 if o["metadata"]["name"] == "fioprobe-pushgateway"]  # fmt: skip
+    (rule,) = policy["spec"]["ingress"]
+    pushers = [
+        o
+        for o in load_objects().values()
+        if pod_spec(o) is not None
+        and o["metadata"]["labels"]["app.kubernetes.io/component"] == "probe"
+    ]
+    assert {o["kind"] for o in pushers} == {"CronJob", "DaemonSet"}
+    for obj in pushers:
+        template = obj["spec"].get("jobTemplate", obj)["spec"]["template"]
+        labels = template["metadata"]["labels"]
+        namespace = obj["metadata"]["namespace"]
+        assert any(
+            peer.get("namespaceSelector", {}).get("matchLabels")
+            == {"kubernetes.io/metadata.name": namespace}
+            and peer["podSelector"]["matchLabels"].items() <= labels.items()
+            for peer in rule["from"]
+        ), (obj["kind"], obj["metadata"]["name"])

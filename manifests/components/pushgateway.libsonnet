@@ -22,7 +22,7 @@ function(config) {
   local own = pgw.url == null,
   local probeNamespaces = std.set(
     [c.namespace]
-    + (if std.length(c.etcd.nodes) > 0 then [c.etcd.namespace] else [])
+    + (if c.etcd.enabled then [c.etcd.namespace] else [])
     + (if c.perNode.enabled then [c.perNode.namespace] else [])
   ),
 
