@@ -284,6 +284,9 @@ BAD: list[tuple[dict[str, Any], list[str]]] = [
         {"stateHostPath": "/var/lib/etcd-fioprobe/state"},
         ["stateHostPath", "overlaps etcd.hostPath"],
     ),
+    ({"stateHostPath": "/var/lib/etcd/state"}, ["stateHostPath", "overlaps etcd.dataDir"]),
+    ({"etcd": {"hostPath": "/var/lib/etcd/fioprobe"}}, ["etcd.hostPath", "overlaps etcd.dataDir"]),
+    ({"apiServer": {"ports": []}}, ["at '/apiServer/ports'", "minItems"]),
     ({"perNode": {"enabled": True}}, ["perNode.enabled needs perNode.localDisks"]),
     # Distributed benchmarks: what components/distributed.libsonnet refuses, refused here too.
     ({"benchmarks": [{**BENCH, "name": "Qualify_gp3"}]}, ["at '/benchmarks/0/name'", "pattern"]),

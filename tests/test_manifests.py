@@ -198,9 +198,22 @@ def test_every_pod_spec_is_restricted() -> None:
     for name, obj in workloads.items():
         spec = pod_spec(obj)
         assert spec is not None
-        # The token only where the API is read: the etcd probes, to list the members by role.
+        # No pod mounts the token by itself; where the API is read (the etcd probes, to list
+        # the members by role), a projected token in the probe's container alone.
+        assert spec["automountServiceAccountToken"] is False, name
         reads_api = (obj["kind"], obj["metadata"]["name"]) == ("DaemonSet", "fioprobe-etcd")
-        assert spec["automountServiceAccountToken"] is reads_api, name
+        token = [v for v in spec["volumes"] if v["name"] == "kube-api-access"]
+        assert bool(token) is reads_api, name
+        for container in spec["containers"] + spec.get("initContainers", []):
+            mounts = {m["name"]: m for m in container["volumeMounts"]}
+            if container["name"] == "fioprobe" and reads_api:
+                assert mounts["kube-api-access"] == {
+                    "name": "kube-api-access",
+                    "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+                    "readOnly": True,
+                }
+            else:
+                assert "kube-api-access" not in mounts, (name, container["name"])
         assert spec.get("hostNetwork", False) is False, name
         assert spec.get("hostPID", False) is False and spec.get("hostIPC", False) is False
         pod_sc = spec["securityContext"]

@@ -109,6 +109,13 @@ BAD = [
     ),
     ("{ prometheus: {} }", [f"prometheus: unknown key (expected one of: {TOP_LEVEL})"]),
     (
+        "{ apiServer: { ports: [] } }",
+        [
+            "apiServer.ports: needs at least one port (a rule without ports would allow any "
+            "egress), got []"
+        ],
+    ),
+    (
         "{ etcd: { nodez: ['cp-0'] } }",
         [
             "etcd.nodez: unknown key, did you mean nodes? (expected one of: dataDir, enabled, "
@@ -344,6 +351,13 @@ def test_per_node_targets_need_names_of_their_own(
         ({"stateHostPath": "/var/lib/etcd-fioprobe/state"},
          "stateHostPath /var/lib/etcd-fioprobe/state overlaps etcd.hostPath "
          "/var/lib/etcd-fioprobe, the probed directory; give it a directory of its own"),
+        # The deployment creates and hands over these directories: never among etcd's files.
+        ({"stateHostPath": "/var/lib/etcd/fioprobe-state"},
+         "stateHostPath /var/lib/etcd/fioprobe-state overlaps etcd.dataDir /var/lib/etcd; the "
+         "probe's state must not be among etcd's files"),
+        ({"etcd": {"hostPath": "/var/lib/etcd/fioprobe"}},
+         "etcd.hostPath /var/lib/etcd/fioprobe overlaps etcd.dataDir /var/lib/etcd; give the "
+         "probe a directory of its own beside etcd's data"),
     ],
 )  # fmt: skip
 def test_the_state_directory_is_no_probed_directory(

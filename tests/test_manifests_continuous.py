@@ -307,10 +307,12 @@ def test_etcd_stream_follows_named_etcd_nodes(tmp_path: Path) -> None:
     (term,) = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
         "nodeSelectorTerms"
     ]
+    # By the Node's name, which the pod's NODE_NAME and the members compare (the hostname
+    # label can differ from it).
     assert term == {
-        "matchExpressions": [
+        "matchFields": [
             {
-                "key": "kubernetes.io/hostname",
+                "key": "metadata.name",
                 "operator": "In",
                 "values": ["cp-a.example.com", "cp-b.example.com"],
             }
@@ -666,10 +668,11 @@ def test_stream_pods_accept_only_prometheus_on_the_metrics_port_and_connect_nowh
         assert spec["egress"] == [], name
         (rule,) = spec["ingress"]
         assert rule["ports"] == [{"protocol": "TCP", "port": 9436}]
-        # The Prometheus pods prometheus-operator runs, in any namespace.
+        # The Prometheus pods prometheus-operator runs, in the monitoring namespace (a label
+        # alone is anyone's to set).
         assert rule["from"] == [
             {
-                "namespaceSelector": {},
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
                 "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}},
             }
         ]

@@ -311,9 +311,11 @@ def test_the_scc_admits_the_hostpath_probes_and_nothing_more(rendered: Path) -> 
     host_path = [(o, t) for o, t in workloads(load(rendered)) if has_host_path(t)]
     for o, template in host_path:
         assert scc_problems(scc, template["spec"]) == [], o["metadata"]["name"]
-    # Exactly the volume types they use.
+    # Exactly the volume types they use (projected: the etcd probes' API token, in the pod
+    # spec so that this SCC allows it; without it the API server's own token volume would be
+    # refused).
     used = {volume_type(v) for _, t in host_path for v in t["spec"]["volumes"]}
-    assert used == {"configMap", "emptyDir", "ephemeral", "hostPath", "secret"}
+    assert used == {"configMap", "emptyDir", "ephemeral", "hostPath", "projected", "secret"}
     assert set(scc["volumes"]) == used
     # Each request for more is refused.
     spec = host_path[0][1]["spec"]

@@ -284,12 +284,15 @@ function(config) {
   ],
 
   local etcdStateOverlap = std.startsWith(c.stateHostPath + '/', e.hostPath + '/') || std.startsWith(e.hostPath + '/', c.stateHostPath + '/'),
-  local etcdDataOverlap = std.startsWith(e.dataDir + '/', e.hostPath + '/') || std.startsWith(e.hostPath + '/', e.dataDir + '/'),
+  local overlaps(a, b) = std.startsWith(a + '/', b + '/') || std.startsWith(b + '/', a + '/'),
+  local etcdDataOverlap = overlaps(e.dataDir, e.hostPath),
+  local stateDataOverlap = overlaps(e.dataDir, c.stateHostPath),
   etcd: if !etcdNodes.enabled(c) then {} else {
     assert !etcdStateOverlap : 'fioprobe manifests config: stateHostPath %s overlaps etcd.hostPath %s, the probed directory; give it a directory of its own' % [c.stateHostPath, e.hostPath],
     // The probe directory is created and chowned by the deployment: inside etcd's data
     // directory it would hand etcd's files to the probe user; holding it, it would be etcd's.
     assert !etcdDataOverlap : "fioprobe manifests config: etcd.hostPath %s overlaps etcd.dataDir %s; give the probe a directory of its own beside etcd's data" % [e.hostPath, e.dataDir],
+    assert !stateDataOverlap : "fioprobe manifests config: stateHostPath %s overlaps etcd.dataDir %s; the probe's state must not be among etcd's files" % [c.stateHostPath, e.dataDir],
     // hostPath volumes are outside every Pod Security level but "privileged", so these
     // probes live in their own namespace; the restricted settings are still set on the pod
     // (warn/audit stay "restricted": the reported violations are the hostPath volumes and the
@@ -326,8 +329,9 @@ function(config) {
           metadata: { labels: common.labels(c, 'probe', e.name) } + security.metadata,
           spec: {
             serviceAccountName: etcdAccount,
-            // The token only where the API is read: to find the members by role.
-            automountServiceAccountToken: byRole,
+            // The token only where the API is read (to find the members by role), and there
+            // only in the probe's container (etcdNodes.apiTokenVolume).
+            automountServiceAccountToken: false,
             enableServiceLinks: false,
             // A run in progress pushes its failure (interrupted) before the pod goes.
             terminationGracePeriodSeconds: 60,
@@ -342,12 +346,14 @@ function(config) {
                 '--every',
                 '%d' % (c.everyMinutes * 60),
               ] + etcdNodes.memberArgs(c),
-              volumeMounts+: [stateMount, etcdNodes.dataDirMount],
+              volumeMounts+: [stateMount, etcdNodes.dataDirMount]
+                             + (if byRole then [etcdNodes.apiTokenMount] else []),
             }],
             volumes: [
               v
               for v in volumes(e.name + '.yaml', { hostPath: etcdVolumes[0].hostPath })
-            ] + [etcdVolumes[1], etcdNodes.dataDirVolume(c)],
+            ] + [etcdVolumes[1], etcdNodes.dataDirVolume(c)]
+                     + (if byRole then [etcdNodes.apiTokenVolume] else []),
             affinity: etcdNodes.affinity(c),
             tolerations: e.tolerations,
           },

@@ -202,7 +202,13 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
   '#apiServer':: "Where the pods that read the Kubernetes API reach it (their NetworkPolicy's egress).",
   apiServer: {
     '#ports':: "TCP ports of the API server: the kubernetes Service's and the endpoints' own.",
-    ports: p.list(wholeNumber(null, 1, 65535), [443, 6443]),
+    // At least one: an egress rule with no port and no address allows everything.
+    ports: p.check(
+      p.list(wholeNumber(null, 1, 65535), [443, 6443]),
+      function(v) std.length(v) > 0,
+      'needs at least one port (a rule without ports would allow any egress)',
+      { minItems: 1 },
+    ),
     '#cidrs':: 'Addresses of the API server endpoints (CIDRs); empty: any address on those ports.',
     cidrs: p.list('string'),
   },
@@ -384,12 +390,14 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
   '#monitoring':: 'ServiceMonitor, PodMonitor, PrometheusRule and dashboards.',
   monitoring: {
     // Who may scrape the Pushgateway and the streams (their NetworkPolicies' ingress): pods
-    // with these labels, in this namespace or in any. prometheus-operator labels every
-    // Prometheus pod it runs app.kubernetes.io/name=prometheus (kube-prometheus,
-    // kube-prometheus-stack, OpenShift's user-workload monitoring), whatever namespace it was
-    // installed in, so the default admits the Prometheus that will scrape without naming it.
-    '#prometheusNamespace':: 'Namespace of the Prometheus that scrapes the Pushgateway and the streams (NetworkPolicy ingress); null: any namespace.',
-    prometheusNamespace: p.nullable('string'),
+    // with these labels in this namespace. prometheus-operator labels every Prometheus it runs
+    // app.kubernetes.io/name=prometheus (kube-prometheus, kube-prometheus-stack, OpenShift's
+    // user-workload monitoring). The namespace matters: a label is anyone's to set, and the
+    // Pushgateway's port also takes pushes and deletes; a tenant's pod labelled like Prometheus
+    // in its own namespace must not reach it. null: any namespace (only where no tenant can
+    // create pods, or with pushgateway.auth).
+    '#prometheusNamespace':: "Namespace of the Prometheus that scrapes the Pushgateway and the streams (NetworkPolicy ingress); null: any namespace (a tenant's pod with prometheusPodSelector's labels could then push).",
+    prometheusNamespace: p.oneOf('monitoring', ['string', 'null']),
     '#prometheusPodSelector':: 'Labels of the Prometheus pods that scrape (NetworkPolicy ingress); empty: every pod of prometheusNamespace.',
     prometheusPodSelector: p.map({ 'app.kubernetes.io/name': 'prometheus' }, 'string'),
     // Whether the cluster serves monitoring.coreos.com/v1 (prometheus-operator). false: no

@@ -11,9 +11,11 @@ local common = import 'common.libsonnet';
   // etcd.roleLabels, read from the API before every run (the stagger needs them all).
   byRole(config):: std.length(config.etcd.nodes) == 0,
 
-  // Exactly the etcd nodes: those that carry a role label (terms are ORed), or the named ones.
-  // Elsewhere the directory is not on an etcd disk. A DaemonSet places a pod on a node that
-  // gains the label and removes it from one that loses it.
+  // Exactly the etcd nodes: those that carry a role label (terms are ORed), or the named ones,
+  // by their object name (the name the pod's NODE_NAME and the stagger's members compare:
+  // the kubernetes.io/hostname label can differ from it). Elsewhere the directory is not on
+  // an etcd disk. A DaemonSet places a pod on a node that gains the label and removes it from
+  // one that loses it.
   affinity(config):: {
     local e = config.etcd,
     nodeAffinity: {
@@ -22,7 +24,7 @@ local common = import 'common.libsonnet';
           { matchExpressions: [{ key: label, operator: 'Exists' }] }
           for label in e.roleLabels
         ] else [
-          { matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: e.nodes }] },
+          { matchFields: [{ key: 'metadata.name', operator: 'In', values: e.nodes }] },
         ],
       },
     },
@@ -34,6 +36,25 @@ local common = import 'common.libsonnet';
     local e = config.etcd;
     if $.byRole(config) then std.flattenArrays([['--members-label', label] for label in e.roleLabels])
     else std.flattenArrays([['--member', node] for node in e.nodes]),
+
+  // The API token of the pods that read the API (the members by role), as the kubelet would
+  // mount it, but in the probe's container alone: not in the prepare step (root), and as a
+  // volume of the pod spec, so that an SCC derived from it (OpenShift) allows it.
+  apiTokenVolume:: {
+    name: 'kube-api-access',
+    projected: {
+      sources: [
+        { serviceAccountToken: { path: 'token', expirationSeconds: 3607 } },
+        { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
+        { downwardAPI: { items: [{ path: 'namespace', fieldRef: { fieldPath: 'metadata.namespace' } }] } },
+      ],
+    },
+  },
+  apiTokenMount:: {
+    name: 'kube-api-access',
+    mountPath: '/var/run/secrets/kubernetes.io/serviceaccount',
+    readOnly: true,
+  },
 
   // etcd's data directory, read-only, only ever stat'ed: the probe and the stream refuse to
   // run when their directory is on another filesystem (a dedicated etcd disk mounted there).
@@ -51,8 +72,9 @@ local common = import 'common.libsonnet';
   prepares(config):: config.platform != 'openshift',
 
   // A node directory of the etcd pods: where the deployment creates it, DirectoryOrCreate (the
-  // kubelet makes a missing one, root's, 0755, exactly this path and never a parent; the
-  // prepare step gives it to the probe user); else Directory (the kubelet creates nothing).
+  // kubelet makes a missing one and its missing parents, root's, 0755; only this path is
+  // mounted, and only it is given to the probe user by the prepare step); else Directory (the
+  // kubelet creates nothing).
   hostPathVolume(config, name, path):: {
     name: name,
     hostPath: { path: path, type: if $.prepares(config) then 'DirectoryOrCreate' else 'Directory' },

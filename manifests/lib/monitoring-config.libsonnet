@@ -37,12 +37,15 @@ local params = import 'params.libsonnet';
       for p in c.etcd.profiles
     ],
     // The roles of etcd.roleLabels as kube-state-metrics names them (kube_node_role{role}: the
-    // part after node-role.kubernetes.io/ of a label key).
-    etcdNodeRoles: if !etcdByRole then [] else [
+    // part after node-role.kubernetes.io/ of a label key). Where a label is not of that form,
+    // kube-state-metrics cannot list all the etcd nodes: none, and the mixin takes the nodes
+    // that push instead (an inventory that leaves some out would hide their Stale).
+    local roles = [
       std.substr(label, std.length(rolePrefix), std.length(label))
       for label in c.etcd.roleLabels
       if std.startsWith(label, rolePrefix)
     ],
+    etcdNodeRoles: if !etcdByRole || std.length(roles) < std.length(c.etcd.roleLabels) then [] else roles,
     // The per-node DaemonSet's probes, without a node: which nodes run it is only known at
     // run time (the mixin expects each of them on every node that runs per-node probes).
     expectedPerNodeProbes: if !c.perNode.enabled then [] else [

@@ -32,7 +32,7 @@ members of the stagger, the step that creates their node directories, etcd's dat
 {{- $e := .Values.etcd -}}
 {{- $terms := list -}}
 {{- if $e.nodes -}}
-{{- $terms = list (dict "matchExpressions" (list (dict "key" "kubernetes.io/hostname" "operator" "In" "values" $e.nodes))) -}}
+{{- $terms = list (dict "matchFields" (list (dict "key" "metadata.name" "operator" "In" "values" $e.nodes))) -}}
 {{- else -}}
 {{- range $e.roleLabels }}{{ $terms = append $terms (dict "matchExpressions" (list (dict "key" . "operator" "Exists"))) }}{{ end -}}
 {{- end -}}
@@ -49,6 +49,11 @@ members of the stagger, the step that creates their node directories, etcd's dat
 {{- range $e.roleLabels }}{{ $args = concat $args (list "--members-label" .) }}{{ end -}}
 {{- end -}}
 {{- toJson $args -}}
+{{- end }}
+
+{{/* The API token, in the probe's container alone (lib/etcd-nodes.libsonnet apiTokenVolume), as JSON. */}}
+{{- define "fioprobe.apiTokenVolume" -}}
+{{- toJson (dict "name" "kube-api-access" "projected" (dict "sources" (list (dict "serviceAccountToken" (dict "path" "token" "expirationSeconds" 3607)) (dict "configMap" (dict "name" "kube-root-ca.crt" "items" (list (dict "key" "ca.crt" "path" "ca.crt")))) (dict "downwardAPI" (dict "items" (list (dict "path" "namespace" "fieldRef" (dict "fieldPath" "metadata.namespace")))))))) -}}
 {{- end }}
 
 {{/* etcd's data directory, read-only: its volume and its mount, as JSON. */}}

@@ -407,6 +407,9 @@ components' asserts): unique names, sizes within bounds, directories that do not
 {{- if and $v.etcd.enabled (or (hasPrefix $etcdDir $dataDir) (hasPrefix $dataDir $etcdDir)) -}}
 {{- fail (printf "etcd.hostPath %s overlaps etcd.dataDir %s; give the probe a directory of its own beside etcd's data" $v.etcd.hostPath $v.etcd.dataDir) -}}
 {{- end -}}
+{{- if and $v.etcd.enabled (or (hasPrefix $state $dataDir) (hasPrefix $dataDir $state)) -}}
+{{- fail (printf "stateHostPath %s overlaps etcd.dataDir %s; the probe's state must not be among etcd's files" $v.stateHostPath $v.etcd.dataDir) -}}
+{{- end -}}
 {{- if $v.perNode.enabled -}}
 {{- if not (or $v.perNode.localDisks $v.perNode.storageClasses) -}}
 {{- fail "perNode.enabled needs perNode.localDisks or perNode.storageClasses" -}}
@@ -500,12 +503,15 @@ either are `unknown` (their model needs the IOPS). Ceph RBD (any *rbd.csi.ceph.c
 {{- $sizeGiB := div (int64 (include "fioprobe.quantityBytes" .size | float64)) 1073741824 -}}
 {{- $iops := get $parameters "iops" | default "" -}}
 {{- if and (not $iops) (get $parameters "iopsPerGB") }}{{ $iops = toString (mul (int64 (get $parameters "iopsPerGB")) $sizeGiB) }}{{ end -}}
+{{- /* EBS's bounds: gp3 provisions 3,000 to 16,000 IOPS; an io1/io2 class without a positive
+  figure is not modelled (its model needs the IOPS). */ -}}
+{{- if and $iops (eq $type "gp3") }}{{ $iops = toString (max 3000 (min 16000 (int64 $iops))) }}{{ end -}}
 {{- if has $type (list "gp2" "gp3" "st1" "sc1") -}}
 {{- $_ := set $volume "type" $type -}}
-{{- else if and (has $type (list "io1" "io2")) $iops -}}
+{{- else if and (has $type (list "io1" "io2")) $iops (gt (int64 $iops) 0) -}}
 {{- $_ := set $volume "type" $type -}}
 {{- end -}}
-{{- if and $iops (has $type (list "gp3" "io1" "io2")) }}{{ $_ := set $volume "iops" (int64 $iops) }}{{ end -}}
+{{- if and $iops (gt (int64 $iops) 0) (has $type (list "gp3" "io1" "io2")) (ne (get $volume "type") "unknown") }}{{ $_ := set $volume "iops" (int64 $iops) }}{{ end -}}
 {{- with get $parameters "throughput" }}{{ if eq $type "gp3" }}{{ $_ := set $volume "throughput" (printf "%sMi" .) }}{{ end }}{{ end -}}
 {{- else if hasSuffix "rbd.csi.ceph.com" $provisioner -}}
 {{- $_ := set $volume "type" "ceph-rbd" -}}
