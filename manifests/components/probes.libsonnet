@@ -350,9 +350,9 @@ function(config) {
                              + (if byRole then [etcdNodes.apiTokenMount] else []),
             }],
             volumes: [
-              v
-              for v in volumes(e.name + '.yaml', { hostPath: etcdVolumes[0].hostPath })
-            ] + [etcdVolumes[1], etcdNodes.dataDirVolume(c)]
+                       v
+                       for v in volumes(e.name + '.yaml', { hostPath: etcdVolumes[0].hostPath })
+                     ] + [etcdVolumes[1], etcdNodes.dataDirVolume(c)]
                      + (if byRole then [etcdNodes.apiTokenVolume] else []),
             affinity: etcdNodes.affinity(c),
             tolerations: e.tolerations,
