@@ -48,7 +48,8 @@ def _check_pod_security(kube: Kube, generated: Path) -> None:
     """Pod Security admission checks every pod template (warnings name no object, and
     kubectl prints a repeated one once: so one namespace at a time). In the restricted
     namespace nothing is reported; in the etcd namespace (enforce privileged, warn
-    restricted) only the hostPath volume."""
+    restricted) only the hostPath volumes and the prepare step's root with its two
+    capabilities, in that init container alone."""
     by_namespace: dict[str, list[str]] = {}
     # What the kustomization applies (generated/ also holds a Prometheus scrape config).
     kustomization = yaml.safe_load((generated.parent / "kustomization.yaml").read_text())
@@ -65,10 +66,17 @@ def _check_pod_security(kube: Kube, generated: Path) -> None:
     assert etcd.returncode == 0, etcd.stderr
     warnings = _pod_security_warnings(etcd.stderr)
     assert warnings, etcd.stderr
+    prepare_step = (
+        'unrestricted capabilities (container "prepare" must not include "CHOWN", "FOWNER" in '
+        "securityContext.capabilities.add",
+        'runAsNonRoot != true (container "prepare" must not set securityContext.runAsNonRoot'
+        "=false",
+        'runAsUser=0 (container "prepare" must not set runAsUser=0',
+    )
     for warning in warnings:
         violations = warning.split('"restricted:latest": ', 1)[1]
         for clause in re.split(r"\), ", violations):
-            assert "hostPath" in clause, warning
+            assert "hostPath" in clause or clause.rstrip(")") in prepare_step, (clause, warning)
 
 
 def test_auth_and_tls_wiring_is_accepted(kube: Kube, tmp_path: Path) -> None:
