@@ -30,7 +30,9 @@ RULES = ROOT / "alerts" / "out" / "rules.yaml"
 #: deployment with per-node probes and the node inventory: the deployment's facts as data.
 EXPECTED = ROOT / "alerts" / "out" / "expected.yaml"
 EXPECTED_PER_NODE = ROOT / "alerts" / "out" / "expected-per-node.yaml"
-RULE_FILES = [RULES, EXPECTED, EXPECTED_PER_NODE]
+#: ... and of the shipped manifests as they are: the etcd disks found by role.
+EXPECTED_ETCD_BY_ROLE = ROOT / "alerts" / "out" / "expected-etcd-by-role.yaml"
+RULE_FILES = [RULES, EXPECTED, EXPECTED_PER_NODE, EXPECTED_ETCD_BY_ROLE]
 UNIT_TESTS = sorted((ROOT / "alerts" / "tests").glob("*.yaml"))
 RUNBOOKS = ROOT / "docs" / "runbooks.md"
 
@@ -88,6 +90,13 @@ PER_NODE_EXPECTED_RECORD_NAMES = EXPECTED_RECORD_NAMES | {
     "node:fioprobe_per_node_inventory:info",
     "node:fioprobe_per_node:info",
     "node:fioprobe_expected_per_node:info",
+}
+#: ... and with the etcd probes found by role, those expected on every etcd node.
+ETCD_BY_ROLE_EXPECTED_RECORD_NAMES = EXPECTED_RECORD_NAMES | {
+    "probe:fioprobe_expected_etcd:info",
+    "node:fioprobe_etcd_inventory:info",
+    "node:fioprobe_etcd:info",
+    "node:fioprobe_expected_etcd:info",
 }
 
 #: A value for every _config key, each different from its default and from one another, so
@@ -235,11 +244,12 @@ def test_committed_rules_pass_promtool_check(rules: Path) -> None:
 
 def test_every_alert_group_has_a_unit_test_file() -> None:
     """One promtool test file per alert group, so no group ships untested; the per-node
-    scenarios have their own (they need other rules)."""
+    scenarios and those of the etcd disks found by role have their own (they need other
+    rules)."""
     groups = [g["name"] for g in yaml.safe_load(RULES.read_text())["groups"]]
     alert_groups = {g.removeprefix("fioprobe-") for g in groups if not g.startswith("fioprobe.")}
     assert {p.stem for p in UNIT_TESTS} == alert_groups | set(scenarios.RULE_FILES)
-    assert set(scenarios.RULE_FILES) == {"probe-health-per-node"}
+    assert set(scenarios.RULE_FILES) == {"probe-health-per-node", "probe-health-etcd-by-role"}
 
 
 @pytest.mark.parametrize("unit_test", UNIT_TESTS, ids=lambda p: p.stem)
@@ -444,6 +454,7 @@ def test_rule_names_are_the_contract() -> None:
     for path, records in (
         (EXPECTED, EXPECTED_RECORD_NAMES),
         (EXPECTED_PER_NODE, PER_NODE_EXPECTED_RECORD_NAMES),
+        (EXPECTED_ETCD_BY_ROLE, ETCD_BY_ROLE_EXPECTED_RECORD_NAMES),
     ):
         groups = yaml.safe_load(path.read_text())["groups"]
         assert [g["name"] for g in groups] == ["fioprobe.expected"], path.name
