@@ -59,11 +59,20 @@ finish() {
     say "measurements (also in $CACHE_ROOT/last-measurements):"
     sed 's/^/  /' "$RUN/measurements" >&2
   fi
+  # What the first install created on the host, outside the run directory: removed once the
+  # cluster (and every pod writing there) is down.
+  local node_dirs=() d
+  if [[ -f $RUN/first-install-node-dirs ]]; then
+    mapfile -t node_dirs <"$RUN/first-install-node-dirs"
+  fi
   if [[ ${FIOPROBE_E2E_KEEP:-} == 1 && $rc != 0 ]]; then
     say "FIOPROBE_E2E_KEEP=1: cluster left up for inspection; scripts/e2e/cluster.sh down ends it"
   else
     say "tearing down"
     bash scripts/e2e/cluster.sh down
+    for d in "${node_dirs[@]}"; do
+      [[ $d == /var/lib/* ]] && rm -rf --one-file-system "$d"
+    done
   fi
   exit "$rc"
 }
@@ -86,55 +95,106 @@ bash scripts/e2e/cluster.sh up
 export KUBECONFIG=$RUN/admin.kubeconfig
 kubectl_() { "$REPO/.tools/kube/bin/kubectl" "$@"; }
 
-# The configuration a user would write: the repository's config.libsonnet with the overrides
-# of scripts/e2e/config.jsonnet (a one-minute interval, a StorageClass per fault, the etcd probe
-# directory on the node's slow etcd disk that cluster.sh mounted; the etcd node found by its
-# role label).
-etcd_dir=$RUN/disks/etcd/etcd-fioprobe
-bash scripts/generate.d/30-manifests.sh "$RUN/manifests" \
-  --tla-code "overrides=(import 'scripts/e2e/config.jsonnet')('$RUN')"
-# The etcd probe directory and the state directory are created by the deployment (its prepare
-# step); they must not exist before (tests/e2e checks owner and mode afterwards). The directory
-# standing for etcd's data is the node's, as on a control-plane node.
-[[ ! -e $etcd_dir && ! -e $RUN/state ]] || { say "$etcd_dir or $RUN/state exists before the install"; exit 1; }
-mkdir -p "$RUN/disks/etcd/data"
+# Which suite: `main` (the manifests and a Helm release beside them, tests/e2e/test_*.py) or
+# `first-install` (the chart alone with its defaults on this cluster, tests/e2e/first_install/;
+# `make e2e-first-install`).
+export FIOPROBE_E2E_SUITE=${FIOPROBE_E2E_SUITE:-main}
 
-kubectl_ apply --server-side -f "$REPO/.tools/kube/crds" >/dev/null
-# `kubectl wait` fails at once ("accessor error: <nil>") on a CRD the apiserver has not given
-# a status yet, instead of waiting: ask again, within one bounded minute.
-crds=(crd/servicemonitors.monitoring.coreos.com crd/podmonitors.monitoring.coreos.com
-  crd/prometheusrules.monitoring.coreos.com)
-crd_deadline=$((SECONDS + 60))
-until kubectl_ wait --for=condition=Established --timeout=10s "${crds[@]}" >/dev/null 2>&1; do
-  if ((SECONDS >= crd_deadline)); then
-    say "the prometheus-operator CRDs were not Established within 60s"
-    kubectl_ get "${crds[@]}" -o wide >&2 || true
-    exit 1
-  fi
-  sleep 1
-done
-date +%s.%N >"$RUN/applied-at"
-kubectl_ apply -k "$RUN/manifests" >"$RUN/logs/apply.log"
-say "applied $(wc -l <"$RUN/logs/apply.log") objects"
+crds_up() {
+  kubectl_ apply --server-side -f "$REPO/.tools/kube/crds" >/dev/null
+  # `kubectl wait` fails at once ("accessor error: <nil>") on a CRD the apiserver has not given
+  # a status yet, instead of waiting: ask again, within one bounded minute.
+  local crds=(crd/servicemonitors.monitoring.coreos.com crd/podmonitors.monitoring.coreos.com
+    crd/prometheusrules.monitoring.coreos.com)
+  local crd_deadline=$((SECONDS + 60))
+  until kubectl_ wait --for=condition=Established --timeout=10s "${crds[@]}" >/dev/null 2>&1; do
+    if ((SECONDS >= crd_deadline)); then
+      say "the prometheus-operator CRDs were not Established within 60s"
+      kubectl_ get "${crds[@]}" -o wide >&2 || true
+      exit 1
+    fi
+    sleep 1
+  done
+}
 
-# The Helm chart beside the manifests, as its README tells a user: the namespace first (Pod
-# Security restricted), then `helm install` with a values file (scripts/e2e/helm-values.yaml: a
-# StorageClass probe every minute, its own Pushgateway; the etcd probes and the streams stay the
-# manifests'). tests/e2e/test_30_helm.py checks that its probe pushes, then uninstalls it.
-kubectl_ create namespace fioprobe-helm >/dev/null
-kubectl_ label namespace fioprobe-helm pod-security.kubernetes.io/enforce=restricted \
-  pod-security.kubernetes.io/warn=restricted pod-security.kubernetes.io/audit=restricted >/dev/null
-date +%s.%N >"$RUN/helm-installed-at"
-"$REPO/.tools/bin/helm" install fioprobe-helm "$REPO/charts/fioprobe" --kubeconfig "$KUBECONFIG" \
-  --namespace fioprobe-helm -f "$REPO/scripts/e2e/helm-values.yaml" >"$RUN/logs/helm-install.log"
-say "helm installed release fioprobe-helm"
+main_install() {
+  # The configuration a user would write: the repository's config.libsonnet with the overrides
+  # of scripts/e2e/config.jsonnet (a one-minute interval, a StorageClass per fault, the etcd
+  # probe directory on the node's slow etcd disk that cluster.sh mounted; the etcd node found by
+  # its role label).
+  local etcd_dir=$RUN/disks/etcd/etcd-fioprobe
+  bash scripts/generate.d/30-manifests.sh "$RUN/manifests" \
+    --tla-code "overrides=(import 'scripts/e2e/config.jsonnet')('$RUN')"
+  # The etcd probe directory and the state directory are created by the deployment (its
+  # prepare step); they must not exist before (tests/e2e checks owner and mode afterwards). The
+  # directory standing for etcd's data is the node's, as on a control-plane node.
+  [[ ! -e $etcd_dir && ! -e $RUN/state ]] || { say "$etcd_dir or $RUN/state exists before the install"; exit 1; }
+  mkdir -p "$RUN/disks/etcd/data"
+  crds_up
+  date +%s.%N >"$RUN/applied-at"
+  kubectl_ apply -k "$RUN/manifests" >"$RUN/logs/apply.log"
+  say "applied $(wc -l <"$RUN/logs/apply.log") objects"
+
+  # The Helm chart beside the manifests, as its README tells a user: the namespace first (Pod
+  # Security restricted), then `helm install` with a values file (scripts/e2e/helm-values.yaml:
+  # a StorageClass probe every minute, its own Pushgateway; the etcd probes and the streams
+  # stay the manifests'). tests/e2e/test_30_helm.py checks that its probe pushes, then
+  # uninstalls it.
+  kubectl_ create namespace fioprobe-helm >/dev/null
+  kubectl_ label namespace fioprobe-helm pod-security.kubernetes.io/enforce=restricted \
+    pod-security.kubernetes.io/warn=restricted pod-security.kubernetes.io/audit=restricted >/dev/null
+  date +%s.%N >"$RUN/helm-installed-at"
+  "$REPO/.tools/bin/helm" install fioprobe-helm "$REPO/charts/fioprobe" --kubeconfig "$KUBECONFIG" \
+    --namespace fioprobe-helm -f "$REPO/scripts/e2e/helm-values.yaml" >"$RUN/logs/helm-install.log"
+  say "helm installed release fioprobe-helm"
+}
+
+# The node directories the chart's defaults create on the host (etcd.hostPath, stateHostPath
+# and its parent): they must not exist before, and the teardown removes them.
+FIRST_INSTALL_NODE_DIRS=(/var/lib/etcd-fioprobe /var/lib/fioprobe)
+
+first_install() {
+  # The first install on this cluster as a user makes it (charts/fioprobe/README.md, Install):
+  # the chart's defaults (its image name is the one the image was built under), a one-minute
+  # interval, and where this cluster's etcd keeps its data (etcd.dataDir: the one fact of a
+  # distribution; here the run directory's etcd, on the same filesystem as /var/lib). A real
+  # dynamic provisioner behind the default StorageClass; no namespace, directory or object
+  # made first but the prometheus-operator CRDs (kube-prometheus would have them).
+  local d
+  for d in "${FIRST_INSTALL_NODE_DIRS[@]}"; do
+    [[ ! -e $d ]] || { say "$d exists before the first install; on a disposable machine, remove it"; exit 1; }
+    echo "$d" >>"$RUN/first-install-node-dirs"
+  done
+  bash scripts/e2e/cluster.sh default-storageclass local-path
+  crds_up
+  date +%s.%N >"$RUN/applied-at"
+  "$REPO/.tools/bin/helm" install fioprobe "$REPO/charts/fioprobe" --kubeconfig "$KUBECONFIG" \
+    --namespace fioprobe --create-namespace --set everyMinutes=1 --set etcd.dataDir="$RUN/etcd" \
+    >"$RUN/logs/helm-install.log"
+  say "helm installed release fioprobe (first install)"
+}
+
+case $FIOPROBE_E2E_SUITE in
+  main)
+    main_install
+    tests=("$REPO/tests/e2e")
+    ;;
+  first-install)
+    first_install
+    tests=("$REPO/tests/e2e/first_install")
+    ;;
+  *)
+    say "FIOPROBE_E2E_SUITE must be main or first-install, got $FIOPROBE_E2E_SUITE"
+    exit 2
+    ;;
+esac
 
 # The scenario tests, in their own process group so that the trap can end them. A background
 # job of a non-interactive shell starts with SIGINT ignored, and Python then installs no
 # KeyboardInterrupt handler: reset it, so the trap's SIGINT lets pytest stop its fixtures.
 set +e
 setsid env --default-signal=INT "$REPO/.venv/bin/python" -m pytest -p no:cacheprovider -c "$REPO/tests/e2e/pytest.ini" \
-  "$REPO/tests/e2e" "$@" &
+  "${tests[@]}" "$@" &
 pytest_pid=$!
 wait "$pytest_pid"
 rc=$?

@@ -29,7 +29,15 @@ import yaml
 RUN_DIR = os.environ.get("FIOPROBE_E2E_RUN", "")
 IN_E2E = bool(RUN_DIR) and Path(RUN_DIR, "admin.kubeconfig").is_file()
 # Not under `make test`: nothing here can run without the cluster.
-collect_ignore_glob = [] if IN_E2E else ["test_*.py"]
+# `make e2e` runs the main suite (test_*.py here), `make e2e-first-install` the first install
+# alone (first_install/, scripts/e2e/run.sh's FIOPROBE_E2E_SUITE): each on a cluster of its own.
+FIRST_INSTALL = os.environ.get("FIOPROBE_E2E_SUITE") == "first-install"
+if not IN_E2E:
+    collect_ignore_glob = ["test_*.py", "first_install/*"]
+elif FIRST_INSTALL:
+    collect_ignore_glob = ["test_*.py"]
+else:
+    collect_ignore_glob = ["first_install/*"]
 
 REPO = Path(__file__).resolve().parents[2]
 KUBECTL = REPO / ".tools" / "kube" / "bin" / "kubectl"
@@ -437,3 +445,18 @@ def pod_memory(kube: Kube, measurements: Measurements) -> Iterator[PodMemorySamp
     yield sampler
     for instance, peak in sorted(sampler.stop().items()):
         measurements.record(f"pod_peak_memory_bytes{{{instance}}}", peak)
+
+
+HELM = REPO / ".tools" / "bin" / "helm"
+
+
+def helm(run_dir: Path, *args: str, timeout: float = 300) -> str:
+    result = subprocess.run(
+        [str(HELM), "--kubeconfig", str(run_dir / "admin.kubeconfig"), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert result.returncode == 0, f"helm {' '.join(args)}: {result.stderr.strip()}"
+    return result.stdout

@@ -7,7 +7,6 @@ the cluster with the release label; `helm uninstall` then removes every object i
 
 from __future__ import annotations
 
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -15,28 +14,15 @@ from typing import Any
 from conftest import (
     HELM_NAMESPACE,
     HELM_RELEASE,
-    REPO,
     Kube,
     Measurements,
     find_group,
     group_value,
+    helm,
     http_get,
 )
 
-HELM = REPO / ".tools" / "bin" / "helm"
 CLASS = "e2e-helm"
-
-
-def helm(run_dir: Path, *args: str, timeout: float = 300) -> str:
-    result = subprocess.run(
-        [str(HELM), "--kubeconfig", str(run_dir / "admin.kubeconfig"), *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    assert result.returncode == 0, f"helm {' '.join(args)}: {result.stderr.strip()}"
-    return result.stdout
 
 
 def test_the_release_is_deployed(run_dir: Path) -> None:
