@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup setup-core demo test e2e ceph lint generate bench soak
+.PHONY: setup setup-core demo test e2e e2e-first-install ceph lint generate bench soak
 setup:
 	@bash scripts/setup.sh
 
@@ -26,6 +26,12 @@ test: setup lint
 ## only on a disposable machine: it refuses unless CI=true or FIOPROBE_E2E_ALLOW=1.
 e2e: setup
 	@bash scripts/e2e/run.sh
+
+## The first install on a cluster of its own (tests/e2e/first_install): `helm install` with the
+## chart's defaults on a node that only its role label marks as etcd's, a real provisioner behind
+## the default StorageClass; what a new user sees. Root and a disposable machine, as `make e2e`.
+e2e-first-install: setup
+	@FIOPROBE_E2E_SUITE=first-install bash scripts/e2e/run.sh
 
 ## The Ceph scenarios (tests/ceph) on a real single-host Ceph 16.2 the tests build under one
 ## work directory (scripts/ceph/run.sh): healthy, an OSD killed, degraded, below min_size, full,
