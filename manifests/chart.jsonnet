@@ -24,7 +24,7 @@ local sizing = import 'lib/sizing.libsonnet';
 
 // Probe intervals (minutes) the chart's rules and dashboards are rendered for: the mixin's
 // probeIntervalSeconds sets every window, so each interval has files of its own.
-local intervals = [5, 10, 15];
+local intervals = [1, 5, 10, 15];
 
 // One distributed benchmark: components/distributed.libsonnet's argument, whose asserts the
 // chart's templates repeat where JSON Schema cannot say it (a push with auth or TLS).
@@ -51,11 +51,11 @@ local benchmark = {
 
 local schema = defaults {
   namespace:: null,
-  '#everyMinutes':: "Probe interval in minutes: 5, 10 or 15 (the chart's rules and dashboards are rendered for these). Also the mixin's probeIntervalSeconds.",
+  '#everyMinutes':: "Probe interval in minutes: 1, 5, 10 or 15 (the chart's rules and dashboards are rendered for these). Also the mixin's probeIntervalSeconds.",
   everyMinutes: p.check(
     5,
     function(v) std.member(intervals, v),
-    "must be 5, 10 or 15 (the chart's rules and dashboards are rendered for these)",
+    "must be 1, 5, 10 or 15 (the chart's rules and dashboards are rendered for these)",
     { enum: intervals },
   ),
   monitoring+: {
