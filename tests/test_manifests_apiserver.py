@@ -69,8 +69,7 @@ def _check_pod_security(kube: Kube, generated: Path) -> None:
     prepare_step = (
         'unrestricted capabilities (container "prepare" must not include "CHOWN", "FOWNER" in '
         "securityContext.capabilities.add",
-        'runAsNonRoot != true (container "prepare" must not set securityContext.runAsNonRoot'
-        "=false",
+        'runAsNonRoot != true (container "prepare" must not set securityContext.runAsNonRoot=false',
         'runAsUser=0 (container "prepare" must not set runAsUser=0',
     )
     for warning in warnings:
