@@ -149,6 +149,9 @@ OVERRIDES: dict[str, Any] = {
     "perNodeInventorySelector": 'kube_node_labels{label_fioprobe_probe="yes"}',
     "runbookURLBase": "https://wiki.example.com/storage/fioprobe",
     "expectedStreams": [{"storageclass": "nvme-local", "node": "cp-9"}, {"storageclass": "pd-ssd"}],
+    "expectedEtcdProbes": [{"storageclass": "etcd-nvme", "profile": "etcd-wal"}],
+    "expectedEtcdStreams": [{"storageclass": "etcd-nvme"}],
+    "etcdNodeRoles": ["etcd-host"],
     "continuousObjectiveRatio": 0.995,
     "continuousEtcdObjectiveSeconds": 0.016,
     "continuousBurnRates": [
@@ -547,9 +550,12 @@ def test_every_aggregation_keeps_the_probe_identity(rules: Path) -> None:
     for rule in rules_of(rules.read_text()):
         for labels in re.findall(r"\bby \(([^)]*)\)", rule["expr"]):
             names = {label.strip() for label in labels.split(",")}
-            if rule.get("record") == "node:fioprobe_per_node:info":
+            if rule.get("record") in ("node:fioprobe_per_node:info", "node:fioprobe_etcd:info"):
                 assert names in ({"cluster", "node"}, {"cluster"}), (rule, labels)
-            elif rule.get("record") == "node:fioprobe_per_node_inventory:info":
+            elif rule.get("record") in (
+                "node:fioprobe_per_node_inventory:info",
+                "node:fioprobe_etcd_inventory:info",
+            ):
                 assert names == {"cluster", "node"}, (rule, labels)
             elif rule.get("record") == "probe:fioprobe_last_sync_latency_seconds:sibling_ratio":
                 # Siblings: the same StorageClass and profile on every node of a cluster.
@@ -635,6 +641,8 @@ DERIVED_KEYS = {
     "expectedStreams",
     "continuousObjectiveRatio",
     "continuousBurnRates",
+    "expectedEtcdProbes",
+    "expectedEtcdStreams",
 }
 
 
@@ -716,7 +724,14 @@ def test_the_mixin_alone_knows_no_deployment() -> None:
     `fioprobe.expected` group (FioProbeMissing has nothing to compare with), and its schedule is
     the manifests' default one (everyMinutes), which the manifests pass for what they render."""
     config = default_config()
-    for key in ("expectedProbes", "expectedPerNodeProbes", "expectedStreams", "perNodeTolerations"):
+    for key in (
+        "expectedProbes",
+        "expectedPerNodeProbes",
+        "expectedStreams",
+        "expectedEtcdProbes",
+        "expectedEtcdStreams",
+        "perNodeTolerations",
+    ):
         assert config[key] == [], key
     assert config["perNodeInventory"] is False
     groups = [g["name"] for g in yaml.safe_load(RULES.read_text())["groups"]]
@@ -729,13 +744,17 @@ def test_the_mixin_alone_knows_no_deployment() -> None:
         ).stdout
     )  # fmt: skip
     assert config["probeIntervalSeconds"] == manifests["every"] * 60
-    # The shipped manifests' facts: their probes, one continuous stream per etcd node and one
-    # per StorageClass, and no per-node DaemonSet.
-    assert len(manifests["mixin"]["expectedProbes"]) >= 3
-    assert manifests["mixin"]["expectedStreams"] == [
-        {"storageclass": "etcd-disk", "node": f"control-plane-{n}"} for n in range(3)
-    ] + [{"storageclass": "gp2"}, {"storageclass": "gp3"}]
-    assert manifests["mixin"]["expectedPerNodeProbes"] == []
+    # The shipped manifests' facts: their StorageClass probes and one stream per class, the
+    # etcd probe and stream on every node with a control-plane role (no node named), and no
+    # per-node DaemonSet.
+    mixin = manifests["mixin"]
+    assert len(mixin["expectedProbes"]) >= 3
+    assert not any("node" in p for p in mixin["expectedProbes"] + mixin["expectedStreams"])
+    assert mixin["expectedStreams"] == [{"storageclass": "gp2"}, {"storageclass": "gp3"}]
+    assert mixin["expectedEtcdProbes"] == [{"storageclass": "etcd-disk", "profile": "etcd-fsync"}]
+    assert mixin["expectedEtcdStreams"] == [{"storageclass": "etcd-disk"}]
+    assert mixin["etcdNodeRoles"] == ["control-plane", "master"]
+    assert mixin["expectedPerNodeProbes"] == []
     assert "per_node" not in EXPECTED.read_text()
 
 
@@ -776,7 +795,9 @@ def test_every_deployment_loads_the_same_mixin_rules() -> None:
     expected = yaml.safe_load(
         (ROOT / "manifests" / "generated" / "monitoring-expectedrule.yaml").read_text()
     )
-    assert expected["spec"]["groups"] == yaml.safe_load(EXPECTED.read_text())["groups"]
+    # The shipped manifests find etcd nodes by role: their group is that example's.
+    shipped = yaml.safe_load(EXPECTED_ETCD_BY_ROLE.read_text())["groups"]
+    assert expected["spec"]["groups"] == shipped
     assert mixin_groups(render({}, "example=per-node", "part=mixin")) == committed
     kube_prometheus = run(
         tool("go-jsonnet"), "-J", ".", "-e",
