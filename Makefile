@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup setup-core demo test e2e e2e-first-install ceph lint generate bench soak
+.PHONY: setup setup-core demo test e2e e2e-first-install e2e-upgrade ceph lint generate bench soak
 setup:
 	@bash scripts/setup.sh
 
@@ -22,16 +22,24 @@ test: setup lint
 	@bash scripts/run-tests.sh
 
 ## fioprobe on a real single-node Kubernetes cluster built here (scripts/e2e/run.sh): the image
-## from the Dockerfile, `kubectl apply -k`, CronJobs firing, metrics in Prometheus. Root only, and
+## from the Dockerfile, `kubectl apply -k`, CronJobs firing, metrics in Prometheus; then, once
+## those are removed, the chart's first install with one interval of each wait. Root only, and
 ## only on a disposable machine: it refuses unless CI=true or FIOPROBE_E2E_ALLOW=1.
 e2e: setup
 	@bash scripts/e2e/run.sh
 
 ## The first install on a cluster of its own (tests/e2e/first_install): `helm install` with the
 ## chart's defaults on a node that only its role label marks as etcd's, a real provisioner behind
-## the default StorageClass; what a new user sees. Root and a disposable machine, as `make e2e`.
+## the default StorageClass; what a new user sees, each quiet wait four intervals long (`make e2e`
+## runs it with one). Root and a disposable machine, as `make e2e`.
 e2e-first-install: setup
 	@FIOPROBE_E2E_SUITE=first-install bash scripts/e2e/run.sh
+
+## The upgrade from the chart at 438fcbc (etcd probes as CronJobs on named nodes, tests/e2e/data)
+## with its users' values to this checkout's chart (tests/e2e/upgrade), on a cluster of its own;
+## about 20 minutes (the old chart's 5-minute interval). Root and a disposable machine.
+e2e-upgrade: setup
+	@FIOPROBE_E2E_SUITE=upgrade bash scripts/e2e/run.sh
 
 ## The Ceph scenarios (tests/ceph) on a real single-host Ceph 16.2 the tests build under one
 ## work directory (scripts/ceph/run.sh): healthy, an OSD killed, degraded, below min_size, full,

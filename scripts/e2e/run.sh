@@ -70,8 +70,14 @@ finish() {
   else
     say "tearing down"
     bash scripts/e2e/cluster.sh down
+    local m
     for d in "${node_dirs[@]}"; do
-      [[ $d == /var/lib/* ]] && rm -rf --one-file-system "$d"
+      [[ $d == /var/lib/* ]] || continue
+      # A filesystem a test mounted under it (deepest first), then the directory.
+      for m in $(awk -v d="$d/" 'index($2, d) == 1 {print $2}' /proc/self/mounts | sort -r); do
+        umount -l "$m" || true
+      done
+      rm -rf --one-file-system "$d"
     done
   fi
   exit "$rc"
@@ -94,11 +100,6 @@ bash scripts/e2e/cluster.sh up
 } >>"$RUN/measurements"
 export KUBECONFIG=$RUN/admin.kubeconfig
 kubectl_() { "$REPO/.tools/kube/bin/kubectl" "$@"; }
-
-# Which suite: `main` (the manifests and a Helm release beside them, tests/e2e/test_*.py) or
-# `first-install` (the chart alone with its defaults on this cluster, tests/e2e/first_install/;
-# `make e2e-first-install`).
-export FIOPROBE_E2E_SUITE=${FIOPROBE_E2E_SUITE:-main}
 
 crds_up() {
   kubectl_ apply --server-side -f "$REPO/.tools/kube/crds" >/dev/null
@@ -159,13 +160,16 @@ first_install() {
   # interval, and where this cluster's etcd keeps its data (etcd.dataDir: the one fact of a
   # distribution; here the run directory's etcd, on the same filesystem as /var/lib). A real
   # dynamic provisioner behind the default StorageClass; no namespace, directory or object
-  # made first but the prometheus-operator CRDs (kube-prometheus would have them).
+  # made first but the prometheus-operator CRDs (kube-prometheus would have them). The node
+  # starts without its control-plane role label, as a managed cluster's nodes are; the first
+  # test gives it the label (a control-plane node joining later).
   local d
   for d in "${FIRST_INSTALL_NODE_DIRS[@]}"; do
     [[ ! -e $d ]] || { say "$d exists before the first install; on a disposable machine, remove it"; exit 1; }
     echo "$d" >>"$RUN/first-install-node-dirs"
   done
   bash scripts/e2e/cluster.sh default-storageclass local-path
+  kubectl_ label node --all node-role.kubernetes.io/control-plane- >/dev/null
   crds_up
   date +%s.%N >"$RUN/applied-at"
   "$REPO/.tools/bin/helm" install fioprobe "$REPO/charts/fioprobe" --kubeconfig "$KUBECONFIG" \
@@ -174,31 +178,92 @@ first_install() {
   say "helm installed release fioprobe (first install)"
 }
 
+upgrade_install() {
+  # The chart as its users have it before the etcd disks were found by role (tests/e2e/data:
+  # the chart at 438fcbc), installed as its README said: the two namespaces with their Pod
+  # Security labels and the node directories made by hand, etcd's node named in the values
+  # (tests/e2e/upgrade/old-values.yaml). etcd.dataDir keeps the new chart's default,
+  # /var/lib/etcd, which Debian's etcd package made on this machine (the unit tests' etcd).
+  local d
+  [[ -d /var/lib/etcd ]] || { say "no /var/lib/etcd (the chart's default etcd.dataDir) on this machine"; exit 1; }
+  for d in "${FIRST_INSTALL_NODE_DIRS[@]}"; do
+    [[ ! -e $d ]] || { say "$d exists before the install; on a disposable machine, remove it"; exit 1; }
+    echo "$d" >>"$RUN/first-install-node-dirs"
+  done
+  install -d -o 65532 -g 65532 -m 0700 /var/lib/etcd-fioprobe /var/lib/fioprobe/state
+  bash scripts/e2e/cluster.sh default-storageclass local-path
+  kubectl_ create namespace fioprobe >/dev/null
+  kubectl_ label namespace fioprobe pod-security.kubernetes.io/enforce=restricted >/dev/null
+  kubectl_ create namespace fioprobe-etcd >/dev/null
+  kubectl_ label namespace fioprobe-etcd pod-security.kubernetes.io/enforce=privileged \
+    pod-security.kubernetes.io/warn=restricted pod-security.kubernetes.io/audit=restricted >/dev/null
+  crds_up
+  date +%s.%N >"$RUN/applied-at"
+  "$REPO/.tools/bin/helm" install fioprobe "$REPO/tests/e2e/data/fioprobe-chart-438fcbc.tgz" \
+    --kubeconfig "$KUBECONFIG" --namespace fioprobe -f "$REPO/tests/e2e/upgrade/old-values.yaml" \
+    >"$RUN/logs/helm-install.log"
+  say "helm installed release fioprobe from the chart at 438fcbc"
+}
+
+main_uninstall() {
+  # The main suite's objects gone before the first install, so that the two never share a name:
+  # the manifests (their namespaces with them) and the Helm release beside them, if a test left
+  # it. The local Prometheus and Alertmanager of the first install start on empty storage.
+  say "removing the main suite's install"
+  "$REPO/.tools/bin/helm" uninstall fioprobe-helm --kubeconfig "$KUBECONFIG" --namespace fioprobe-helm \
+    --ignore-not-found --wait --timeout 5m >/dev/null
+  kubectl_ delete -k "$RUN/manifests" --ignore-not-found --wait=true --timeout=300s >/dev/null
+  kubectl_ delete namespace fioprobe-helm --ignore-not-found --wait=true --timeout=300s >/dev/null
+  rm -rf "$RUN/prometheus" "$RUN/alertmanager"
+}
+
+# The scenario tests (`run_scenarios SUITE DIR...`), in their own process group so that the
+# trap can end them. A background job of a non-interactive shell starts with SIGINT ignored, and
+# Python then installs no KeyboardInterrupt handler: reset it, so the trap's SIGINT lets pytest
+# stop its fixtures.
+run_scenarios() {
+  local suite=$1
+  shift
+  set +e
+  FIOPROBE_E2E_SUITE=$suite setsid env --default-signal=INT "$REPO/.venv/bin/python" -m pytest \
+    -p no:cacheprovider -c "$REPO/tests/e2e/pytest.ini" "$@" &
+  pytest_pid=$!
+  wait "$pytest_pid"
+  local rc=$?
+  pytest_pid=""
+  set -e
+  return "$rc"
+}
+
+# Which suite: `main` (`make e2e`: the manifests and a Helm release beside them,
+# tests/e2e/test_*.py, then, on the same cluster once they are removed, the first install with
+# one interval of each wait) or `first-install` (`make e2e-first-install`: the first install
+# alone, four intervals of each wait) or `upgrade` (`make e2e-upgrade`: the chart at 438fcbc with
+# its users' values, then `helm upgrade` to this checkout's).
+export FIOPROBE_E2E_SUITE=${FIOPROBE_E2E_SUITE:-main}
+rc=0
 case $FIOPROBE_E2E_SUITE in
   main)
     main_install
-    tests=("$REPO/tests/e2e")
+    run_scenarios main "$REPO/tests/e2e" "$@" || rc=$?
+    if [[ $rc == 0 ]]; then
+      main_uninstall
+      first_install
+      FIOPROBE_E2E_INTERVALS=1 run_scenarios first-install "$REPO/tests/e2e/first_install" "$@" || rc=$?
+    fi
     ;;
   first-install)
     first_install
-    tests=("$REPO/tests/e2e/first_install")
+    FIOPROBE_E2E_INTERVALS=4 run_scenarios first-install "$REPO/tests/e2e/first_install" "$@" || rc=$?
+    ;;
+  upgrade)
+    upgrade_install
+    run_scenarios upgrade "$REPO/tests/e2e/upgrade" "$@" || rc=$?
     ;;
   *)
-    say "FIOPROBE_E2E_SUITE must be main or first-install, got $FIOPROBE_E2E_SUITE"
+    say "FIOPROBE_E2E_SUITE must be main, first-install or upgrade, got $FIOPROBE_E2E_SUITE"
     exit 2
     ;;
 esac
-
-# The scenario tests, in their own process group so that the trap can end them. A background
-# job of a non-interactive shell starts with SIGINT ignored, and Python then installs no
-# KeyboardInterrupt handler: reset it, so the trap's SIGINT lets pytest stop its fixtures.
-set +e
-setsid env --default-signal=INT "$REPO/.venv/bin/python" -m pytest -p no:cacheprovider -c "$REPO/tests/e2e/pytest.ini" \
-  "${tests[@]}" "$@" &
-pytest_pid=$!
-wait "$pytest_pid"
-rc=$?
-pytest_pid=""
-set -e
 echo "total_seconds $((SECONDS - t_start))" >>"$RUN/measurements"
 exit "$rc"

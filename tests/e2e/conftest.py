@@ -29,15 +29,16 @@ import yaml
 RUN_DIR = os.environ.get("FIOPROBE_E2E_RUN", "")
 IN_E2E = bool(RUN_DIR) and Path(RUN_DIR, "admin.kubeconfig").is_file()
 # Not under `make test`: nothing here can run without the cluster.
-# `make e2e` runs the main suite (test_*.py here), `make e2e-first-install` the first install
-# alone (first_install/, scripts/e2e/run.sh's FIOPROBE_E2E_SUITE): each on a cluster of its own.
-FIRST_INSTALL = os.environ.get("FIOPROBE_E2E_SUITE") == "first-install"
-if not IN_E2E:
-    collect_ignore_glob = ["test_*.py", "first_install/*"]
-elif FIRST_INSTALL:
-    collect_ignore_glob = ["test_*.py"]
-else:
-    collect_ignore_glob = ["first_install/*"]
+# `make e2e` runs the main suite (test_*.py here), then, on the same cluster once its objects are
+# gone, the first install (first_install/) with one interval of each wait; `make
+# e2e-first-install` runs the first install alone with four, `make e2e-upgrade` the upgrade from
+# the chart at 438fcbc (scripts/e2e/run.sh sets FIOPROBE_E2E_SUITE for each pytest session).
+SUITE = os.environ.get("FIOPROBE_E2E_SUITE", "main")
+#: Each suite's tests: the main one's here, the others' in a folder of their own.
+SUITE_TESTS = {"main": "test_*.py", "first-install": "first_install/*", "upgrade": "upgrade/*"}
+collect_ignore_glob = [
+    tests for suite, tests in SUITE_TESTS.items() if not IN_E2E or suite != SUITE
+]
 
 REPO = Path(__file__).resolve().parents[2]
 KUBECTL = REPO / ".tools" / "kube" / "bin" / "kubectl"

@@ -1,24 +1,36 @@
 """The first install on the cluster this machine has, as a user makes it: `helm install
 --create-namespace` with the chart's defaults but a one-minute interval and where this
 cluster's etcd keeps its data (scripts/e2e/run.sh, FIOPROBE_E2E_SUITE=first-install). The node's
-name is one no default mentions; it carries the control-plane role label; a real dynamic
-provisioner (local-path-provisioner) is behind the default StorageClass. Within 10 minutes the
-etcd probe pushes and the etcd stream is scraped for that node with etcd_disk="true", a
-scheduled probe and a stream run on the default StorageClass under its real name, the node
-directories exist with the documented owner and mode; for the next 4 intervals no probe-health
-alert fires; `helm uninstall` leaves nothing of the release in the cluster."""
+name is one no default mentions; a real dynamic provisioner (local-path-provisioner) is behind
+the default StorageClass.
+
+In order: the node first lacks the control-plane role label (a managed cluster's view: nothing
+runs for etcd, nothing fires for it, the notes say why); then it gets the label, as a
+control-plane node joining later, and within 10 minutes the etcd probe pushes and the etcd
+stream is scraped for that node with etcd_disk="true", a scheduled probe and a stream run on
+the default StorageClass under its real name, the node directories exist with the documented
+owner and mode; no probe-health alert fires for the next intervals; the control-plane taint
+holds a StorageClass probe's pod but not the etcd pods; node directories the deployment did not
+make are refused with nothing written; `helm uninstall` leaves nothing of the release in the
+cluster. Each wait counts FIOPROBE_E2E_INTERVALS one-minute intervals: 4 in `make
+e2e-first-install`, 1 in `make e2e`'s phase of it (CI's time budget)."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import (
     ETCD_NAMESPACE,
     NAMESPACE,
     NODE,
+    REPO,
     Kube,
     Measurements,
     alertmanager_alerts,
@@ -38,6 +50,17 @@ WITHIN_SECONDS = 600
 #: The chart's defaults on the node (etcd.hostPath, stateHostPath).
 NODE_DIRS = (Path("/var/lib/etcd-fioprobe"), Path("/var/lib/fioprobe/state"))
 RELEASE = "fioprobe"
+CHART = REPO / "charts" / "fioprobe"
+#: How many one-minute intervals each "nothing fires" wait lasts (scripts/e2e/run.sh).
+INTERVALS = int(os.environ.get("FIOPROBE_E2E_INTERVALS", "4"))
+#: The role label the chart's defaults find etcd nodes by, and the taint that usually goes with it.
+ROLE_LABEL = "node-role.kubernetes.io/control-plane"
+TAINT = f"{ROLE_LABEL}:NoSchedule"
+#: The probe-health alerts, which must stay quiet on a healthy install.
+PROBE_HEALTH = {"FioProbeMissing", "FioProbeStale", "FioProbeFailing", "FioProbeContinuousMissing"}
+#: Where the refusal scenario plants what the deployment did not make (removed by run.sh's
+#: teardown, as the chart's node directories are).
+PLANTED = Path("/var/lib/fioprobe-e2e-planted")
 
 
 def ready_pods(kube: Kube, namespace: str, component: str) -> list[dict[str, Any]]:
@@ -54,25 +77,72 @@ def ready_pods(kube: Kube, namespace: str, component: str) -> list[dict[str, Any
     ]
 
 
+def etcd_alerts(prometheus_url: str) -> list[dict[str, Any]]:
+    """Every etcd alert, pending or firing: the etcd disk's, or a probe-health one about etcd."""
+    found = services.query(prometheus_url, 'ALERTS{storageclass="etcd-disk"}')
+    found += services.query(prometheus_url, 'ALERTS{scope="etcd"}')
+    return [a["metric"] for a in found]
+
+
+def test_without_the_role_nothing_runs_or_fires_for_etcd(
+    kube: Kube, run_dir: Path, prometheus: Any, alertmanager: Any
+) -> None:
+    """A managed control plane's view (EKS, GKE, AKS: no node carries the role): the notes say
+    that etcd's disks are not visible here, no etcd pod runs, and for the intervals below no
+    etcd alert is even pending. Then the node gets the role, as a control-plane node that joins
+    later: the rest of this module sees the DaemonSets follow without a new install."""
+    notes = (run_dir / "logs" / "helm-install.log").read_text()
+    assert "etcd's disks are not visible on this cluster" in notes, notes
+    assert ROLE_LABEL not in kube.json("node", NODE)["metadata"]["labels"]
+    # The rules know the etcd probe (else the quiet below would prove nothing).
+    services.wait_for(
+        lambda: services.query(prometheus.url, "probe:fioprobe_expected_etcd:info"),
+        120,
+        "the etcd probe among the expected ones in Prometheus",
+        2,
+    )
+    deadline = time.time() + INTERVALS * 60
+    while time.time() < deadline:
+        pods = kube.json("pods", "-n", ETCD_NAMESPACE)["items"]
+        assert not pods, [p["metadata"]["name"] for p in pods]
+        for daemonset in kube.json("daemonset", "-n", ETCD_NAMESPACE)["items"]:
+            assert daemonset["status"]["desiredNumberScheduled"] == 0, daemonset["metadata"]
+        assert not services.query(prometheus.url, "node:fioprobe_expected_etcd:info")
+        assert not etcd_alerts(prometheus.url)
+        alerts = [a["labels"] for a in alertmanager_alerts(alertmanager.url)]
+        assert not [a for a in alerts if "etcd" in (a.get("storageclass", ""), a.get("scope"))]
+        time.sleep(10)
+    kube("label", "node", NODE, f"{ROLE_LABEL}=")
+    (run_dir / "role-labelled-at").write_text(f"{time.time()}\n")
+
+
+@pytest.fixture(scope="module")
+def role_labelled_at(run_dir: Path) -> float:
+    """When the node got the control-plane role (the first test): the etcd parts start then."""
+    return float((run_dir / "role-labelled-at").read_text())
+
+
 def test_the_etcd_probe_and_stream_run_on_the_role_node(
     kube: Kube,
     run_dir: Path,
     pushgateway_url: str,
     prometheus: Any,
-    applied_at: float,
+    role_labelled_at: float,
     measurements: Measurements,
 ) -> None:
     key = {"storageclass": "etcd-disk", "profile": "etcd-fsync", "node": NODE}
     group = services.wait_for(
         lambda: (g := find_group(pushgateway_url, **key)) and g,
-        max(1.0, applied_at + WITHIN_SECONDS - time.time()),
+        max(1.0, role_labelled_at + WITHIN_SECONDS - time.time()),
         f"the etcd probe's group {key}",
         2,
     )
     assert group_value(group, "fioprobe_success") == 1, group.get("fioprobe_failure_reason_info")
     info = group["fioprobe_info"]["metrics"][0]["labels"]
     assert info["etcd_disk"] == "true" and info["ran_on_node"] == NODE, info
-    measurements.record("first_install_to_etcd_push_seconds", round(time.time() - applied_at, 1))
+    measurements.record(
+        "first_install_role_label_to_etcd_push_seconds", round(time.time() - role_labelled_at, 1)
+    )
     for directory in NODE_DIRS:
         stat = directory.stat()
         assert (stat.st_uid, stat.st_gid) == (PROBE_UID, PROBE_UID), directory
@@ -136,21 +206,220 @@ def test_the_default_storageclass_is_probed_under_its_real_name(
     )
 
 
-def test_no_probe_health_alert_for_four_intervals(alertmanager: Any, prometheus: Any) -> None:
+def test_no_probe_health_alert_for_the_next_intervals(alertmanager: Any, prometheus: Any) -> None:
     """With everything running, the release's own rules (rendered for a one-minute interval)
-    raise no Missing, Stale or Failing alert for four intervals. Latency alerts are the disk's
-    to decide (this machine's disk can be slow while other work runs): if one fires, the pushed
-    p99 says why, and it is reported, not failed."""
-    quiet = {"FioProbeMissing", "FioProbeStale", "FioProbeFailing", "FioProbeContinuousMissing"}
-    deadline = time.time() + 4 * 60
+    raise no Missing, Stale or Failing alert for the next intervals. Latency alerts are the
+    disk's to decide (this machine's disk can be slow while other work runs): if one fires, the
+    pushed p99 says why, and it is reported, not failed."""
+    deadline = time.time() + INTERVALS * 60
     seen: list[dict[str, Any]] = []
     while time.time() < deadline:
         seen = [a for a in alertmanager_alerts(alertmanager.url)
-                if a["labels"].get("alertname") in quiet]  # fmt: skip
+                if a["labels"].get("alertname") in PROBE_HEALTH]  # fmt: skip
         assert not seen, seen
         time.sleep(10)
     rules = services.query(prometheus.url, 'ALERTS{alertstate="firing"}')
-    print("alerts firing after four intervals:", [r["metric"] for r in rules])
+    print("alerts firing after the quiet intervals:", [r["metric"] for r in rules])
+
+
+def pods_of(kube: Kube, namespace: str, selector: str = "") -> list[dict[str, Any]]:
+    args = ["pods", "-n", namespace] + (["-l", selector] if selector else [])
+    return list(kube.json(*args)["items"])
+
+
+def running(pod: dict[str, Any]) -> bool:
+    return bool(pod["status"].get("phase") == "Running")
+
+
+def test_the_control_plane_taint_holds_storageclass_pods_not_etcd_ones(kube: Kube) -> None:
+    """With the control-plane taint on the node, the etcd pods (which tolerate it) start
+    there again once deleted, while a StorageClass probe's pod (which must not land on a
+    control-plane node) stays Pending on that taint."""
+    job = "fioprobe-taint-check"
+    kube("taint", "node", NODE, TAINT)
+    try:
+        before = {p["metadata"]["uid"] for p in pods_of(kube, ETCD_NAMESPACE)}
+        assert len(before) == 2, "the etcd probe's pod and the etcd stream's"
+        kube("delete", "pods", "-n", ETCD_NAMESPACE, "--all", "--wait=true", timeout=180)
+
+        def replaced() -> bool:
+            pods = pods_of(kube, ETCD_NAMESPACE)
+            fresh = [p for p in pods if p["metadata"]["uid"] not in before]
+            return len(fresh) == 2 and all(running(p) for p in fresh)
+
+        kube.wait(replaced, 180, "the etcd pods running again on the tainted node")
+        kube("create", "job", "-n", NAMESPACE, job, f"--from=cronjob/fioprobe-{DEFAULT_CLASS}")
+
+        def held() -> str:
+            for pod in pods_of(kube, NAMESPACE, f"job-name={job}"):
+                for condition in pod["status"].get("conditions", []):
+                    if condition["type"] == "PodScheduled" and condition["status"] == "False":
+                        return str(condition.get("message", ""))
+            return ""
+
+        message = kube.wait(held, 120, "the StorageClass probe's pod held by the taint")
+        assert ROLE_LABEL in message and "taint" in message, message
+    finally:
+        kube("taint", "node", NODE, f"{TAINT}-", check=False)
+        kube("delete", "job", "-n", NAMESPACE, job, "--ignore-not-found", "--wait=false")
+
+
+def snapshot(root: Path) -> dict[str, tuple[int, int, int, int, str]]:
+    """Every entry under `root` (symlinks not followed): mode, owner, size and, for a symlink,
+    its target: what "nothing written" is checked against."""
+    entries: dict[str, tuple[int, int, int, int, str]] = {}
+    for directory, names, files in os.walk(root, followlinks=False):
+        for name in [*names, *files, ""]:
+            path = Path(directory, name)
+            info = path.lstat()
+            target = os.readlink(path) if path.is_symlink() else ""
+            entries[str(path)] = (info.st_mode, info.st_uid, info.st_gid, info.st_size, target)
+    return entries
+
+
+def upgrade_etcd_host_path(kube: Kube, run_dir: Path, path: Path) -> set[str]:
+    """`helm upgrade` to another etcd.hostPath; the uids of the etcd probe's pods before."""
+    before = {
+        p["metadata"]["uid"]
+        for p in pods_of(kube, ETCD_NAMESPACE, "app.kubernetes.io/component=probe")
+    }
+    helm(
+        run_dir, "upgrade", RELEASE, str(CHART), "--namespace", NAMESPACE, "--reuse-values",
+        "--set", f"etcd.hostPath={path}",
+    )  # fmt: skip
+    return before
+
+
+def probe_pod_after(kube: Kube, before: set[str]) -> dict[str, Any] | None:
+    """The etcd probe's pod that replaced those in `before`, if there is one yet."""
+    for pod in pods_of(kube, ETCD_NAMESPACE, "app.kubernetes.io/component=probe"):
+        if pod["metadata"]["uid"] not in before:
+            return pod
+    return None
+
+
+def prepare_failure(kube: Kube, before: set[str]) -> str:
+    """The log of the new pod's prepare step, once it has exited non-zero; else ""."""
+    pod = probe_pod_after(kube, before)
+    if pod is None:
+        return ""
+    for status in pod["status"].get("initContainerStatuses", []):
+        if status["name"] != "prepare":
+            continue
+        for state in (status.get("state", {}), status.get("lastState", {})):
+            exited = state.get("terminated")
+            if exited and exited.get("exitCode"):
+                name = pod["metadata"]["name"]
+                previous = [] if "terminated" in status.get("state", {}) else ["--previous"]
+                return kube("logs", "-n", ETCD_NAMESPACE, name, "-c", "prepare", *previous)
+    return ""
+
+
+def mount_failure(kube: Kube, before: set[str]) -> str:
+    """The kubelet's FailedMount event of the new pod, if there is one yet."""
+    pod = probe_pod_after(kube, before)
+    if pod is None:
+        return ""
+    events = kube.json(
+        "events", "-n", ETCD_NAMESPACE, "--field-selector",
+        f"involvedObject.uid={pod['metadata']['uid']},reason=FailedMount",
+    )["items"]  # fmt: skip
+    return "\n".join(e.get("message", "") for e in events)
+
+
+@pytest.fixture
+def planted(run_dir: Path) -> Iterator[Path]:
+    """An empty directory to plant in, removed by run.sh's teardown (also on failure)."""
+    with (run_dir / "first-install-node-dirs").open("a") as listing:
+        listing.write(f"{PLANTED}\n")
+    PLANTED.mkdir(mode=0o755)
+    yield PLANTED
+
+
+def test_node_directories_the_deployment_did_not_make_are_refused(
+    kube: Kube, run_dir: Path, pushgateway_url: str, planted: Path
+) -> None:
+    """etcd.hostPath pointed at what someone else made: a symlink (to an empty directory of
+    root's, which the prepare step would otherwise take), a file, a directory of another user;
+    each refused with nothing under the planted directory changed. Then a directory on another
+    filesystem than etcd's data: prepared, but the probe refuses to run there and says why
+    (unsafe_target, etcd_disk="false"), with nothing written in it."""
+    target = planted / "target"
+    target.mkdir(mode=0o755)
+    (planted / "symlink").symlink_to(target)
+    (planted / "file").write_text("someone else's file\n")
+    foreign = planted / "foreign"
+    foreign.mkdir(mode=0o755)
+    os.chown(foreign, 1234, 1234)
+    other = planted / "otherfs"
+    other.mkdir(mode=0o755)
+    cases = [
+        ("symlink", prepare_failure, "the host path or one of its parents is a symlink"),
+        ("foreign", prepare_failure, "owned by uid 1234, not by root or 65532"),
+        ("file", mount_failure, "is not a directory"),
+    ]
+    try:
+        for name, failure, message in cases:
+            before_files = snapshot(planted)
+            before = upgrade_etcd_host_path(kube, run_dir, planted / name)
+            text = kube.wait(
+                lambda failure=failure, before=before: failure(kube, before),
+                180,
+                f"the new etcd probe pod to refuse the planted {name}",
+            )
+            assert message in text, (name, text)
+            assert snapshot(planted) == before_files, name
+
+        # Another filesystem than etcd's data (a tmpfs): the directory in it is the
+        # deployment's to make, but the probe must not run there.
+        subprocess.run(
+            [
+                "mount",
+                "-t",
+                "tmpfs",
+                "-o",
+                "size=16m,mode=0755",
+                "fioprobe-e2e-otherfs",
+                str(other),
+            ],
+            check=True,
+        )
+        probe_dir = other / "probe"
+        upgraded_at = time.time()
+        before = upgrade_etcd_host_path(kube, run_dir, probe_dir)
+        key = {"storageclass": "etcd-disk", "profile": "etcd-fsync", "node": NODE}
+
+        def refused() -> dict[str, Any] | None:
+            group = find_group(pushgateway_url, **key)
+            if not group or (group_value(group, "push_time_seconds") or 0) < upgraded_at:
+                return None
+            return group
+
+        # The new pod runs from the interval after the one it started in.
+        group = services.wait_for(refused, 300, "the etcd probe's push from another filesystem", 2)
+        assert group_value(group, "fioprobe_success") == 0, group
+        reason = group["fioprobe_failure_reason_info"]["metrics"][0]["labels"]["reason"]
+        assert reason == "unsafe_target", reason
+        info = group["fioprobe_info"]["metrics"][0]["labels"]
+        assert info["etcd_disk"] == "false", info
+        pod = probe_pod_after(kube, before) or {}
+        log = kube("logs", "-n", ETCD_NAMESPACE, pod["metadata"]["name"], "-c", "fioprobe")
+        assert "the probe directory is not on etcd's filesystem" in log, log
+        assert probe_dir.is_dir() and not list(probe_dir.iterdir()), list(probe_dir.iterdir())
+    finally:
+        helm(
+            run_dir, "upgrade", RELEASE, str(CHART), "--namespace", NAMESPACE, "--reuse-values",
+            "--set", "etcd.hostPath=/var/lib/etcd-fioprobe",
+        )  # fmt: skip
+
+        def released() -> bool:
+            return not any(
+                str(planted) in json.dumps(p["spec"]["volumes"])
+                for p in pods_of(kube, ETCD_NAMESPACE)
+            )
+
+        kube.wait(released, 180, "no etcd pod using the planted directories")
+        subprocess.run(["umount", "-l", str(other)], check=False, capture_output=True)
 
 
 def test_uninstall_leaves_nothing_of_the_release(kube: Kube, run_dir: Path) -> None:
