@@ -345,3 +345,55 @@ def test_the_members_need_this_nodes_name(tmp_path: Path) -> None:
                       "--member", "a", "--node", "", timeout=60)  # fmt: skip
     assert result.returncode == 2
     assert "give --node NODE or set NODE_NAME" in result.stderr.decode()
+
+
+# --- a stop signal between runs ----------------------------------------------------------------
+
+
+def _children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(p) for p in path.read_text().split()] if path.exists() else []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a PID namespace of its own needs root")
+@pytest.mark.parametrize(
+    "mode",
+    [["--member", "a", "--member", "b"], []],
+    ids=["etcd-members", "per-node"],
+)
+def test_a_loop_that_is_pid_1_stops_at_once_between_runs(tmp_path: Path, mode: list[str]) -> None:
+    """A DaemonSet's container runs the loop as PID 1 of its PID namespace, and the kernel
+    drops every signal PID 1 has no handler for: the pod's deletion waited out its grace
+    period, then killed it. Run as PID 1 the same way (unshare), the loop sleeping until a
+    run an hour away stops within seconds of SIGTERM, 128 + 15, saying that no probe was
+    running, and leaves no file in its probe or state directory."""
+    config = write_config(tmp_path, f"http://127.0.0.1:{services.free_port()}", "a")
+    log = tmp_path / "stderr"
+    with log.open("w") as stderr:
+        proc = subprocess.Popen(
+            ["unshare", "--pid", "--fork", "--kill-child", sys.executable, "-m", "fioprobe",
+             "run", "--config", str(config), "--jobs-dir", str(jobs_dir(tmp_path)), "--node",
+             "a", "--every", "3600", *mode],
+            stdout=subprocess.DEVNULL, stderr=stderr,
+        )  # fmt: skip
+    try:
+        # The loop is asleep once it said when it runs next.
+        deadline = time.monotonic() + 60
+        while "next run in" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert "next run in" in log.read_text(), log.read_text()
+        loop = _children(proc.pid)
+        assert len(loop) == 1, loop
+        os.kill(loop[0], 15)
+        # Without a handler the signal is dropped and this wait runs out.
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+    said = log.read_text()
+    assert proc.returncode == 128 + 15, said
+    assert "fioprobe: error: interrupted by SIGTERM; no probe was running" in said, said
+    assert "Traceback" not in said
+    assert not list((tmp_path / "disk-a").iterdir())
+    assert not (tmp_path / "state" / "a").exists() or not list((tmp_path / "state" / "a").iterdir())

@@ -26,7 +26,8 @@ import os
 import socket
 import stat
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol, TypeGuard
@@ -38,6 +39,7 @@ from fioprobe.kube.nodes import nodes_with_any_label
 from fioprobe.probe import stagger
 from fioprobe.probe.config import Config
 from fioprobe.probe.runner import probe_target, run_config, say
+from fioprobe.probe.signals import Signals
 from fioprobe.probe.slot import FIO_STOP_SECONDS
 from fioprobe.probe.stagger import Slot
 from fioprobe.publish.statefile import (
@@ -84,15 +86,34 @@ def run_every(
     offset = spread_offset(only_node or socket.gethostname(), every_seconds)
     status = int(ExitCode.OK)
     done = 0
-    while cycles is None or done < cycles:
-        now = time.time()
-        slot = math.floor((now - offset) / every_seconds + 1) * every_seconds + offset
-        if not quiet:
-            say(f"next run in {slot - now:.0f}s (every {every_seconds:g}s, offset {offset:.0f}s)")
-        time.sleep(max(0.0, slot - time.time()))
-        status = run_config(config, only_node=only_node, jobs_dir=jobs_dir, quiet=quiet)
-        done += 1
+    with _stoppable_between_runs() as signals:
+        while cycles is None or done < cycles:
+            now = time.time()
+            slot = math.floor((now - offset) / every_seconds + 1) * every_seconds + offset
+            if not quiet:
+                say(f"next run in {slot - now:.0f}s (every {every_seconds:g}s, offset "
+                    f"{offset:.0f}s)")  # fmt: skip
+            _sleep_until(slot, signals)
+            status = run_config(config, only_node=only_node, jobs_dir=jobs_dir, quiet=quiet)
+            done += 1
     return status
+
+
+#: What a stop signal between runs leaves behind: nothing.
+STOPPED_BETWEEN_RUNS = "no probe was running"
+
+
+@contextmanager
+def _stoppable_between_runs() -> Iterator[Signals]:
+    """A stop signal (SIGTERM, SIGINT, SIGHUP) ends a loop while it sleeps between runs, at
+    once; one that comes while it reads the members or plans a slot is kept and ends it at
+    the next sleep; during a run, the run's own handling applies (`run_config`: fio stopped,
+    the failure pushed). Needed because the loop is a DaemonSet container's PID 1, for
+    which the kernel drops every signal without a handler: without one, deleting or
+    upgrading the pod waited its whole grace period and then killed it."""
+    signals = Signals()
+    with signals.installed(), signals.deferred():
+        yield signals
 
 
 # --- the members -----------------------------------------------------------------------------
@@ -351,58 +372,59 @@ def run_staggered(
     own_end: float | None = None  # when this process's last run ended: its writes are its own
     not_before = 0.0  # after a slot moved: the next interval's start
     reads: list[tuple[float, tuple[str, ...] | None]] = []  # the last reads: (done at, names)
-    while cycles is None or done < cycles:
-        notes.forget("api")
-        clock = time.time()
-        now = max(clock, not_before)
-        planned = members.read()
-        reads = [*reads[-2:], (time.time(), planned.names)]
-        plan = _plan(planned, node, now, every_seconds, needed, what, guard, notes)
-        if not isinstance(plan, Slot):
-            status, done = plan, done + 1
-            if cycles is None or done < cycles:
-                _sleep_until((math.floor(now / every_seconds) + 1) * every_seconds)
-            continue
-        if not quiet:
-            say(f"next run in {plan.start - clock:.0f}s: {plan.describe()} ({plan.members} "
-                f"members), its IO over {plan.guard:g}s before the slot ends")  # fmt: skip
-        # The last read ends by the slot's start (and starts in its interval; see above).
-        _sleep_until(max(plan.interval_start, plan.start - RECHECK_SECONDS))
-        fresh = members.read(quick=True)
-        reads = [*reads[-2:], (time.time(), fresh.names)]
-        notes.say("api", fresh.note)
-        again = None if fresh.names is None else stagger.slot_of(
-            every_seconds, plan.interval, fresh.names, node, guard
-        )  # fmt: skip
-        done += 1
-        if again is None or (again.index, again.members) != (plan.index, plan.members):
-            say(f"the members changed before the run: {_shown(fresh.names)}; waiting for "
-                "this node's new slot in the next interval (a run of this one may have "
-                "started on the old list)")  # fmt: skip
-            status, not_before = int(ExitCode.OK), plan.interval_start + every_seconds
-            continue
-        if not known_before(reads, plan, node, guard):
-            say(f"this node had not read the members before the interval of its slot began: "
-                f"it runs from the next interval on ({plan.describe()}), when its slot is one "
-                "it read before the interval, as every member's is")  # fmt: skip
-            status, not_before = int(ExitCode.OK), plan.interval_start + every_seconds
-            continue
-        recorded = recorded_since(files, plan.interval_start, own_end)
-        if recorded is not None:
-            path, written = recorded
-            say(f"a run of this node's probes is recorded in this interval already ({path} "
-                f"written at {_clock(written)}): skipping to the next interval, so that no "
-                "probe runs twice in one")  # fmt: skip
-            status = int(ExitCode.OK)
-            continue
-        _sleep_until(plan.start)
-        if time.time() >= plan.deadline:
-            say(f"woke up after the deadline of {plan.describe()}: skipping this interval")
-            status = int(ExitCode.OK)
-            continue
-        status = run_config(config, only_node=node, jobs_dir=jobs_dir, quiet=quiet,
-                            deadline=plan.deadline)  # fmt: skip
-        own_end = time.time()
+    with _stoppable_between_runs() as signals:
+        while cycles is None or done < cycles:
+            notes.forget("api")
+            clock = time.time()
+            now = max(clock, not_before)
+            planned = members.read()
+            reads = [*reads[-2:], (time.time(), planned.names)]
+            plan = _plan(planned, node, now, every_seconds, needed, what, guard, notes)
+            if not isinstance(plan, Slot):
+                status, done = plan, done + 1
+                if cycles is None or done < cycles:
+                    _sleep_until((math.floor(now / every_seconds) + 1) * every_seconds, signals)
+                continue
+            if not quiet:
+                say(f"next run in {plan.start - clock:.0f}s: {plan.describe()} ({plan.members} "
+                    f"members), its IO over {plan.guard:g}s before the slot ends")  # fmt: skip
+            # The last read ends by the slot's start (and starts in its interval; see above).
+            _sleep_until(max(plan.interval_start, plan.start - RECHECK_SECONDS), signals)
+            fresh = members.read(quick=True)
+            reads = [*reads[-2:], (time.time(), fresh.names)]
+            notes.say("api", fresh.note)
+            again = None if fresh.names is None else stagger.slot_of(
+                every_seconds, plan.interval, fresh.names, node, guard
+            )  # fmt: skip
+            done += 1
+            if again is None or (again.index, again.members) != (plan.index, plan.members):
+                say(f"the members changed before the run: {_shown(fresh.names)}; waiting for "
+                    "this node's new slot in the next interval (a run of this one may have "
+                    "started on the old list)")  # fmt: skip
+                status, not_before = int(ExitCode.OK), plan.interval_start + every_seconds
+                continue
+            if not known_before(reads, plan, node, guard):
+                say(f"this node had not read the members before the interval of its slot began: "
+                    f"it runs from the next interval on ({plan.describe()}), when its slot is one "
+                    "it read before the interval, as every member's is")  # fmt: skip
+                status, not_before = int(ExitCode.OK), plan.interval_start + every_seconds
+                continue
+            recorded = recorded_since(files, plan.interval_start, own_end)
+            if recorded is not None:
+                path, written = recorded
+                say(f"a run of this node's probes is recorded in this interval already ({path} "
+                    f"written at {_clock(written)}): skipping to the next interval, so that no "
+                    "probe runs twice in one")  # fmt: skip
+                status = int(ExitCode.OK)
+                continue
+            _sleep_until(plan.start, signals)
+            if time.time() >= plan.deadline:
+                say(f"woke up after the deadline of {plan.describe()}: skipping this interval")
+                status = int(ExitCode.OK)
+                continue
+            status = run_config(config, only_node=node, jobs_dir=jobs_dir, quiet=quiet,
+                                deadline=plan.deadline)  # fmt: skip
+            own_end = time.time()
     return status
 
 
@@ -550,14 +572,16 @@ class _Notes:
         self._said.pop(topic, None)
 
 
-def _sleep_until(when: float) -> None:
-    """Sleep until the wall clock reads `when`. time.sleep counts on the monotonic clock, so
-    a wall clock stepped by NTP meanwhile is caught by looking again (a few times at most)."""
-    for _ in range(5):
-        left = when - time.time()
-        if left <= 0:
-            return
-        time.sleep(left)
+def _sleep_until(when: float, signals: Signals) -> None:
+    """Sleep until the wall clock reads `when`, or a stop signal ends the loop
+    (`_stoppable_between_runs`). time.sleep counts on the monotonic clock, so a wall clock
+    stepped by NTP meanwhile is caught by looking again (a few times at most)."""
+    with signals.interruptible(STOPPED_BETWEEN_RUNS):
+        for _ in range(5):
+            left = when - time.time()
+            if left <= 0:
+                return
+            time.sleep(left)
 
 
 def _shown(names: Sequence[str] | None) -> str:

@@ -25,13 +25,15 @@ class Signals:
     def __init__(self) -> None:
         self.deferring = False
         self.received: int | None = None
+        #: What was done when a signal ends the command at once (see `interruptible`).
+        self.stopped_at_once = "fio stopped, its files removed"
 
     def handler(self, signum: int, _frame: object) -> None:
         if self.received is not None:
             return  # a second signal must not interrupt the cleanup the first one started
         self.received = signum
         if not self.deferring:
-            raise Interrupted(signum, signal.Signals(signum).name)
+            raise Interrupted(signum, signal.Signals(signum).name, self.stopped_at_once)
 
     @contextmanager
     def installed(self) -> Iterator[None]:
@@ -49,6 +51,17 @@ class Signals:
             yield
         finally:
             self.deferring = False
+
+    @contextmanager
+    def interruptible(self, what_happened: str) -> Iterator[None]:
+        """Within `deferred()`, a stretch that a signal cuts short at once (a loop's sleep
+        between runs); a signal noted before it ends the command on entering it."""
+        self.raise_if_received(what_happened)
+        self.deferring, self.stopped_at_once = False, what_happened
+        try:
+            yield
+        finally:
+            self.deferring = True
 
     def raise_if_received(self, what_happened: str) -> None:
         if self.received is not None:
