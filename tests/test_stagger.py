@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -19,15 +20,18 @@ from pathlib import Path
 
 import pytest
 from conftest import fioprobe, gateway_group, gauge
+from fioprobe.errors import Interrupted
 from fioprobe.fio.profiles import load_profile
 from fioprobe.probe import stagger
 from fioprobe.probe.config import load_config
 from fioprobe.probe.schedule import (
     RECHECK_SECONDS,
+    Membership,
     known_before,
     pass_seconds,
     recorded_since,
     recorded_state_files,
+    run_staggered,
     spread_offset,
     written_at,
 )
@@ -355,25 +359,54 @@ def _children(pid: int) -> list[int]:
     return [int(p) for p in path.read_text().split()] if path.exists() else []
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="a PID namespace of its own needs root")
-@pytest.mark.parametrize(
-    "mode",
-    [["--member", "a", "--member", "b"], []],
-    ids=["etcd-members", "per-node"],
-)
-def test_a_loop_that_is_pid_1_stops_at_once_between_runs(tmp_path: Path, mode: list[str]) -> None:
+def _own_pid_namespace() -> bool:
+    """Whether this process may give a child a PID namespace of its own (root with
+    CAP_SYS_ADMIN, util-linux's unshare)."""
+    try:
+        probe = subprocess.run(["unshare", "--pid", "--fork", "true"], capture_output=True,
+                               timeout=30, check=False)  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return probe.returncode == 0
+
+
+#: The loop's interval in the test below: a day, so that a node whose run is at least a few
+#: hours away can always be picked.
+DAY = 86_400.0
+
+
+def _far_from_a_run(mode: str) -> tuple[str, list[str]]:
+    """A node name and member options whose next run is at least three hours away: with two
+    members, "a" runs at the start of each day (UTC) and "b" at its middle; a per-node loop
+    at its node name's offset (spread_offset)."""
+    now = time.time()
+    if mode == "etcd-members":
+        starts = {"a": 0.0, "b": DAY / 2}
+        members = ["--member", "a", "--member", "b"]
+    else:
+        starts = {name: spread_offset(name, DAY) for name in ("a", "b", "c", "d")}
+        members = []
+    for name, offset in starts.items():
+        if (offset - now) % DAY >= 3 * 3600:
+            return name, members
+    raise AssertionError(f"no node far from its run in {starts}")
+
+
+@pytest.mark.skipif(not _own_pid_namespace(), reason="needs a PID namespace of its own (root)")
+@pytest.mark.parametrize("mode", ["etcd-members", "per-node"])
+def test_a_loop_that_is_pid_1_stops_at_once_between_runs(tmp_path: Path, mode: str) -> None:
     """A DaemonSet's container runs the loop as PID 1 of its PID namespace, and the kernel
-    drops every signal PID 1 has no handler for: the pod's deletion waited out its grace
-    period, then killed it. Run as PID 1 the same way (unshare), the loop sleeping until a
-    run an hour away stops within seconds of SIGTERM, 128 + 15, saying that no probe was
-    running, and leaves no file in its probe or state directory."""
-    config = write_config(tmp_path, f"http://127.0.0.1:{services.free_port()}", "a")
+    drops every signal PID 1 has no handler for. Run as PID 1 the same way (unshare), the
+    loop sleeping until a run hours away stops within seconds of SIGTERM, 128 + 15, saying
+    that no probe was running, and leaves no file in its probe or state directory."""
+    node, members = _far_from_a_run(mode)
+    config = write_config(tmp_path, f"http://127.0.0.1:{services.free_port()}", node)
     log = tmp_path / "stderr"
     with log.open("w") as stderr:
         proc = subprocess.Popen(
             ["unshare", "--pid", "--fork", "--kill-child", sys.executable, "-m", "fioprobe",
              "run", "--config", str(config), "--jobs-dir", str(jobs_dir(tmp_path)), "--node",
-             "a", "--every", "3600", *mode],
+             node, "--every", str(int(DAY)), *members],
             stdout=subprocess.DEVNULL, stderr=stderr,
         )  # fmt: skip
     try:
@@ -395,5 +428,43 @@ def test_a_loop_that_is_pid_1_stops_at_once_between_runs(tmp_path: Path, mode: l
     assert proc.returncode == 128 + 15, said
     assert "fioprobe: error: interrupted by SIGTERM; no probe was running" in said, said
     assert "Traceback" not in said
-    assert not list((tmp_path / "disk-a").iterdir())
-    assert not (tmp_path / "state" / "a").exists() or not list((tmp_path / "state" / "a").iterdir())
+    assert not list((tmp_path / f"disk-{node}").iterdir())
+    state = tmp_path / "state" / node
+    assert not state.exists() or not list(state.iterdir())
+
+
+class _SignalledRead:
+    """Members whose read gets SIGTERM half way through writing its copy of the list."""
+
+    def __init__(self, copy: Path) -> None:
+        self.copy = copy
+        self.reads = 0
+
+    @property
+    def fixed(self) -> bool:
+        return False
+
+    def read(self, *, quick: bool = False) -> Membership:
+        self.reads += 1
+        with self.copy.open("w") as f:
+            f.write("a\n")
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.2)  # the signal is delivered here, in the middle of the write
+            f.write("b\n")
+        return Membership(("a", "b"))
+
+
+def test_a_signal_during_the_members_read_ends_the_loop_after_the_read(tmp_path: Path) -> None:
+    """The members' read may rewrite the node's copy of the list: a stop signal then is held
+    to the read's end, which ends the loop before anything else (no run, no sleep)."""
+    members = _SignalledRead(tmp_path / "members")
+    jobs = jobs_dir(tmp_path)
+    config = load_config(write_config(tmp_path, "http://127.0.0.1:9", "a"), jobs)
+    with pytest.raises(Interrupted) as stopped:
+        run_staggered(config, 60.0, members, node="a", jobs_dir=jobs, quiet=True)
+    assert stopped.value.signum == signal.SIGTERM
+    assert stopped.value.what_happened == "no probe was running"
+    assert members.reads == 1
+    assert (tmp_path / "members").read_text() == "a\nb\n"
+    # The loop's handler is gone with the loop.
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL

@@ -59,28 +59,31 @@ finish() {
     say "measurements (also in $CACHE_ROOT/last-measurements):"
     sed 's/^/  /' "$RUN/measurements" >&2
   fi
-  # What the first install created on the host, outside the run directory: removed once the
-  # cluster (and every pod writing there) is down.
-  local node_dirs=() d
-  if [[ -f $RUN/first-install-node-dirs ]]; then
-    mapfile -t node_dirs <"$RUN/first-install-node-dirs"
-  fi
   if [[ ${FIOPROBE_E2E_KEEP:-} == 1 && $rc != 0 ]]; then
     say "FIOPROBE_E2E_KEEP=1: cluster left up for inspection; scripts/e2e/cluster.sh down ends it"
   else
     say "tearing down"
-    bash scripts/e2e/cluster.sh down
-    local m
-    for d in "${node_dirs[@]}"; do
-      [[ $d == /var/lib/* ]] || continue
-      # A filesystem a test mounted under it (deepest first), then the directory.
-      for m in $(awk -v d="$d/" 'index($2, d) == 1 {print $2}' /proc/self/mounts | sort -r); do
-        umount -l "$m" || true
-      done
-      rm -rf --one-file-system "$d"
-    done
+    down
   fi
   exit "$rc"
+}
+
+# The cluster down, then what the chart's installs made on the host outside the run directory
+# (listed in it by run.sh and the tests): removed once no pod can write there any more, a
+# filesystem a test mounted under one first (deepest first).
+down() {
+  local node_dirs=() d m
+  if [[ -f $RUN/first-install-node-dirs ]]; then
+    mapfile -t node_dirs <"$RUN/first-install-node-dirs"
+  fi
+  bash scripts/e2e/cluster.sh down
+  for d in "${node_dirs[@]}"; do
+    [[ $d == /var/lib/* ]] || continue
+    for m in $(awk -v d="$d/" 'index($2, d) == 1 {print $2}' /proc/self/mounts | sort -r); do
+      umount -l "$m" || true
+    done
+    rm -rf --one-file-system "$d"
+  done
 }
 trap finish EXIT
 trap 'exit 130' INT
@@ -90,7 +93,7 @@ trap 'exit 129' HUP
 # A run that was killed without its trap (SIGKILL, power) left its state behind: undo it first.
 if [[ -e $RUN ]]; then
   say "removing what an earlier run left in $RUN"
-  bash scripts/e2e/cluster.sh down
+  down
 fi
 bash scripts/e2e/cluster.sh up
 # This run's setup (steps listed only when they had work to do: a cold cache) with the rest.
@@ -245,11 +248,12 @@ rc=0
 case $FIOPROBE_E2E_SUITE in
   main)
     main_install
+    # Arguments (a -k, a test's path) are for the main suite; the first install runs whole.
     run_scenarios main "$REPO/tests/e2e" "$@" || rc=$?
     if [[ $rc == 0 ]]; then
       main_uninstall
       first_install
-      FIOPROBE_E2E_INTERVALS=1 run_scenarios first-install "$REPO/tests/e2e/first_install" "$@" || rc=$?
+      FIOPROBE_E2E_INTERVALS=1 run_scenarios first-install "$REPO/tests/e2e/first_install" || rc=$?
     fi
     ;;
   first-install)

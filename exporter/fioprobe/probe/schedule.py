@@ -86,14 +86,14 @@ def run_every(
     offset = spread_offset(only_node or socket.gethostname(), every_seconds)
     status = int(ExitCode.OK)
     done = 0
-    with _stoppable_between_runs() as signals:
+    with _stoppable_between_runs():
         while cycles is None or done < cycles:
             now = time.time()
             slot = math.floor((now - offset) / every_seconds + 1) * every_seconds + offset
             if not quiet:
                 say(f"next run in {slot - now:.0f}s (every {every_seconds:g}s, offset "
                     f"{offset:.0f}s)")  # fmt: skip
-            _sleep_until(slot, signals)
+            _sleep_until(slot)
             status = run_config(config, only_node=only_node, jobs_dir=jobs_dir, quiet=quiet)
             done += 1
     return status
@@ -105,15 +105,25 @@ STOPPED_BETWEEN_RUNS = "no probe was running"
 
 @contextmanager
 def _stoppable_between_runs() -> Iterator[Signals]:
-    """A stop signal (SIGTERM, SIGINT, SIGHUP) ends a loop while it sleeps between runs, at
-    once; one that comes while it reads the members or plans a slot is kept and ends it at
-    the next sleep; during a run, the run's own handling applies (`run_config`: fio stopped,
-    the failure pushed). Needed because the loop is a DaemonSet container's PID 1, for
-    which the kernel drops every signal without a handler: without one, deleting or
-    upgrading the pod waited its whole grace period and then killed it."""
-    signals = Signals()
-    with signals.installed(), signals.deferred():
+    """A stop signal (SIGTERM, SIGINT, SIGHUP) ends a loop at once between runs and between
+    the probes of a run; while the members are read it is held back to the read's end
+    (`_read_members`); during a probe, the probe's own handling applies (`run_and_publish`:
+    fio stopped, the failure pushed). The loop is a DaemonSet container's PID 1, for which
+    the kernel drops every signal it has no handler for: this handler is what lets a pod's
+    deletion or rollout end it within its grace period."""
+    signals = Signals(STOPPED_BETWEEN_RUNS)
+    with signals.installed():
         yield signals
+
+
+def _read_members(members: Members, signals: Signals, *, quick: bool = False) -> Membership:
+    """The members, read with a stop signal held back (a read may rewrite the node's copy
+    of the list, never to be left half written); one that came meanwhile ends the loop
+    right after."""
+    with signals.deferred():
+        read = members.read(quick=quick)
+    signals.raise_if_received(STOPPED_BETWEEN_RUNS)
+    return read
 
 
 # --- the members -----------------------------------------------------------------------------
@@ -377,20 +387,20 @@ def run_staggered(
             notes.forget("api")
             clock = time.time()
             now = max(clock, not_before)
-            planned = members.read()
+            planned = _read_members(members, signals)
             reads = [*reads[-2:], (time.time(), planned.names)]
             plan = _plan(planned, node, now, every_seconds, needed, what, guard, notes)
             if not isinstance(plan, Slot):
                 status, done = plan, done + 1
                 if cycles is None or done < cycles:
-                    _sleep_until((math.floor(now / every_seconds) + 1) * every_seconds, signals)
+                    _sleep_until((math.floor(now / every_seconds) + 1) * every_seconds)
                 continue
             if not quiet:
                 say(f"next run in {plan.start - clock:.0f}s: {plan.describe()} ({plan.members} "
                     f"members), its IO over {plan.guard:g}s before the slot ends")  # fmt: skip
             # The last read ends by the slot's start (and starts in its interval; see above).
-            _sleep_until(max(plan.interval_start, plan.start - RECHECK_SECONDS), signals)
-            fresh = members.read(quick=True)
+            _sleep_until(max(plan.interval_start, plan.start - RECHECK_SECONDS))
+            fresh = _read_members(members, signals, quick=True)
             reads = [*reads[-2:], (time.time(), fresh.names)]
             notes.say("api", fresh.note)
             again = None if fresh.names is None else stagger.slot_of(
@@ -417,7 +427,7 @@ def run_staggered(
                     "probe runs twice in one")  # fmt: skip
                 status = int(ExitCode.OK)
                 continue
-            _sleep_until(plan.start, signals)
+            _sleep_until(plan.start)
             if time.time() >= plan.deadline:
                 say(f"woke up after the deadline of {plan.describe()}: skipping this interval")
                 status = int(ExitCode.OK)
@@ -572,16 +582,14 @@ class _Notes:
         self._said.pop(topic, None)
 
 
-def _sleep_until(when: float, signals: Signals) -> None:
-    """Sleep until the wall clock reads `when`, or a stop signal ends the loop
-    (`_stoppable_between_runs`). time.sleep counts on the monotonic clock, so a wall clock
-    stepped by NTP meanwhile is caught by looking again (a few times at most)."""
-    with signals.interruptible(STOPPED_BETWEEN_RUNS):
-        for _ in range(5):
-            left = when - time.time()
-            if left <= 0:
-                return
-            time.sleep(left)
+def _sleep_until(when: float) -> None:
+    """Sleep until the wall clock reads `when`. time.sleep counts on the monotonic clock, so
+    a wall clock stepped by NTP meanwhile is caught by looking again (a few times at most)."""
+    for _ in range(5):
+        left = when - time.time()
+        if left <= 0:
+            return
+        time.sleep(left)
 
 
 def _shown(names: Sequence[str] | None) -> str:

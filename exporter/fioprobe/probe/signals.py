@@ -1,5 +1,6 @@
-"""How a probe run stops on SIGTERM, SIGINT or SIGHUP: at once while fio runs, only after
-its outcome was published while that is under way (see `Signals`)."""
+"""How fioprobe stops on SIGTERM, SIGINT or SIGHUP: a probe run at once while fio runs, only
+after its outcome was published while that is under way; a loop of runs at once between them
+(see `Signals`)."""
 
 from __future__ import annotations
 
@@ -14,19 +15,21 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 class Signals:
-    """SIGTERM/SIGINT/SIGHUP handling for one probe.
+    """SIGTERM/SIGINT/SIGHUP handling for one probe, or for a loop of runs between them.
 
     While fio runs, a signal raises `Interrupted` at once (fio is then killed and its files
     removed). While the outcome is being published, a signal is only noted: stopping half
     way would push nothing and then claim a failure was pushed; the publish is bounded by
-    the Pushgateway deadline, and `Interrupted` is raised right after it.
+    the Pushgateway deadline, and `Interrupted` is raised right after it. A loop's handler
+    raises at once too, saying `stopped_at_once` (what was going on: no run), except where
+    it defers (a write it must not cut in half).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, stopped_at_once: str = "fio stopped, its files removed") -> None:
         self.deferring = False
         self.received: int | None = None
-        #: What was done when a signal ends the command at once (see `interruptible`).
-        self.stopped_at_once = "fio stopped, its files removed"
+        #: What was done when a signal ends the command at once.
+        self.stopped_at_once = stopped_at_once
 
     def handler(self, signum: int, _frame: object) -> None:
         if self.received is not None:
@@ -51,17 +54,6 @@ class Signals:
             yield
         finally:
             self.deferring = False
-
-    @contextmanager
-    def interruptible(self, what_happened: str) -> Iterator[None]:
-        """Within `deferred()`, a stretch that a signal cuts short at once (a loop's sleep
-        between runs); a signal noted before it ends the command on entering it."""
-        self.raise_if_received(what_happened)
-        self.deferring, self.stopped_at_once = False, what_happened
-        try:
-            yield
-        finally:
-            self.deferring = True
 
     def raise_if_received(self, what_happened: str) -> None:
         if self.received is not None:

@@ -90,11 +90,16 @@ def test_without_the_role_nothing_runs_or_fires_for_etcd(
     """A managed control plane's view (EKS, GKE, AKS: no node carries the role): the notes say
     that etcd's disks are not visible here, no etcd pod runs, and for the intervals below no
     etcd alert is even pending. Then the node gets the role, as a control-plane node that joins
-    later: the rest of this module sees the DaemonSets follow without a new install."""
+    later: the rest of this module sees the DaemonSets follow without a new install.
+
+    This Prometheus has no kube-state-metrics, so the rules' etcd nodes are the nodes that
+    push an etcd probe (alerts/recording.libsonnet): here the quiet shows that nothing runs
+    and nothing pushes. The role-based inventory itself (kube_node_role) is checked by the
+    promtool scenarios (alerts/tests/probe-health-etcd-by-role.yaml)."""
     notes = (run_dir / "logs" / "helm-install.log").read_text()
     assert "etcd's disks are not visible on this cluster" in notes, notes
     assert ROLE_LABEL not in kube.json("node", NODE)["metadata"]["labels"]
-    # The rules know the etcd probe (else the quiet below would prove nothing).
+    # The release's rules are loaded, the etcd probe among the expected ones.
     services.wait_for(
         lambda: services.query(prometheus.url, "probe:fioprobe_expected_etcd:info"),
         120,
@@ -119,7 +124,10 @@ def test_without_the_role_nothing_runs_or_fires_for_etcd(
 @pytest.fixture(scope="module")
 def role_labelled_at(run_dir: Path) -> float:
     """When the node got the control-plane role (the first test): the etcd parts start then."""
-    return float((run_dir / "role-labelled-at").read_text())
+    path = run_dir / "role-labelled-at"
+    if not path.exists():
+        pytest.fail("the node never got its role: the first test of this module failed")
+    return float(path.read_text())
 
 
 def test_the_etcd_probe_and_stream_run_on_the_role_node(
@@ -264,8 +272,10 @@ def test_the_control_plane_taint_holds_storageclass_pods_not_etcd_ones(kube: Kub
         taints = kube.json("node", NODE)["spec"].get("taints", [])
         assert [t["key"] for t in taints] == [ROLE_LABEL], taints
     finally:
+        # The job and its pod first: untainted, the pod would start an extra probe run.
+        kube("delete", "job", "-n", NAMESPACE, job, "--ignore-not-found", "--cascade=foreground",
+             "--wait=true", timeout=180, check=False)  # fmt: skip
         kube("taint", "node", NODE, f"{TAINT}-", check=False)
-        kube("delete", "job", "-n", NAMESPACE, job, "--ignore-not-found", "--wait=false")
 
 
 def snapshot(root: Path) -> dict[str, tuple[int, int, int, int, str]]:
@@ -362,6 +372,7 @@ def test_node_directories_the_deployment_did_not_make_are_refused(
         ("foreign", prepare_failure, "owned by uid 1234, not by root or 65532"),
         ("file", mount_failure, "is not a directory"),
     ]
+    untouched = snapshot(planted)
     try:
         for name, failure, message in cases:
             before_files = snapshot(planted)
@@ -424,6 +435,9 @@ def test_node_directories_the_deployment_did_not_make_are_refused(
 
         kube.wait(released, 180, "no etcd pod using the planted directories")
         subprocess.run(["umount", "-l", str(other)], check=False, capture_output=True)
+    # Nothing the etcd pods (the probe's and the stream's) did later changed what was planted
+    # either: the tmpfs is gone, its mount point as it was.
+    assert snapshot(planted) == untouched
 
 
 def test_uninstall_leaves_nothing_of_the_release(kube: Kube, run_dir: Path) -> None:

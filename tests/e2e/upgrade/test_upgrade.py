@@ -66,7 +66,7 @@ class RunWatch:
             for key in self.keys:
                 try:
                     group = find_group(self.url, **key)
-                except OSError:
+                except (OSError, ValueError):  # unreachable, or a body cut short
                     continue
                 pushed = group and group_value(group, "push_time_seconds")
                 duration = group and group_value(group, "fioprobe_duration_seconds")
