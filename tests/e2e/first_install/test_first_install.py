@@ -313,7 +313,11 @@ def probe_pod_after(kube: Kube, before: set[str]) -> dict[str, Any] | None:
 
 
 def prepare_failure(kube: Kube, before: set[str]) -> str:
-    """The log of the new pod's prepare step, once it has exited non-zero; else ""."""
+    """What the new pod's prepare step said once it exited non-zero, else "": its termination
+    message (FallbackToLogsOnError puts the log's tail there, as `kubectl describe` shows it),
+    read from the same status that says it exited. Its log is no substitute: the kubelet restarts
+    the step in back-off and removes the older container, so a log asked for after the status
+    was read may already be gone."""
     pod = probe_pod_after(kube, before)
     if pod is None:
         return ""
@@ -323,9 +327,7 @@ def prepare_failure(kube: Kube, before: set[str]) -> str:
         for state in (status.get("state", {}), status.get("lastState", {})):
             exited = state.get("terminated")
             if exited and exited.get("exitCode"):
-                name = pod["metadata"]["name"]
-                previous = [] if "terminated" in status.get("state", {}) else ["--previous"]
-                return kube("logs", "-n", ETCD_NAMESPACE, name, "-c", "prepare", *previous)
+                return str(exited.get("message", ""))
     return ""
 
 
