@@ -95,6 +95,36 @@
       else std.parseInt(parts[1]) / std.pow(10, std.length(parts[1]));
       (whole + fraction) * (if suffix == '' then 1 else scales[suffix]),
 
+  // Seconds of a Prometheus duration (1m, 30s, 1h30m, 500ms: whole numbers, units y w d h m s
+  // ms, each at most once and largest first, as Prometheus and prometheus-operator read one);
+  // null when the text is none. The same form is durationPattern, the chart's JSON Schema.
+  durationSeconds(text)::
+    local units = { y: 31536000, w: 604800, d: 86400, h: 3600, m: 60, s: 1, ms: 0.001 };
+    local order = ['y', 'w', 'd', 'h', 'm', 's', 'ms'];
+    local isDigit(c) = std.member('0123456789', c);
+    // [[digits, unit], ...]: a new token starts at a digit that follows a unit.
+    local tokens = std.foldl(function(acc, c)
+      local last = if acc == [] then null else acc[std.length(acc) - 1];
+      local head = if acc == [] then [] else acc[:std.length(acc) - 1];
+      if isDigit(c) then
+        if last == null || last[1] != '' then acc + [[c, '']] else head + [[last[0] + c, '']]
+      else if last == null then acc + [['', c]]
+      else head + [[last[0], last[1] + c]], std.stringChars(text), []);
+    local valid = tokens != [] && std.length([
+      t
+      for t in tokens
+      if t[0] == '' || !std.member(order, t[1])
+    ]) == 0;
+    local positions = if valid then [std.find(t[1], order)[0] for t in tokens] else [];
+    local increasing = std.length([
+      i
+      for i in std.range(1, std.length(positions) - 1)
+      if positions[i] <= positions[i - 1]
+    ]) == 0;
+    if !valid || !increasing then null
+    else std.foldl(function(sum, t) sum + std.parseInt(t[0]) * units[t[1]], tokens, 0),
+  durationPattern:: '^([0-9]+y)?([0-9]+w)?([0-9]+d)?([0-9]+h)?([0-9]+m)?([0-9]+s)?([0-9]+ms)?$',
+
   // An http(s) URL with an explicit port (pushgateway.url) as {scheme, host, port}; null when
   // it is none. The form is also the chart's JSON Schema pattern (lib/defaults.libsonnet).
   urlParts(url)::

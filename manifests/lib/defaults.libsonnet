@@ -7,8 +7,14 @@
 //
 // `'#key'::` documents `key`: docs/MANIFESTS.md's table of keys is generated from it
 // (scripts/generate.d/35-manifests-params.sh); comments say why a default is what it is.
+local catalog = import 'catalog.json';
 local common = import 'common.libsonnet';
 local p = import 'params.libsonnet';
+
+// "a, b or c", for the allowed values in a message.
+local either(values) =
+  if std.length(values) == 1 then values[0]
+  else std.join(', ', values[:std.length(values) - 1]) + ' or ' + values[std.length(values) - 1];
 
 // A whole number from `min` (to `max`); `default` null: no default (for nullable keys).
 local wholeNumber(default, min, max=null) = p.check(
@@ -28,6 +34,26 @@ local bytes(default, min, max, problem) = p.check(default, function(v)
   pattern: '^[0-9]+([.][0-9]+)?(Ki|Mi|Gi|Ti|K|M|G|T)?$',
 });
 
+// A Kubernetes quantity of bytes greater than zero (a PVC's size: 20Gi).
+local quantity(default) = p.check(default, function(v)
+  local n = common.quantityBytes(v);
+  n != null && n > 0, 'must be a quantity of bytes such as 20Gi or 500Mi', {
+  pattern: '^[0-9]+([.][0-9]+)?(Ki|Mi|Gi|Ti|K|M|G|T)?$',
+  not: { pattern: '^[0.]+[A-Za-z]*$' },
+});
+
+// A Prometheus duration longer than zero (30s, 1m, 1h30m), as Prometheus and the operator's
+// CRDs read one: the CRD would otherwise refuse it halfway through an install.
+local duration(default) = p.check(default, function(v)
+  local seconds = common.durationSeconds(v);
+  seconds != null && seconds > 0, 'must be a Prometheus duration such as 30s, 1m or 1h30m', {
+  pattern: common.durationPattern,
+  minLength: 2,
+  not: { pattern: '^(0+(y|w|d|h|m|s|ms))+$' },
+});
+
+local positive = p.check(p.type('number'), function(v) v > 0, 'must be more than 0', { exclusiveMinimum: 0 });
+
 // Kubernetes resource requests and limits: quantities by resource name.
 local resources(requests, limits) = {
   '#requests':: 'Requests by resource name (cpu, memory, ...); merged key by key, null removes one.',
@@ -37,28 +63,55 @@ local resources(requests, limits) = {
 };
 
 // fioprobe's volume model (exporter/fioprobe/probe/volumes.py), copied into the probe's config.
-local volume(sizeRequired) = {
+// Its types and what each needs come from there (lib/catalog.json, generated).
+local volumeType = p.check('unknown', function(v) std.member(catalog.volumeTypes, v), 'must be one of ' + either(catalog.volumeTypes), {
+  enum: catalog.volumeTypes,
+});
+// What a type cannot be modelled without: {size: why} (gp2), {iops: why} (io1, io2), {}.
+local needsOf(type) = if std.objectHas(catalog.volumeTypeNeeds, type) then catalog.volumeTypeNeeds[type] else {};
+local typeOf(volume) = if std.objectHas(volume, 'type') then volume.type else 'unknown';
+local missing(volume) = [
+  k
+  for k in std.objectFields(needsOf(typeOf(volume)))
+  if !std.objectHas(volume, k) || volume[k] == null
+];
+local volume(sizeRequired) = p.check({
   '#title':: 'volume model',
   '#type':: "One of fioprobe's volume types (listed in the README); fioprobe checks it.",
-  type: 'unknown',
+  type: volumeType,
   '#size':: "Size, a Kubernetes quantity (100Gi): gp2's baseline depends on it. Required where it sizes a volume.",
-  size: if sizeRequired then p.required('string') else p.optional('string'),
+  size: if sizeRequired then p.required(quantity(p.type('string'))) else p.optional(quantity(p.type('string'))),
   '#iops':: 'Provisioned IOPS (gp3, io1, io2).',
-  iops: p.optional('number'),
+  iops: p.optional(positive),
   '#throughput':: 'Provisioned throughput per second, a quantity (gp3: 125Mi).',
-  throughput: p.optional(p.oneOf(null, ['string', 'number'])),
+  throughput: p.optional(p.oneOf(null, [quantity(p.type('string')), wholeNumber(null, 1)])),
   '#provisioner':: 'CSI provisioner, for fioprobe_info.',
   provisioner: p.optional('string'),
   '#dedicated':: 'Only the probe does IO on the volume, so its burst balance can be modelled.',
   dedicated: p.optional('boolean'),
-};
+}, function(v) missing(v) == [], function(v)
+  // A type that cannot be modelled without a setting (gp2 without its size) would fail every
+  // run: the message is fioprobe's own (probe/volumes.py NEEDS).
+  std.join('; ', ['%s needs %s: set %s' % [typeOf(v), needsOf(typeOf(v))[k], k] for k in missing(v)]), {
+  allOf: [
+    {
+      'if': { properties: { type: { const: type } }, required: ['type'] },
+      'then': { required: std.objectFields(catalog.volumeTypeNeeds[type]) },
+    }
+    for type in std.objectFields(catalog.volumeTypeNeeds)
+  ],
+});
 
 // A profile of jobs/ by name, or with overrides of its size, IO size and runtime (within
-// its budget; fioprobe checks the values).
-local profile = p.oneOf(null, ['string', {
+// its budget; fioprobe checks the values). The names are those the image ships
+// (lib/catalog.json, generated from jobs/).
+local profileName = p.check(p.type('string'), function(v) std.member(catalog.profiles, v), 'must be one of the profiles in jobs/: ' + either(catalog.profiles), {
+  enum: catalog.profiles,
+});
+local profile = p.oneOf(null, [profileName, {
   '#title':: 'profile with overrides',
   '#name':: 'Profile name (jobs/<name>.fio).',
-  name: p.required('string'),
+  name: p.required(profileName),
   '#size':: "Override of the profile's size.",
   size: p.optional(p.oneOf(null, ['string', 'number'])),
   '#io_size':: "Override of the profile's io_size.",
@@ -79,11 +132,14 @@ local toleration = {
   tolerationSeconds: p.optional('number'),
 };
 
-local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not be empty', { minLength: 1 }));
+local nonEmpty(default) = p.check(default, function(v) v != '', 'must not be empty', { minLength: 1 });
+local name = p.required(nonEmpty(p.type('string')));
 
 {
   // Parts used in several places, for the documentation (not configuration keys: hidden).
-  parts:: { volume: volume(false), profile: profile.types[1] },
+  parts:: { volume: volume(false).schema, profile: profile.types[1] },
+  // Checked kinds of value, for the chart's own keys (manifests/chart.jsonnet).
+  kinds:: { quantity: quantity, duration: duration, profiles: profiles },
 
   '#version':: "app.kubernetes.io/version of every object: fioprobe's version (its `__version__`).",
   version: import 'version.libsonnet',
@@ -161,7 +217,7 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
     '#enabled':: 'Probe the etcd disks (and run their streams). Managed control planes (EKS, GKE, AKS) have no node with the role: then nothing runs.',
     enabled: true,
     '#name':: 'The storageclass label of these node-local probes.',
-    name: 'etcd-disk',
+    name: nonEmpty('etcd-disk'),
     // Found by role, not by name: a node that joins later is covered without a new install,
     // and nothing here names a node of one particular cluster.
     '#roleLabels':: 'Label keys of the nodes that hold etcd (any of them; kubeadm: control-plane, older clusters and OpenShift: master). Ignored when nodes is set.',
@@ -239,7 +295,7 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
     '#stallThresholdSeconds':: 'An operation outstanding longer than this counts as a stall.',
     stallThresholdSeconds: p.check(0.01, function(v) v >= 0.0001 && v <= 60, 'must be from 0.0001 to 60', { minimum: 0.0001, maximum: 60 }),
     '#pvcSize':: "Size of each StorageClass stream's PVC.",
-    pvcSize: '1Gi',
+    pvcSize: quantity('1Gi'),
     // Measured with one target: 23.4 MB resident plus the file's page cache (up to its
     // 4 MiB), 1.3m of CPU (docs/MANIFESTS.md, "The continuous stream").
     '#resources':: 'Resources of a stream container.',
@@ -261,7 +317,7 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
       { pattern: '^https?://[^/:]+:[0-9]+(/.*)?$' },
     )),
     '#name':: 'Name of its Deployment or StatefulSet, Service and ServiceAccount.',
-    name: 'fioprobe-pushgateway',
+    name: nonEmpty('fioprobe-pushgateway'),
     // The one place of its tag: make e2e builds Debian's prometheus-pushgateway under this
     // name (scripts/e2e/cluster.sh reads this line).
     '#image':: 'Pushgateway image.',
@@ -271,11 +327,11 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
     '#user':: 'Numeric user and group it runs as, and its fsGroup (platform kubernetes; OpenShift assigns them).',
     user: wholeNumber(65534, 1),  // nobody, as in the upstream image
     '#storage':: 'Size of its persistence volume (per replica).',
-    storage: '1Gi',
+    storage: quantity('1Gi'),
     '#storageClassName':: "StorageClass of its persistence volume; null: the cluster's default StorageClass.",
     storageClassName: p.nullable('string'),
     '#persistenceInterval':: 'How often it writes its store to the volume.',
-    persistenceInterval: '1m',
+    persistenceInterval: duration('1m'),
     '#resources':: 'Resources of the Pushgateway container.',
     resources: resources({ cpu: '20m', memory: '32Mi' }, { cpu: '500m', memory: '256Mi' }),
     // Basic auth of pushes: a Secret with keys `username` and `password`, mounted into the
@@ -330,7 +386,7 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
     '#enabled':: 'Deploy the DaemonSet.',
     enabled: false,
     '#name':: 'Name of the DaemonSet; the owner of its groups.',
-    name: 'fioprobe-node',
+    name: nonEmpty('fioprobe-node'),
     // hostPath volumes need the "privileged" Pod Security level: a namespace of its own.
     '#namespace':: 'Its namespace (Pod Security privileged: hostPath).',
     namespace: 'fioprobe-nodes',
@@ -411,7 +467,7 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
       '#enabled':: 'Generate it.',
       enabled: true,
       '#interval':: 'Scrape interval.',
-      interval: '30s',
+      interval: duration('30s'),
       '#labels':: 'Extra labels (for the Prometheus serviceMonitorSelector).',
       labels: p.map({}, 'string'),
     },
@@ -425,7 +481,7 @@ local name = p.required(p.check(p.type('string'), function(v) v != '', 'must not
       // The stream's in-flight gauge shows a hang only at scrape time: a shorter interval
       // than the Pushgateway's sees a stall of seconds sooner.
       '#interval':: 'Scrape interval (also of the plain scrape config).',
-      interval: '15s',
+      interval: duration('15s'),
       '#labels':: 'Extra labels (for the Prometheus podMonitorSelector).',
       labels: p.map({}, 'string'),
     },

@@ -17,7 +17,8 @@
 //                        another schema owns them); merged key by key, null removes a key
 //   list(item, default)  a list whose items are checked (and completed) by the `item` schema;
 //                        a list given replaces the default, it is not appended to
-//   check(node, test, problem, json)  a further condition on the value; `json`, the same
+//   check(node, test, problem, json)  a further condition on the value; `problem`, what is
+//                        wrong (text, or a function of the value); `json`, the same
 //                        condition in JSON Schema keywords, for the Helm chart's schema
 //   type(name)           a value of a type given by name, without a default
 // A key `'#name'::` beside `name` documents it (the generated table in docs/MANIFESTS.md); an
@@ -187,8 +188,9 @@
     else if k == 'type' then (if std.type(value) == schema.name then [] else typeProblem(path, schema, value))
     else if k == 'check' then (
       local inner = problemsOf(path, schema.schema, value);
+      local problem = if std.isFunction(schema.problem) then schema.problem(value) else schema.problem;
       if inner != [] || schema.test(value) then inner
-      else ['%s: %s, got %s' % [where(path), schema.problem, shown(value)]]
+      else ['%s: %s, got %s' % [where(path), problem, shown(value)]]
     )
     else if std.type(value) != k then typeProblem(path, schema, value)
     else [],

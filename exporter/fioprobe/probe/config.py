@@ -480,6 +480,10 @@ def _volume(raw: object, where: str, file: str) -> VolumeConfig:
     size = _quantity(r, "size")
     iops = _number(r, "iops")
     throughput = _quantity(r, "throughput")
+    # A volume of no bytes, IOPS or throughput is a typo, and would model a disk that does nothing.
+    for key, value in (("size", size), ("iops", iops), ("throughput", throughput)):
+        if value is not None and value <= 0:
+            raise r.error(key, f"must be more than 0, got {value:g}")
     config = VolumeConfig(
         type=volume_type,
         size_bytes=size,

@@ -70,13 +70,16 @@ def model(
     build = MODELS.get(volume_type)
     if build is None:
         raise ValueError(f"unknown volume type {volume_type!r} (one of {', '.join(VOLUME_TYPES)})")
+    given = {"size": size_bytes, "iops": iops}
+    for setting, why in NEEDS.get(volume_type, {}).items():
+        if not given[setting]:
+            raise ValueError(f"{volume_type} needs {why}")
     return build(volume_type, size_bytes, iops, throughput_bytes_per_second)
 
 
 def _gp2(kind: str, size_bytes: float | None, iops: float | None, tp: float | None) -> VolumeModel:
     """3 IOPS per GiB (100..16,000), bursting to 3,000 below 1,000 GiB on credits."""
-    if not size_bytes:
-        raise ValueError("gp2 needs the volume size: its baseline is 3 IOPS per GiB")
+    assert size_bytes  # NEEDS
     size_gib = size_bytes / GIB
     baseline = min(max(3.0 * size_gib, 100.0), 16000.0)
     burst = GP2_BURST_IOPS if size_gib < 1000 and baseline < GP2_BURST_IOPS else baseline
@@ -98,8 +101,7 @@ def _provisioned_iops(
     kind: str, size_bytes: float | None, iops: float | None, tp: float | None
 ) -> VolumeModel:
     """io1/io2: the provisioned IOPS, no bursting; throughput 256 KiB per IO up to 1,000 MiB/s."""
-    if not iops:
-        raise ValueError(f"{kind} needs its provisioned iops")
+    assert iops  # NEEDS
     throughput = tp or min(iops * CREDIT_IO_BYTES, 1000 * MIB)
     return VolumeModel(kind, size_bytes, iops, iops, throughput, throughput)
 
@@ -110,8 +112,7 @@ _HDD = {"st1": (40, 250, 500, 500.0), "sc1": (12, 80, 250, 250.0)}
 
 def _hdd(kind: str, size_bytes: float | None, iops: float | None, tp: float | None) -> VolumeModel:
     """st1/sc1: a throughput bucket that scales with size, capped per type."""
-    if size_bytes is None:
-        raise ValueError(f"{kind} needs the volume size: its throughput is per TiB")
+    assert size_bytes  # NEEDS
     per_tib_base, per_tib_burst, cap, max_iops = _HDD[kind]
     tib = size_bytes / TIB
     base_tp = min(per_tib_base * tib, cap) * MIB
@@ -140,6 +141,17 @@ MODELS: dict[str, Callable[[str, float | None, float | None, float | None], Volu
     "unknown": _no_burst,
 }
 VOLUME_TYPES: tuple[str, ...] = tuple(MODELS)
+
+#: The settings a type cannot be modelled without ("size" or "iops"), each with why. The
+#: configuration refuses the type without them; so do the manifests and the chart at install,
+#: through the catalog generated from this table (scripts/catalog.py).
+NEEDS: dict[str, dict[str, str]] = {
+    "gp2": {"size": "the volume size: its baseline is 3 IOPS per GiB"},
+    "io1": {"iops": "its provisioned iops"},
+    "io2": {"iops": "its provisioned iops"},
+    "st1": {"size": "the volume size: its throughput is per TiB"},
+    "sc1": {"size": "the volume size: its throughput is per TiB"},
+}
 
 
 def credit_units(ios: int, io_bytes: int) -> float:
