@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup setup-core demo test e2e e2e-first-install e2e-upgrade ceph lint generate bench soak
+.PHONY: setup setup-core demo test image e2e e2e-first-install e2e-upgrade ceph lint generate bench soak
 setup:
 	@bash scripts/setup.sh
 
@@ -20,6 +20,13 @@ demo: setup-core
 ## The whole test suite (what .ci/run calls).
 test: setup lint
 	@bash scripts/run-tests.sh
+
+## The probe image from the Dockerfile, for this machine's architecture, with podman or docker,
+## named as the manifests and the chart name it (IMAGE=name:tag to name it yourself;
+## CONTAINER_TOOL, IMAGE_PULL=never, IMAGE_BUILD_FLAGS: scripts/image.sh). `make e2e` builds
+## through it.
+image:
+	@bash scripts/image.sh
 
 ## fioprobe on a real single-node Kubernetes cluster built here (scripts/e2e/run.sh): the image
 ## from the Dockerfile, `kubectl apply -k`, CronJobs firing, metrics in Prometheus; then, once

@@ -338,8 +338,9 @@
     // --- Runbooks ---------------------------------------------------------------------------
 
     // runbook_url = runbookURLBase + '#' + lower-case alert name (the heading anchors of
-    // docs/runbooks.md). Point it at your own copy (wiki, internal Git) to add local steps.
-    runbookURLBase: 'https://github.com/fioprobe/fioprobe/blob/main/docs/runbooks.md',
+    // docs/runbooks.md). The published copy's by default (publish.json); point it at your own
+    // (wiki, internal Git) to add local steps.
+    runbookURLBase: (import 'publish.json').runbookUrlBase,
 
     // --- Dashboards --------------------------------------------------------------------------
 

@@ -6,9 +6,10 @@
 // their defaults and types (docs/MANIFESTS.md, "Configuration keys", has the table). A key
 // that is not there or a value of the wrong type stops `make generate` with a line naming it.
 {
-  // Image of the probe (built from the Dockerfile at the repository root). Its tag is
-  // fioprobe's version unless `tag` is set here.
-  image: { name: 'registry.example.com/fioprobe' },
+  // Image of the probe: the release's (publish.json) unless set here to where you pushed your
+  // own build (`make image`, README "Installing in a cluster"). Its tag is fioprobe's version
+  // unless `tag` is set too.
+  // image: { name: 'registry.example.org/you/fioprobe' },
 
   // Namespace of the Pushgateway and the StorageClass probes (Pod Security "restricted").
   namespace: 'fioprobe',

@@ -601,3 +601,64 @@ def test_the_default_storageclass_is_probed_by_its_name_and_type(kube: Kube) -> 
     finally:
         for name, _, _ in classes:
             kube.kubectl("delete", "storageclass", name, "--ignore-not-found")
+
+
+@pytest.mark.slow
+def test_the_notes_name_the_release_label_a_prometheus_on_the_cluster_selects(kube: Kube) -> None:
+    """kube-prometheus-stack's Prometheus selects only monitors and rules labelled
+    release=<its release>: with releaseLabel unset the notes name that Prometheus and the value
+    to set, only then; one that selects everything, or the label given, draws no such note."""
+    created = kube.kubectl("create", "namespace", "fioprobe-test-monitoring")
+    assert created.returncode == 0 or "AlreadyExists" in created.stderr, created.stderr
+    selecting = {"matchLabels": {"release": "kps"}}
+    prometheuses = [
+        ("kps-prometheus", {"serviceMonitorSelector": selecting, "ruleSelector": selecting}),
+        ("everything", {"serviceMonitorSelector": {}, "ruleSelector": {}}),
+    ]
+    try:
+        for name, spec in prometheuses:
+            kube.apply({
+                "apiVersion": "monitoring.coreos.com/v1",
+                "kind": "Prometheus",
+                "metadata": {"name": name, "namespace": "fioprobe-test-monitoring"},
+                "spec": spec,
+            })  # fmt: skip
+        _, notes = _install_dry_run(kube)
+        assert (
+            "Prometheus fioprobe-test-monitoring/kps-prometheus selects only what carries "
+            "serviceMonitorSelector release=kps, ruleSelector release=kps: it takes none of "
+            "this release's monitors and rules. Set releaseLabel to kps"
+        ) in notes, notes
+        assert "everything selects" not in notes and "set releaseLabel to its release" not in notes
+        _, notes = _install_dry_run(kube, "--set", "releaseLabel=kps")
+        assert "selects only what carries" not in notes, notes
+        _, notes = _install_dry_run(kube, "--set", "releaseLabel=other")
+        assert "(labelled release=other). Set releaseLabel to kps" in notes, notes
+    finally:
+        kube.kubectl("delete", "namespace", "fioprobe-test-monitoring", "--wait=false")
+
+
+@pytest.mark.slow
+def test_the_notes_on_openshift_give_the_node_preparation(kube: Kube) -> None:
+    """On OpenShift no pod prepares the etcd directories (no SCC should allow relabelling):
+    the notes give the step that does, with the release's own paths and user. (OpenShift's SCC
+    API is served here by its CRD for this test only.)"""
+    crd = REPO / ".tools" / "kube-openshift" / "scc.crd.yaml"
+    assert crd.exists(), f"{crd} missing: run make setup (scripts/setup.d/32-openshift-crd.sh)"
+    created = kube.kubectl("apply", "--server-side", "-f", str(crd))
+    assert created.returncode == 0, created.stderr
+    try:
+        established = kube.kubectl(
+            "wait", "--for=condition=Established", "--timeout=60s", "-f", str(crd)
+        )
+        assert established.returncode == 0, established.stderr
+        _, notes = _install_dry_run(kube, "--set", "platform=openshift", "--set", "probeUser=1000")
+        assert "On OpenShift no pod may create or relabel these directories" in notes, notes
+        assert (
+            "install -d -o 1000 -g 1000 -m 0700 /var/lib/etcd-fioprobe /var/lib/fioprobe/state "
+            "chcon -t container_file_t /var/lib/etcd-fioprobe /var/lib/fioprobe/state"
+        ) in notes, notes
+    finally:
+        kube.kubectl("delete", "-f", str(crd), "--wait=true")
+    _, notes = _install_dry_run(kube)
+    assert "chcon" not in notes and "created by its prepare step" in notes, notes

@@ -8,6 +8,7 @@
 // `'#key'::` documents `key`: docs/MANIFESTS.md's table of keys is generated from it
 // (scripts/generate.d/35-manifests-params.sh); comments say why a default is what it is.
 local catalog = import 'catalog.json';
+local publish = import '../../publish.json';
 local common = import 'common.libsonnet';
 local p = import 'params.libsonnet';
 
@@ -143,10 +144,11 @@ local name = p.required(nonEmpty(p.type('string')));
 
   '#version':: "app.kubernetes.io/version of every object: fioprobe's version (its `__version__`).",
   version: import 'version.libsonnet',
-  '#image':: 'The probe image (built from the Dockerfile).',
+  '#image':: 'The probe image (built from the Dockerfile: `make image`).',
   image: {
-    '#name':: 'Image name without tag.',
-    name: 'registry.example.com/fioprobe',
+    // publish.json: the one place of the addresses a release names.
+    '#name':: "Image name without tag (the release's: publish.json; your registry's when you build your own).",
+    name: nonEmpty(publish.image),
     '#tag':: 'Image tag; `version` by default.',
     tag: $.version,
     '#pullPolicy':: 'imagePullPolicy of the probe containers.',

@@ -207,17 +207,18 @@ images() {
   fi
   podman_ tag "localhost/fioprobe-e2e/base:$base_id" docker.io/library/debian:12-slim
 
-  # The project's image from its unmodified Dockerfile, named as the manifests name it.
+  # The project's image from its unmodified Dockerfile through `make image`, the command the
+  # README gives users, named as the manifests name it (manifests/config.libsonnet's image over
+  # the defaults; the tag: fioprobe's version); from the base imported above, pulling nothing.
   local probe_image
-  # manifests/config.libsonnet's image over the defaults (the tag: fioprobe's version).
-  probe_image=$("$REPO/.tools/bin/go-jsonnet" -J "$REPO" -S -e \
-    "local i = (import 'manifests/main.libsonnet')().config.image; i.name + ':' + i.tag") ||
-    die "cannot read the probe image from manifests/config.libsonnet"
-  say "building $probe_image from the Dockerfile"
+  say "building the probe image with make image"
   local t0=$SECONDS
-  podman_ build --runtime runc --network host --pull=never --ulimit nofile=1024:1024 \
-    -t "$probe_image" -f "$REPO/Dockerfile" "$REPO" >"$RUN/logs/image-build.log" 2>&1 ||
+  probe_image=$(make -C "$REPO" --no-print-directory image IMAGE_PULL=never \
+    CONTAINER_TOOL="podman --root $CACHE_ROOT/podman/storage --runroot $CACHE_ROOT/podman/run --cgroup-manager cgroupfs --events-backend none" \
+    IMAGE_BUILD_FLAGS="--runtime runc --network host --ulimit nofile=1024:1024" \
+    2>"$RUN/logs/image-build.log" | tail -1) && [[ -n $probe_image ]] ||
     { tail -30 "$RUN/logs/image-build.log" >&2; die "image build failed"; }
+  say "built $probe_image"
   echo "image_build_seconds $((SECONDS - t0))" >>"$RUN/measurements"
   echo "image_size_bytes $(podman_ image inspect --format '{{.Size}}' "$probe_image")" >>"$RUN/measurements"
   echo "$probe_image" >"$RUN/probe-image"

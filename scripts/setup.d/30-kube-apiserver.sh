@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds kube-apiserver and kubectl (k8s.io/kubernetes, version pinned in
 # scripts/kube-tools/kubernetes/go.mod) and generates the prometheus-operator CRDs
-# (ServiceMonitor, PodMonitor, PrometheusRule) with controller-gen from the prometheus-operator
+# (ServiceMonitor, PodMonitor, PrometheusRule, and Prometheus, whose selectors the chart's notes
+# read) with controller-gen from the prometheus-operator
 # Go API module (scripts/kube-tools/controller-gen/go.mod). tests/test_manifests_apiserver.py
 # runs them against Debian's etcd to validate every generated manifest server-side.
 #
@@ -56,7 +57,7 @@ done
     paths=github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1 \
     output:crd:dir="$tmp/crds.all" >/dev/null
 )
-for kind in servicemonitors podmonitors prometheusrules; do
+for kind in servicemonitors podmonitors prometheusrules prometheuses; do
   cp "$tmp/crds.all/monitoring.coreos.com_$kind.yaml" "$tmp/crds/"
 done
 rm -rf "$tmp/crds.all"
