@@ -1,10 +1,9 @@
 # The probe image: fio, the fioprobe package and its job profiles, run as a non-root user.
 # The CronJobs in manifests/ run `fioprobe run --config /etc/fioprobe/config.yaml` in it with
 # a read-only root filesystem; nothing here writes outside /probe and /tmp at run time.
-#   version=$(PYTHONPATH=exporter python3 -c 'import fioprobe; print(fioprobe.__version__)')
-#   docker build -t "registry.example.com/fioprobe:$version" .
-# and set `image` in manifests/config.libsonnet to where you pushed it (its tag defaults to
-# that version, fioprobe.__version__).
+# Build it with `make image` (podman or docker; IMAGE=name:tag), push it, and set `image` in
+# manifests/config.libsonnet or the chart's values to where you pushed it (its tag defaults to
+# fioprobe's version, fioprobe.__version__). README, "Installing in a cluster".
 
 # Build stage: the package in a venv at /opt/fioprobe with the exact pins of pyproject.toml.
 # pip and setuptools stay here: the runtime never installs anything, and a smaller image has

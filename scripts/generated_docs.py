@@ -14,6 +14,7 @@ parts (a table) start on their own line; inline ones (a list in a sentence) stay
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from collections.abc import Callable, Iterable
@@ -41,17 +42,49 @@ def code_list(names: Iterable[str]) -> str:
     return ", ".join(f"`{name}`" for name in names)
 
 
+def published() -> dict[str, str]:
+    """publish.json: where a release is published (the one place of those addresses)."""
+    result: dict[str, str] = json.loads((REPO / "publish.json").read_text())
+    return result
+
+
+def jsonnet_dependency() -> str:
+    """The jsonnet-bundler dependency a kube-prometheus build adds, with publish.json's remote."""
+    entry = {
+        "source": {"git": {"remote": published()["jsonnetRemote"], "subdir": ""}},
+        "version": "main",
+        "name": "fioprobe",
+    }
+    return "\n```json\n" + json.dumps(entry, indent=2) + "\n```\n"
+
+
+def jsonnet_import_path() -> str:
+    """Where jb puts the repository without a `name`: the remote's host and path."""
+    remote = published()["jsonnetRemote"].removeprefix("https://").removesuffix(".git")
+    return f"`{remote}/mixin.libsonnet`"
+
+
 #: Every generated part: its marker name and what stands between the markers.
 SECTIONS: dict[str, Callable[[], str]] = {
     "metrics-table": metrics_table,
     "volume-types": lambda: code_list(VOLUME_TYPES),
     # What fioprobe_failure_reason_info{reason} can hold: every reason a run pushes.
     "failure-reasons": lambda: code_list(r.value for r in FailureReason if r.pushed),
+    # publish.json's addresses, where the docs show them.
+    "jsonnet-dependency": jsonnet_dependency,
+    "jsonnet-import-path": jsonnet_import_path,
+    "image": lambda: f"`{published()['image']}`",
+    "chart-repository": lambda: f"`{published()['chartRepository']}`",
 }
 
 
 def documents() -> list[Path]:
-    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    return [
+        REPO / "README.md",
+        *sorted((REPO / "docs").glob("*.md")),
+        REPO / "charts" / "fioprobe" / "README.md",
+        REPO / "manifests" / "kube-prometheus" / "README.md",
+    ]
 
 
 def regenerate(text: str) -> str:

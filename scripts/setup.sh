@@ -17,10 +17,11 @@ say() { printf 'setup: %s\n' "$*"; }
 # fio: the probe itself; prometheus (+promtool), pushgateway, alertmanager, etcd: the real
 # components the tests run; jsonnet (+jsonnetfmt): the demo's rules and formatting (generated
 # files are rendered with go-jsonnet, scripts/setup.d/31-go-jsonnet.sh); fuse3: the slow test
-# filesystem; util-linux/e2fsprogs: loop devices and small filesystems for fault tests.
+# filesystem; util-linux/e2fsprogs: loop devices and small filesystems for fault tests;
+# shellcheck: the shell of the release workflow's steps (make lint, through actionlint).
 APT_PACKAGES=(
   fio prometheus prometheus-pushgateway prometheus-alertmanager etcd-server etcd-client
-  jsonnet fuse3 libfuse2 util-linux e2fsprogs python3-venv ca-certificates openssl
+  jsonnet fuse3 libfuse2 util-linux e2fsprogs python3-venv ca-certificates openssl shellcheck
 )
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
