@@ -59,13 +59,16 @@ ceph: setup
 ## checkout, whatever the venv's editable install names), jsonnetfmt + jsonnet-lint over every
 ## jsonnet file (scripts/lint-jsonnet.sh), and the rendered rules: promtool check rules, the files
 ## loaded together never repeating a group, pint offline (scripts/lint-mixin.sh, .pint.hcl);
-## actionlint with shellcheck over the release workflow (scripts/lint-workflows.sh).
+## grafana/dashboard-linter --strict over every rendered dashboard (scripts/lint-dashboards.sh,
+## dashboards/.lint); actionlint with shellcheck over the release workflow
+## (scripts/lint-workflows.sh).
 lint: setup
 	@$(VENV)/bin/ruff check exporter tests bench scripts
 	@$(VENV)/bin/ruff format --check exporter tests bench scripts
 	@$(VENV)/bin/mypy --config-file pyproject.toml
 	@bash scripts/lint-jsonnet.sh
 	@bash scripts/lint-mixin.sh
+	@bash scripts/lint-dashboards.sh
 	@bash scripts/lint-workflows.sh
 
 ## Regenerate every committed generated file (rules, dashboards, manifests, README metrics).
