@@ -18,7 +18,7 @@ import pytest
 import test_manifests_apiserver as apiserver
 import yaml
 from conftest import REPO
-from support.chart import CHART, HELM, helm, helm_template
+from support.chart import CHART, HELM, HELM4, helm, helm_template
 from test_chart_parity import VARIANTS
 from test_manifests_apiserver import Kube
 
@@ -33,6 +33,12 @@ kube = apiserver.kube
 def _helm() -> None:
     if not HELM.exists():
         pytest.fail(f"{HELM} missing: run `make setup` (scripts/setup.d/34-helm.sh)")
+    if not HELM4.exists():
+        pytest.fail(f"{HELM4} missing: run `make setup` (scripts/setup.d/37-helm4.sh)")
+
+
+#: Both supported Helm versions, for the tests that run each.
+HELMS = pytest.mark.parametrize("binary", [HELM, HELM4], ids=["helm3", "helm4"])
 
 
 #: The StorageClasses of manifests/config.libsonnet's example (the chart names none).
@@ -65,22 +71,36 @@ def of_kind(docs: list[dict], kind: str) -> dict[str, dict]:
 # --- lint and template ------------------------------------------------------------------------
 
 
+@HELMS
 @pytest.mark.parametrize("strict", [False, True])
-def test_helm_lint_is_clean(strict: bool) -> None:
-    result = helm("lint", str(CHART), *(["--strict"] if strict else []))
+def test_helm_lint_is_clean(strict: bool, binary: Path) -> None:
+    result = helm("lint", str(CHART), *(["--strict"] if strict else []), binary=binary)
     assert result.returncode == 0, result.stdout + result.stderr
     findings = [line for line in result.stdout.splitlines() if line.startswith("[")]
     # The one finding left is informational: the chart has no icon to point at.
     assert findings == ["[INFO] Chart.yaml: icon is recommended"], result.stdout
 
 
+@HELMS
 @pytest.mark.parametrize("variant", ["openshift-per-node-tls", "sharded", "existing-pushgateway"])
-def test_helm_lint_is_clean_with_other_values(variant: str, tmp_path: Path) -> None:
+def test_helm_lint_is_clean_with_other_values(variant: str, tmp_path: Path, binary: Path) -> None:
     values = tmp_path / "values.json"
     values.write_text(json.dumps(VARIANTS[variant]))
-    result = helm("lint", "--strict", str(CHART), "-f", str(values))
+    result = helm("lint", "--strict", str(CHART), "-f", str(values), binary=binary)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "[WARNING]" not in result.stdout and "[ERROR]" not in result.stdout, result.stdout
+
+
+@pytest.mark.parametrize("variant", ["example-classes", *sorted(VARIANTS)])
+def test_helm_4_renders_what_helm_3_renders(variant: str) -> None:
+    """The same objects, field for field, from both supported Helm versions."""
+    values = EXAMPLE_CLASSES if variant == "example-classes" else VARIANTS[variant]
+    rendered = {}
+    for binary in (HELM, HELM4):
+        result = helm_template(values, binary=binary)
+        assert result.returncode == 0, result.stderr
+        rendered[binary.name] = [d for d in yaml.safe_load_all(result.stdout) if d is not None]
+    assert rendered["helm4"] == rendered["helm"]
 
 
 def test_template_gives_probes_rules_monitors_and_dashboards() -> None:
@@ -493,15 +513,19 @@ def test_every_object_is_accepted_by_the_api_server(
 
 
 @pytest.mark.slow
-def test_helm_install_dry_run_against_the_api_server_prints_the_notes(kube: Kube) -> None:
+@HELMS
+def test_helm_install_dry_run_against_the_api_server_prints_the_notes(
+    kube: Kube, binary: Path
+) -> None:
     """Helm's own install path against the real API server (capabilities, the release's
-    rendering with the server's version), and the notes it prints for the user."""
+    rendering with the server's version; Helm 4 applies server-side), and the notes it prints
+    for the user, with both supported Helm versions."""
     for name in NAMESPACES:
         created = kube.kubectl("create", "namespace", name)
         assert created.returncode == 0 or "AlreadyExists" in created.stderr, created.stderr
     result = helm(
         "install", "fioprobe", str(CHART), "--namespace", "fioprobe", "--dry-run=server",
-        "--kubeconfig", str(kube.kubeconfig),
+        "--kubeconfig", str(kube.kubeconfig), binary=binary,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     notes = result.stdout.split("NOTES:", 1)[1]

@@ -25,7 +25,7 @@ import yaml
 from conftest import REPO
 from fioprobe.probe.config import ConfigError, load_config
 from fioprobe.probe.volumes import NEEDS, VOLUME_TYPES
-from support.chart import helm_template
+from support.chart import HELM, HELM4, helm_template
 from test_manifests_config import problems
 
 PROFILES = "burst-ceiling, etcd-fsync, randread-iops, randwrite-iops, seqread-bw or seqwrite-bw"
@@ -228,11 +228,12 @@ def test_the_jsonnet_configuration_refuses_it_naming_the_key(
     assert problems(jsonnet_source(values)) == [message]
 
 
+@pytest.mark.parametrize("binary", [HELM, HELM4], ids=["helm3", "helm4"])
 @pytest.mark.parametrize(("values", "fragments"), [(c[1], c[3]) for c in CASES], ids=IDS)
 def test_helm_template_refuses_it_naming_the_key(
-    values: dict[str, Any], fragments: list[str]
+    values: dict[str, Any], fragments: list[str], binary: Path
 ) -> None:
-    result = helm_template(values)
+    result = helm_template(values, binary=binary)
     assert result.returncode != 0, f"accepted: {values}"
     for fragment in fragments:
         assert fragment in result.stderr, result.stderr

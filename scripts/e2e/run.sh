@@ -139,18 +139,18 @@ main_install() {
   kubectl_ apply -k "$RUN/manifests" >"$RUN/logs/apply.log"
   say "applied $(wc -l <"$RUN/logs/apply.log") objects"
 
-  # The Helm chart beside the manifests, as its README tells a user: the namespace first (Pod
-  # Security restricted), then `helm install` with a values file (scripts/e2e/helm-values.yaml:
-  # a StorageClass probe every minute, its own Pushgateway; the etcd probes and the streams
-  # stay the manifests'). tests/e2e/test_30_helm.py checks that its probe pushes, then
-  # uninstalls it.
+  # The Helm chart beside the manifests, installed with Helm 4 (the first install below is Helm
+  # 3's, upgraded and uninstalled by Helm 4): the namespace first (Pod Security restricted), then
+  # `helm install` with a values file (scripts/e2e/helm-values.yaml: a StorageClass probe every
+  # minute, its own Pushgateway; the etcd probes and the streams stay the manifests').
+  # tests/e2e/test_30_helm.py checks that its probe pushes, then uninstalls it.
   kubectl_ create namespace fioprobe-helm >/dev/null
   kubectl_ label namespace fioprobe-helm pod-security.kubernetes.io/enforce=restricted \
     pod-security.kubernetes.io/warn=restricted pod-security.kubernetes.io/audit=restricted >/dev/null
   date +%s.%N >"$RUN/helm-installed-at"
-  "$REPO/.tools/bin/helm" install fioprobe-helm "$REPO/charts/fioprobe" --kubeconfig "$KUBECONFIG" \
+  "$REPO/.tools/bin/helm4" install fioprobe-helm "$REPO/charts/fioprobe" --kubeconfig "$KUBECONFIG" \
     --namespace fioprobe-helm -f "$REPO/scripts/e2e/helm-values.yaml" >"$RUN/logs/helm-install.log"
-  say "helm installed release fioprobe-helm"
+  say "helm 4 installed release fioprobe-helm"
 }
 
 # The node directories the chart's defaults create on the host (etcd.hostPath, stateHostPath
@@ -159,7 +159,8 @@ FIRST_INSTALL_NODE_DIRS=(/var/lib/etcd-fioprobe /var/lib/fioprobe)
 
 first_install() {
   # The first install on this cluster as a user makes it (charts/fioprobe/README.md, Install):
-  # the chart's defaults (its image name is the one the image was built under), a one-minute
+  # the chart's defaults (its image name is the one `make image` built), with Helm 3 (the tests
+  # upgrade and uninstall it with Helm 4, as a user moving to Helm 4 would), a one-minute
   # interval, and where this cluster's etcd keeps its data (etcd.dataDir: the one fact of a
   # distribution; here the run directory's etcd, on the same filesystem as /var/lib). A real
   # dynamic provisioner behind the default StorageClass; no namespace, directory or object
@@ -213,7 +214,7 @@ main_uninstall() {
   # the manifests (their namespaces with them) and the Helm release beside them, if a test left
   # it. The local Prometheus and Alertmanager of the first install start on empty storage.
   say "removing the main suite's install"
-  "$REPO/.tools/bin/helm" uninstall fioprobe-helm --kubeconfig "$KUBECONFIG" --namespace fioprobe-helm \
+  "$REPO/.tools/bin/helm4" uninstall fioprobe-helm --kubeconfig "$KUBECONFIG" --namespace fioprobe-helm \
     --ignore-not-found --wait --timeout 5m >/dev/null
   kubectl_ delete -k "$RUN/manifests" --ignore-not-found --wait=true --timeout=300s >/dev/null
   kubectl_ delete namespace fioprobe-helm --ignore-not-found --wait=true --timeout=300s >/dev/null

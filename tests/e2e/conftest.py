@@ -449,11 +449,14 @@ def pod_memory(kube: Kube, measurements: Measurements) -> Iterator[PodMemorySamp
 
 
 HELM = REPO / ".tools" / "bin" / "helm"
+#: Helm 4: run.sh installs the main suite's release with it, and the first install's tests
+#: upgrade and uninstall a release Helm 3 installed with it.
+HELM4 = REPO / ".tools" / "bin" / "helm4"
 
 
-def helm(run_dir: Path, *args: str, timeout: float = 300) -> str:
+def helm(run_dir: Path, *args: str, timeout: float = 300, binary: Path = HELM) -> str:
     result = subprocess.run(
-        [str(HELM), "--kubeconfig", str(run_dir / "admin.kubeconfig"), *args],
+        [str(binary), "--kubeconfig", str(run_dir / "admin.kubeconfig"), *args],
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from conftest import (
+    HELM4,
     HELM_NAMESPACE,
     HELM_RELEASE,
     Kube,
@@ -26,8 +27,12 @@ CLASS = "e2e-helm"
 
 
 def test_the_release_is_deployed(run_dir: Path) -> None:
-    status = helm(run_dir, "status", HELM_RELEASE, "--namespace", HELM_NAMESPACE)
+    """Installed by Helm 4 (run.sh), which applies server-side: its objects' fields are the
+    field manager "helm"'s, not a client-side last-applied annotation."""
+    status = helm(run_dir, "status", HELM_RELEASE, "--namespace", HELM_NAMESPACE, binary=HELM4)
     assert "STATUS: deployed" in status, status
+    version = helm(run_dir, "version", "--short", binary=HELM4)
+    assert version.startswith("v4."), version
 
 
 def test_its_probe_pushes_to_its_own_pushgateway(
@@ -71,7 +76,7 @@ def test_its_rules_monitor_and_dashboards_are_in_the_cluster(kube: Kube) -> None
 
 
 def test_uninstall_removes_what_it_installed(kube: Kube, run_dir: Path) -> None:
-    helm(run_dir, "uninstall", HELM_RELEASE, "--namespace", HELM_NAMESPACE, "--wait")
+    helm(run_dir, "uninstall", HELM_RELEASE, "--namespace", HELM_NAMESPACE, "--wait", binary=HELM4)
     kinds = "cronjob,deployment,service,pvc,configmap,serviceaccount,networkpolicy"
     kinds += ",prometheusrule,servicemonitor"
 

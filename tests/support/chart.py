@@ -19,6 +19,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "fioprobe"
 HELM = REPO / ".tools" / "bin" / "helm"
+#: Helm 4 (scripts/setup.d/37-helm4.sh), beside Helm 3: both are supported, both are tested.
+HELM4 = REPO / ".tools" / "bin" / "helm4"
 GENERATE = REPO / "scripts" / "generate.d" / "30-manifests.sh"
 
 #: Labels that only Helm sets: the one difference the chart may have on any object.
@@ -44,9 +46,9 @@ def key(obj: dict[str, Any]) -> Key:
     return (obj["kind"], meta.get("namespace", ""), meta["name"])
 
 
-def helm(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def helm(*args: str, timeout: float = 120, binary: Path = HELM) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(HELM), *args], capture_output=True, text=True, timeout=timeout, check=False
+        [str(binary), *args], capture_output=True, text=True, timeout=timeout, check=False
     )
 
 
@@ -55,15 +57,16 @@ def helm_template(
     namespace: str = "fioprobe",
     chart: Path = CHART,
     release: str = "fioprobe",
+    binary: Path = HELM,
 ) -> subprocess.CompletedProcess[str]:
-    """`helm template` with `values` as the user's values file."""
+    """`helm template` with `values` as the user's values file (Helm 3 unless `binary`)."""
     with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
         json.dump(values, f)
         f.flush()
         # As on a cluster that serves prometheus-operator's API (the chart renders its objects
         # only there); tests of a cluster without it call helm themselves.
         return helm("template", release, str(chart), "--namespace", namespace, "-f", f.name,
-                    "--api-versions", "monitoring.coreos.com/v1")  # fmt: skip
+                    "--api-versions", "monitoring.coreos.com/v1", binary=binary)  # fmt: skip
 
 
 def chart_objects(

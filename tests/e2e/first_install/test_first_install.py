@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 from conftest import (
     ETCD_NAMESPACE,
+    HELM4,
     NAMESPACE,
     NODE,
     REPO,
@@ -291,15 +292,20 @@ def snapshot(root: Path) -> dict[str, tuple[int, int, int, int, str]]:
     return entries
 
 
-def upgrade_etcd_host_path(kube: Kube, run_dir: Path, path: Path) -> set[str]:
-    """`helm upgrade` to another etcd.hostPath; the uids of the etcd probe's pods before."""
+def upgrade_etcd_host_path(
+    kube: Kube, run_dir: Path, path: Path, server_side: str = "true"
+) -> set[str]:
+    """`helm upgrade` to another etcd.hostPath, with Helm 4 (the release is Helm 3's: run.sh);
+    the uids of the etcd probe's pods before. `server_side`: Helm 4's --server-side, "auto"
+    (its default: the previous release's method, client-side for Helm 3's) or "true" (server-side
+    apply taking over the fields Helm 3 set: a conflict with another field manager fails it)."""
     before = {
         p["metadata"]["uid"]
         for p in pods_of(kube, ETCD_NAMESPACE, "app.kubernetes.io/component=probe")
     }
     helm(
         run_dir, "upgrade", RELEASE, str(CHART), "--namespace", NAMESPACE, "--reuse-values",
-        "--set", f"etcd.hostPath={path}",
+        "--set", f"etcd.hostPath={path}", f"--server-side={server_side}", binary=HELM4,
     )  # fmt: skip
     return before
 
@@ -378,7 +384,9 @@ def test_node_directories_the_deployment_did_not_make_are_refused(
     try:
         for name, failure, message in cases:
             before_files = snapshot(planted)
-            before = upgrade_etcd_host_path(kube, run_dir, planted / name)
+            # The first upgrade as Helm 4 does it by default, the others server-side.
+            method = "auto" if name == cases[0][0] else "true"
+            before = upgrade_etcd_host_path(kube, run_dir, planted / name, method)
             text = kube.wait(
                 lambda failure=failure, before=before: failure(kube, before),
                 180,
@@ -426,7 +434,7 @@ def test_node_directories_the_deployment_did_not_make_are_refused(
     finally:
         helm(
             run_dir, "upgrade", RELEASE, str(CHART), "--namespace", NAMESPACE, "--reuse-values",
-            "--set", "etcd.hostPath=/var/lib/etcd-fioprobe",
+            "--set", "etcd.hostPath=/var/lib/etcd-fioprobe", binary=HELM4,
         )  # fmt: skip
 
         def released() -> bool:
@@ -447,7 +455,10 @@ def test_uninstall_leaves_nothing_of_the_release(kube: Kube, run_dir: Path) -> N
     etcd namespace it created, the cluster-wide role of the etcd probes, and the PVCs (the
     Pushgateway's and the probe's; the streams' go with their StatefulSets). What stays is what
     docs/MANIFESTS.md says: the node directories and the state in them."""
-    helm(run_dir, "uninstall", RELEASE, "--namespace", NAMESPACE, "--wait", "--timeout", "5m")
+    helm(
+        run_dir, "uninstall", RELEASE, "--namespace", NAMESPACE, "--wait", "--timeout", "5m",
+        binary=HELM4,
+    )  # fmt: skip
 
     def leftovers() -> list[str]:
         found = []
