@@ -686,3 +686,30 @@ def test_the_notes_on_openshift_give_the_node_preparation(kube: Kube) -> None:
         kube.kubectl("delete", "-f", str(crd), "--wait=true")
     _, notes = _install_dry_run(kube)
     assert "chcon" not in notes and "created by its prepare step" in notes, notes
+
+
+@pytest.mark.slow
+def test_the_notes_name_a_storageclass_the_cluster_does_not_have(kube: Kube) -> None:
+    """A StorageClass named in the values that the cluster lacks is no error at install (it may
+    be created next), but its probe would wait on a Pending volume: the notes say so, for that
+    class only."""
+    kube.apply({
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": "fioprobe-test-present"},
+        "provisioner": "example.com/none",
+    })  # fmt: skip
+    try:
+        classes = [
+            {"name": "present", "storageClassName": "fioprobe-test-present",
+             "volume": {"size": "1Gi"}, "profiles": ["etcd-fsync"]},
+            {"name": "fioprobe-test-absent", "volume": {"size": "1Gi"}, "profiles": ["etcd-fsync"]},
+        ]  # fmt: skip
+        _, notes = _install_dry_run(kube, "--set-json", f"storageClasses={json.dumps(classes)}")
+        assert (
+            "StorageClass fioprobe-test-absent (storageClasses fioprobe-test-absent) does not "
+            "exist on this cluster: its probe's volume stays Pending"
+        ) in notes, notes
+        assert "StorageClass fioprobe-test-present" not in notes, notes
+    finally:
+        kube.kubectl("delete", "storageclass", "fioprobe-test-present", "--ignore-not-found")
