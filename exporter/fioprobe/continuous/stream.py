@@ -29,13 +29,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from fioprobe.continuous import protocol
 from fioprobe.continuous.collector import StreamCollector, StreamTarget
 from fioprobe.continuous.device import block_device
+from fioprobe.continuous.http import MetricsServer
 from fioprobe.continuous.state import StreamState
-from fioprobe.errors import FailureReason
+from fioprobe.errors import FailureReason, UsageError
 from fioprobe.probe.childproc import python_command
 from fioprobe.probe.stuck import Marker, StateError, Stuck
 
@@ -303,15 +304,14 @@ def serve(
     previous = {
         s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
     }
+    server = MetricsServer(lambda: generate_latest(registry), CONTENT_TYPE_LATEST)
     try:
-        server, thread = start_http_server(port, addr=host, registry=registry)
+        bound_port = server.listen(host, port)
     except OSError as exc:
         for s, handler in previous.items():
             signal.signal(s, handler)
-        from fioprobe.errors import UsageError
-
         raise UsageError(f"continuous: cannot listen on {host}:{port}: {exc.strerror}") from None
-    bound_port = server.server_address[1]
+    server.start()
     say(f"serving /metrics on http://{_show_host(host)}:{bound_port}/metrics for "
         f"{len(targets)} target(s)")  # fmt: skip
     writers = [Writer(target, settings) for target in targets]
@@ -323,9 +323,7 @@ def serve(
             stop.wait(SUPERVISE_SECONDS)
     finally:
         _stop_writers(writers)
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=1.0)
+        server.stop()
         for s, handler in previous.items():
             signal.signal(s, handler)
     if received:

@@ -1,0 +1,157 @@
+"""The stream's /metrics cannot be used to blind it: a flood of idle connections and slow
+readers against the real `fioprobe continuous` leaves scrapes answered, the kubelet's probe
+path answered, the process small, and the writer on its one-second cadence.
+
+Why: anyone who can reach the port (NetworkPolicy is not enforced by every CNI) could open a
+few thousand connections and send nothing; a server with a thread per connection and no
+deadline grew past the pod's memory limit (the stream killed: the disk's watchdog gone), and
+with few descriptors left every scrape timed out. The limits are fioprobe.continuous.http's.
+Bounded for the suite: 1,500 idle connections (reopened as the server closes them: about
+10,000 in the run), 50 slow readers, 15 s.
+"""
+
+from __future__ import annotations
+
+import resource
+import socket
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from test_continuous import Stream, ops, stream
+
+#: Bounded in count and time: the test's own descriptors, and its length.
+IDLE_CONNECTIONS = 1500
+SLOW_CLIENTS = 50
+FLOOD_SECONDS = 15.0
+SCRAPE_TIMEOUT_SECONDS = 5.0
+
+
+def rss_bytes(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError(f"no VmRSS for {pid}")
+
+
+@contextmanager
+def flood(port: int, stop: threading.Event) -> Iterator[dict[str, int]]:
+    """IDLE_CONNECTIONS that connect and send nothing (reconnecting when closed), and
+    SLOW_CLIENTS that send a whole request and read the answer a byte a second."""
+    counts = {"idle_opened": 0, "slow_opened": 0}
+    sockets: list[socket.socket] = []
+    lock = threading.Lock()
+
+    def connect() -> socket.socket | None:
+        try:
+            s = socket.create_connection(("127.0.0.1", port), timeout=2)
+        except OSError:
+            return None
+        with lock:
+            sockets.append(s)
+        return s
+
+    def idle() -> None:
+        held: list[socket.socket] = []
+        deadline = time.monotonic() + FLOOD_SECONDS + 30
+        while not stop.is_set() and time.monotonic() < deadline:
+            held = [s for s in held if s.fileno() != -1]
+            while len(held) < IDLE_CONNECTIONS // 4 and not stop.is_set():
+                s = connect()
+                if s is None:
+                    break
+                held.append(s)
+                counts["idle_opened"] += 1
+            stop.wait(0.5)
+            for s in list(held):  # closed by the server: open another
+                try:
+                    s.setblocking(False)
+                    if s.recv(1) == b"":
+                        s.close()
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    s.close()
+
+    def slow() -> None:
+        deadline = time.monotonic() + FLOOD_SECONDS + 30
+        while not stop.is_set() and time.monotonic() < deadline:
+            s = connect()
+            if s is None:
+                stop.wait(0.2)
+                continue
+            counts["slow_opened"] += 1
+            try:
+                s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+                s.settimeout(2)
+                while not stop.is_set() and s.recv(1):
+                    stop.wait(1.0)
+            except OSError:
+                pass
+            finally:
+                s.close()
+
+    threads = [threading.Thread(target=idle, daemon=True) for _ in range(4)]
+    threads += [threading.Thread(target=slow, daemon=True) for _ in range(SLOW_CLIENTS)]
+    for t in threads:
+        t.start()
+    try:
+        yield counts
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=10)
+        with lock:
+            for s in sockets:
+                s.close()
+
+
+def test_a_flood_of_idle_and_slow_clients_does_not_blind_the_stream(tmp_path: Path) -> None:
+    """Scrapes of /metrics, the path the kubelet's liveness and readiness probes use too,
+    every half second through the flood: 95 % answered within 5 s."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    need = IDLE_CONNECTIONS + SLOW_CLIENTS + 256
+    if soft < need:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(need, hard), hard))
+    target = tmp_path / "disk"
+    target.mkdir()
+    try:
+        with stream(tmp_path, "--dir", str(target), "--storageclass", "flooded") as s:
+            run_flood(s)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def run_flood(s: Stream) -> None:
+    assert s.process.pid
+    ops_before = ops(s, "flooded")
+    started = time.monotonic()
+    stop = threading.Event()
+    tries, answered, peak_rss = 0, 0, 0
+    failures: list[str] = []
+    with flood(s.port, stop) as counts:
+        while time.monotonic() - started < FLOOD_SECONDS:
+            tries += 1
+            try:
+                with urllib.request.urlopen(s.url, timeout=SCRAPE_TIMEOUT_SECONDS) as response:
+                    if b"fioprobe_continuous_operations_total" in response.read():
+                        answered += 1
+            except OSError as exc:
+                failures.append(f"{time.monotonic() - started:.1f} s: {exc!r}")
+            peak_rss = max(peak_rss, rss_bytes(s.process.pid))
+            time.sleep(0.5)
+        assert s.process.poll() is None, "the stream died under the flood"
+        assert counts["idle_opened"] >= IDLE_CONNECTIONS // 2, counts
+    elapsed = time.monotonic() - started
+    assert answered >= 0.95 * tries, (
+        f"{answered} of {tries} scrapes answered within 5 s",
+        failures,
+    )
+    assert peak_rss < 100 * 2**20, f"peak RSS {peak_rss / 2**20:.0f} MiB"
+    # The writer kept its cadence: about one operation a second all along (the scrape after
+    # the flood, when nothing competes, tells).
+    done = ops(s, "flooded") - ops_before
+    assert done >= elapsed - 3, f"{done:.0f} operations in {elapsed:.0f} s"

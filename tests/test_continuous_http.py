@@ -1,0 +1,126 @@
+"""The stream's bounded /metrics server (fioprobe.continuous.http) on its own: what it answers,
+the deadlines and caps that keep a client from holding it, and one rendering shared by
+concurrent scrapes. The flood against the real stream is tests/test_continuous_flood.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+from fioprobe.continuous import http
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[http.MetricsServer, int]]:
+    calls = {"n": 0}
+
+    def render() -> bytes:
+        calls["n"] += 1
+        return b"# HELP x A test.\n# TYPE x gauge\nx 1\n"
+
+    s = http.MetricsServer(render, CONTENT_TYPE)
+    port = s.listen("127.0.0.1", 0)
+    s.start()
+    yield s, port
+    s.stop()
+
+
+def raw(port: int, request: bytes, timeout: float = 5.0) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(request)
+        chunks = []
+        while chunk := s.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def test_metrics_is_served_and_nothing_else(server: tuple[http.MetricsServer, int]) -> None:
+    _, port = server
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+        assert response.headers["Content-Type"] == CONTENT_TYPE
+        assert response.read() == b"# HELP x A test.\n# TYPE x gauge\nx 1\n"
+    head = raw(port, b"HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200 OK\r\n") and head.endswith(b"\r\n\r\n"), head
+    for request, status in [
+        (b"GET /other HTTP/1.1\r\n\r\n", b"404"),
+        (b"POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n", b"405"),
+        (b"hello\r\n\r\n", b"400"),
+    ]:
+        assert raw(port, request).split(b" ")[1] == status, request
+
+
+def test_concurrent_scrapes_share_one_rendering(server: tuple[http.MetricsServer, int]) -> None:
+    s, port = server
+    before = s.renders
+    results: list[bytes] = []
+
+    def scrape() -> None:
+        results.append(raw(port, b"GET /metrics HTTP/1.1\r\n\r\n"))
+
+    threads = [threading.Thread(target=scrape) for _ in range(16)]
+    started = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=10)
+    assert len(results) == 16 and all(r.startswith(b"HTTP/1.1 200") for r in results)
+    # All within one rendering's lifetime (RENDER_SECONDS) unless the machine stalled.
+    if time.monotonic() - started < http.RENDER_SECONDS:
+        assert s.renders - before == 1, s.renders - before
+
+
+def test_a_client_that_sends_nothing_or_too_much_is_closed(
+    server: tuple[http.MetricsServer, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, port = server
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as silent:
+        started = time.monotonic()
+        assert silent.recv(1) == b""  # closed by the server, not by this timeout
+        waited = time.monotonic() - started
+    assert http.REQUEST_DEADLINE_SECONDS - 1 <= waited < http.REQUEST_DEADLINE_SECONDS + 4
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as big:
+        try:
+            big.sendall(b"GET /metrics HTTP/1.1\r\nX: " + b"a" * (2 * http.MAX_REQUEST_BYTES))
+            answer = big.recv(1)
+        except ConnectionResetError:
+            answer = b""
+        assert answer == b""
+
+
+def test_over_the_cap_the_longest_silent_connection_makes_room(
+    server: tuple[http.MetricsServer, int],
+) -> None:
+    """MAX_WAITING silent connections, older than the grace; one more closes the oldest, and
+    a client that then asks is answered."""
+    _, port = server
+    silent = [
+        socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(http.MAX_WAITING)
+    ]
+    try:
+        time.sleep(http.SILENT_GRACE_SECONDS + 0.2)
+        answer = raw(port, b"GET /metrics HTTP/1.1\r\n\r\n")
+        assert answer.startswith(b"HTTP/1.1 200"), answer
+        silent[0].settimeout(5)
+        with contextlib.suppress(ConnectionResetError):
+            assert silent[0].recv(1) == b""
+    finally:
+        for s in silent:
+            s.close()
+
+
+def test_a_port_in_use_is_an_oserror_in_the_callers_thread(
+    server: tuple[http.MetricsServer, int],
+) -> None:
+    """listen() binds before any thread starts, so `fioprobe continuous` can refuse the
+    address with one line (tests/test_continuous.py has the message)."""
+    _, port = server
+    with pytest.raises(OSError):
+        http.MetricsServer(lambda: b"", CONTENT_TYPE).listen("127.0.0.1", port)
