@@ -7,8 +7,8 @@
 //
 // `'#key'::` documents `key`: docs/MANIFESTS.md's table of keys is generated from it
 // (scripts/generate.d/35-manifests-params.sh); comments say why a default is what it is.
-local catalog = import 'catalog.json';
 local publish = import '../../publish.json';
+local catalog = import 'catalog.json';
 local common = import 'common.libsonnet';
 local p = import 'params.libsonnet';
 
