@@ -38,9 +38,16 @@ def rss_bytes(pid: int) -> int:
 
 
 @contextmanager
-def flood(port: int, stop: threading.Event) -> Iterator[dict[str, int]]:
-    """IDLE_CONNECTIONS that connect and send nothing (reconnecting when closed), and
-    SLOW_CLIENTS that send a whole request and read the answer a byte a second."""
+def flood(
+    port: int,
+    stop: threading.Event,
+    idle_connections: int = IDLE_CONNECTIONS,
+    slow_clients: int = SLOW_CLIENTS,
+    seconds: float = FLOOD_SECONDS,
+) -> Iterator[dict[str, int]]:
+    """`idle_connections` that connect and send nothing (reconnecting when closed), and
+    `slow_clients` that send a whole request and read the answer a byte a second, for at most
+    `seconds` + 30 (bench/continuous_load.py floods with it too)."""
     counts = {"idle_opened": 0, "slow_opened": 0}
     sockets: list[socket.socket] = []
     lock = threading.Lock()
@@ -56,10 +63,10 @@ def flood(port: int, stop: threading.Event) -> Iterator[dict[str, int]]:
 
     def idle() -> None:
         held: list[socket.socket] = []
-        deadline = time.monotonic() + FLOOD_SECONDS + 30
+        deadline = time.monotonic() + seconds + 30
         while not stop.is_set() and time.monotonic() < deadline:
             held = [s for s in held if s.fileno() != -1]
-            while len(held) < IDLE_CONNECTIONS // 4 and not stop.is_set():
+            while len(held) < idle_connections // 4 and not stop.is_set():
                 s = connect()
                 if s is None:
                     break
@@ -77,7 +84,7 @@ def flood(port: int, stop: threading.Event) -> Iterator[dict[str, int]]:
                     s.close()
 
     def slow() -> None:
-        deadline = time.monotonic() + FLOOD_SECONDS + 30
+        deadline = time.monotonic() + seconds + 30
         while not stop.is_set() and time.monotonic() < deadline:
             s = connect()
             if s is None:
@@ -95,7 +102,7 @@ def flood(port: int, stop: threading.Event) -> Iterator[dict[str, int]]:
                 s.close()
 
     threads = [threading.Thread(target=idle, daemon=True) for _ in range(4)]
-    threads += [threading.Thread(target=slow, daemon=True) for _ in range(SLOW_CLIENTS)]
+    threads += [threading.Thread(target=slow, daemon=True) for _ in range(slow_clients)]
     for t in threads:
         t.start()
     try:

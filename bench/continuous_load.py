@@ -1,0 +1,233 @@
+"""The stream at its pod's limits: a connection flood, and scrapes competing with the writer.
+
+Why this exists: the continuous stream is the etcd disks' watchdog, so what its /metrics port
+takes must not blind it or bend what it measures. Two measurements, real processes only, the
+stream inside cgroup v1 groups that apply the chart's limits for its container (memory
+128 MiB; CPU 200m as a CFS quota of 20 ms per 100 ms, where the condition says so):
+
+1. **Flood.** 3,000 idle connections (reopened as the server closes them) and 100 clients that
+   read the answer a byte a second, for 60 s, against the stream on tmpfs; a scrape every 0.5 s
+   with a 5 s timeout (the path the kubelet's probes use too). Reported: scrapes answered,
+   whether the process lived, the cgroup's peak memory, and the longest time between two
+   completed operations of the writer (its cadence is 1 s).
+2. **Scrape load.** The stream on tmpfs behind the FUSE passthrough at 0 ms (every fdatasync
+   goes through the slow disk's daemon, as in the other benchmarks), 60 s per condition: quiet
+   (no scrape but the two that read the counters) and 16 scrape loops, each with the 200m quota
+   and without a CPU limit. Reported: fdatasyncs above 10 ms of all, stalled seconds, and the
+   CFS periods in which the cgroup was throttled.
+
+Needs root (FUSE, cgroups). About 6 minutes. Every process is stopped by PID, every cgroup
+and mount removed, every loop bounded in count and time.
+
+    PYTHONPATH=tests:bench .venv/bin/python bench/continuous_load.py [--seconds 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import resource
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+from support import services
+from support.slowfs import slow_fs
+from test_continuous_flood import flood
+
+REPO = Path(__file__).resolve().parents[1]
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+MEMORY_LIMIT = 128 * 2**20
+CPU_PERIOD_US, CPU_QUOTA_US = 100_000, 20_000  # 200m
+SCRAPE_LOOPS = 16
+
+
+@contextlib.contextmanager
+def cgroups(cpu_quota: bool) -> Iterator[list[Path]]:
+    """A memory group at the pod's limit and a cpu group, with or without the quota."""
+    name = f"fioprobe-bench-{secrets.token_hex(4)}"
+    made = []
+    try:
+        memory = CGROUP_ROOT / "memory" / name
+        memory.mkdir()
+        made.append(memory)
+        (memory / "memory.limit_in_bytes").write_text(str(MEMORY_LIMIT))
+        cpu = CGROUP_ROOT / "cpu" / name
+        cpu.mkdir()
+        made.append(cpu)
+        (cpu / "cpu.cfs_period_us").write_text(str(CPU_PERIOD_US))
+        if cpu_quota:
+            (cpu / "cpu.cfs_quota_us").write_text(str(CPU_QUOTA_US))
+        yield made
+    finally:
+        for group in reversed(made):
+            for _ in range(50):
+                try:
+                    group.rmdir()
+                    break
+                except OSError:
+                    time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def stream_in(groups: list[Path], directory: Path, name: str) -> Iterator[tuple[int, int]]:
+    """`fioprobe continuous` in `groups` (its writers follow it); (pid, port)."""
+    port = services.free_port()
+
+    def enter() -> None:
+        for group in groups:
+            (group / "cgroup.procs").write_text(str(os.getpid()))
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fioprobe", "continuous", "--listen", f"127.0.0.1:{port}",
+         "--dir", str(directory), "--storageclass", name],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=REPO, preexec_fn=enter,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError):
+                services.scrape(f"http://127.0.0.1:{port}/metrics", 1.0)
+                break
+            time.sleep(0.2)
+        yield process.pid, port
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+def value(samples: services.Samples, name: str, **labels: str) -> float:
+    found = [v for (n, ls), v in samples.items() if n == name and set(labels.items()) <= set(ls)]
+    return found[0] if found else 0.0
+
+
+def slow_and_stalled(port: int) -> tuple[float, float, float]:
+    """(fdatasyncs, those above 10 ms, stalled seconds) so far."""
+    s = services.scrape(f"http://127.0.0.1:{port}/metrics", 10.0)
+    count = value(s, "fioprobe_continuous_sync_latency_seconds_count")
+    fast = value(s, "fioprobe_continuous_sync_latency_seconds_bucket", le="0.01")
+    return count, count - fast, value(s, "fioprobe_continuous_stall_seconds_total")
+
+
+def flood_run(seconds: float) -> dict[str, object]:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(8192, hard), hard))
+    with contextlib.ExitStack() as stack:
+        stack.callback(resource.setrlimit, resource.RLIMIT_NOFILE, (soft, hard))
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="fioprobe-flood-"))
+        groups = stack.enter_context(cgroups(True))
+        pid, port = stack.enter_context(stream_in(groups, Path(tmp), "flooded"))
+        url = f"http://127.0.0.1:{port}/metrics"
+        stop = threading.Event()
+        tries = answered = 0
+        last_ops, last_change, longest_gap = -1.0, time.monotonic(), 0.0
+        started = time.monotonic()
+        with flood(port, stop, idle_connections=3000, slow_clients=100, seconds=seconds):
+            while time.monotonic() - started < seconds:
+                tries += 1
+                with contextlib.suppress(OSError):
+                    with urllib.request.urlopen(url, timeout=5) as response:
+                        text = response.read().decode()
+                    answered += 1
+                    ops = float(
+                        next(line for line in text.splitlines()
+                             if line.startswith("fioprobe_continuous_operations_total"))
+                        .rsplit(" ", 1)[1]
+                    )  # fmt: skip
+                    now = time.monotonic()
+                    if ops != last_ops:
+                        if last_ops >= 0:
+                            longest_gap = max(longest_gap, now - last_change)
+                        last_ops, last_change = ops, now
+                time.sleep(0.5)
+        alive = Path(f"/proc/{pid}").exists()
+        peak = int((groups[0] / "memory.max_usage_in_bytes").read_text())
+        failcnt = int((groups[0] / "memory.failcnt").read_text())
+    return {
+        "tries": tries, "answered": answered, "alive": alive, "peak_memory_bytes": peak,
+        "memory_failcnt": failcnt, "longest_gap_between_scraped_operations_s": longest_gap,
+    }  # fmt: skip
+
+
+def scrape_loops(port: int, loops: int, stop: threading.Event) -> list[threading.Thread]:
+    url = f"http://127.0.0.1:{port}/metrics"
+
+    def loop() -> None:
+        deadline = time.monotonic() + 600
+        while not stop.is_set() and time.monotonic() < deadline:
+            with contextlib.suppress(OSError):
+                urllib.request.urlopen(url, timeout=5).read()
+
+    threads = [threading.Thread(target=loop, daemon=True) for _ in range(loops)]
+    for t in threads:
+        t.start()
+    return threads
+
+
+def load_run(seconds: float, quota: bool, loops: int) -> dict[str, object]:
+    with tempfile.TemporaryDirectory(prefix="fioprobe-load-") as tmp, cgroups(quota) as groups:
+        backing, mount = Path(tmp) / "backing", Path(tmp) / "mnt"
+        backing.mkdir()
+        mount.mkdir()
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(backing)],
+                       check=True)  # fmt: skip
+        try:
+            with (
+                slow_fs(backing, mount, fsync_delay_ms=0.0),
+                stream_in(groups, mount, "loaded") as (_, port),
+            ):
+                time.sleep(5)
+                before = slow_and_stalled(port)
+                stat_before = (groups[1] / "cpu.stat").read_text()
+                stop = threading.Event()
+                threads = scrape_loops(port, loops, stop)
+                time.sleep(seconds)
+                stop.set()
+                for t in threads:
+                    t.join(timeout=10)
+                after = slow_and_stalled(port)
+                stat_after = (groups[1] / "cpu.stat").read_text()
+        finally:
+            subprocess.run(["umount", str(backing)], check=False)
+
+    def stat(text: str) -> dict[str, int]:
+        return {k: int(v) for k, v in (line.split() for line in text.splitlines())}
+
+    throttled = stat(stat_after)["nr_throttled"] - stat(stat_before)["nr_throttled"]
+    periods = stat(stat_after)["nr_periods"] - stat(stat_before)["nr_periods"]
+    return {
+        "fdatasyncs": after[0] - before[0], "above_10ms": after[1] - before[1],
+        "stalled_s": round(after[2] - before[2], 3), "throttled_periods": throttled,
+        "periods": periods,
+    }  # fmt: skip
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=60.0)
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        parser.error("needs root (FUSE, cgroups)")
+    print("flood:", flood_run(args.seconds), flush=True)
+    for quota, loops in [(True, 0), (True, SCRAPE_LOOPS), (False, 0), (False, SCRAPE_LOOPS)]:
+        result = load_run(args.seconds, quota, loops)
+        what = f"{'quota 200m' if quota else 'no CPU limit'}, {loops or 'no'} scrape loops"
+        print(f"{what}: {result}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
