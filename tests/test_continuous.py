@@ -8,6 +8,7 @@ two-core machine; the benchmark (bench/continuous_stalls.py) reports the real fi
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import subprocess
@@ -209,6 +210,34 @@ def test_a_five_second_stall_is_seen_by_a_real_prometheus_within_30_s(
         # test's own polling inside it.
         assert delay <= 30 + 5, f"seen {delay:.1f} s after the stall began"
         assert slow_count(s, "slow") >= 3
+        s.stop()
+
+
+def test_a_hang_in_the_clean_up_after_an_error_shows_in_flight(
+    tmp_path: Path, slow: object
+) -> None:
+    """The disk fails a write (EIO), then hangs: the writer's clean-up (closing and removing
+    its file) waits in the kernel. That is IO on the failing disk, in flight while it lasts,
+    so the in-flight age grows (it read 0 while the clean-up hung, with no line in the log);
+    once it is done the age is 0 again and the error counted."""
+    target = slow.mountpoint / "disk"  # type: ignore[attr-defined]
+    target.mkdir()
+    with stream(tmp_path, "--dir", str(target), "--storageclass", "failing") as s:
+        wait_until("it writes", lambda: ops(s, "failing") >= 2, 30)
+        slow.set_delays(  # type: ignore[attr-defined]
+            fsync_delay_ms=0, fail_errno=errno.EIO, unlink_delay_ms=8000, settle_s=0
+        )
+
+        def inflight() -> float:
+            return s.value("fioprobe_continuous_inflight_seconds", storageclass="failing")
+
+        wait_until("in-flight age >= 2 s during the clean-up", lambda: inflight() >= 2.0, 15)
+        errors = s.value("fioprobe_continuous_errors_total", storageclass="failing")
+        assert errors >= 1, s.scrape()
+        slow.set_delays(fsync_delay_ms=0, settle_s=0)  # type: ignore[attr-defined]
+        wait_until("the clean-up ends", lambda: inflight() == 0.0, 20)
+        wait_until("it writes again", lambda: s.value(
+            "fioprobe_continuous_success", storageclass="failing") == 1.0, 30)  # fmt: skip
         s.stop()
 
 

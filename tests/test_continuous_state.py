@@ -92,7 +92,21 @@ def test_failures_count_by_reason_and_log_on_change_only() -> None:
 
 @pytest.mark.parametrize(
     "line",
-    ["", "B", "B x", "E 1 2", "E 1 2 x", "F x io_error m", "D 1", "Z 1 2", "B 1 2", "R x /p"],
+    [
+        "",
+        "B",
+        "B x",
+        "E 1 2",
+        "E 1 2 x",
+        "F x io_error m",
+        "D 1",
+        "Z 1 2",
+        "B 1 2",
+        "R x /p",
+        "C",
+        "C x",
+        "C 1 2",
+    ],
 )
 def test_lines_that_are_not_events_are_ignored(line: str) -> None:
     assert protocol.parse(line) is None
@@ -106,6 +120,26 @@ def test_events_round_trip() -> None:
     failed = protocol.parse(protocol.fail(9, "io_error", "a\nb  c"))
     assert failed == protocol.Event("F", t_ns=9, reason="io_error", message="a b c")
     assert protocol.parse(protocol.device(259, 1)) == protocol.Event("D", major=259, minor=1)
+    assert protocol.parse(protocol.cleaned(11)) == protocol.Event("C", t_ns=11)
+
+
+def test_the_clean_up_after_a_failure_is_in_flight_but_no_fdatasync() -> None:
+    """A failed operation ends; the clean-up that follows is in flight from its BEGIN until
+    CLEANED (its stall counts: the disk hung), and adds nothing to the latency histogram."""
+    clock = Clock()
+    s = state(clock)
+    s.apply(protocol.Event(protocol.BEGIN, t_ns=clock.now))
+    clock.now += 2 * MS
+    s.apply(protocol.Event(protocol.FAIL, t_ns=clock.now, reason="io_error", message="EIO"))
+    assert s.snapshot().inflight_seconds == 0
+    s.apply(protocol.Event(protocol.BEGIN, t_ns=clock.now))
+    clock.now += 3_000 * MS
+    snap = s.snapshot()
+    assert snap.inflight_seconds == pytest.approx(3.0)
+    s.apply(protocol.Event(protocol.CLEANED, t_ns=clock.now))
+    snap = s.snapshot()
+    assert snap.inflight_seconds == 0 and snap.sync_count == 0 and snap.operations_total == 0
+    assert snap.stall_seconds_total == pytest.approx(3.0 - 0.01)
 
 
 def test_block_device_names_partition_and_whole_disk(tmp_path: Path) -> None:

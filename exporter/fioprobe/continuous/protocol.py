@@ -8,6 +8,8 @@ smallest modules), and a line is easy to read in a test.
     B <t_ns>                              an operation (write + fdatasync) began
     E <t_ns> <sync_ns> <bytes>            it ended: its fdatasync took sync_ns
     F <t_ns> <reason> <message>           it (or the set-up) failed for reason
+    C <t_ns>                              the clean-up after a failure (closing and removing
+                                          the file: IO too, begun with a B) ended
     D <major> <minor>                     the device of the filesystem the file is on
     R <bytes> <path>                      ready: the file is preallocated, writing starts
     S <1|0>                               the target directory is (1) or is not (0) on
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-BEGIN, END, FAIL, DEVICE, READY, ETCD_FILESYSTEM = "B", "E", "F", "D", "R", "S"
+BEGIN, END, FAIL, CLEANED, DEVICE, READY, ETCD_FILESYSTEM = "B", "E", "F", "C", "D", "R", "S"
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +51,10 @@ def fail(t_ns: int, reason: str, message: str) -> str:
     return f"{FAIL} {t_ns} {reason} {text}\n"
 
 
+def cleaned(t_ns: int) -> str:
+    return f"{CLEANED} {t_ns}\n"
+
+
 def device(major: int, minor: int) -> str:
     return f"{DEVICE} {major} {minor}\n"
 
@@ -68,6 +74,8 @@ def parse(line: str) -> Event | None:
         kind = parts[0]
         if kind == BEGIN and len(parts) == 2:
             return Event(BEGIN, t_ns=int(parts[1]))
+        if kind == CLEANED and len(parts) == 2:
+            return Event(CLEANED, t_ns=int(parts[1]))
         if kind == END and len(parts) == 4:
             return Event(END, t_ns=int(parts[1]), sync_ns=int(parts[2]), size=int(parts[3]))
         if kind == FAIL and len(parts) >= 3:

@@ -93,6 +93,11 @@ class StreamState:
         if event.kind == protocol.FAIL:
             self._end(event.t_ns)
             return self._failed(event.reason, event.message)
+        if event.kind == protocol.CLEANED:
+            # The clean-up after a failure is IO on the same disk: in flight from its BEGIN
+            # (a hang there shows), not an fdatasync (nothing observed).
+            self._end(event.t_ns)
+            return None
         if event.kind == protocol.READY:
             # The set-up (create, preallocate, fdatasync) is done: it was an operation too.
             self._end(self.clock_ns())

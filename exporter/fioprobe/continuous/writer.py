@@ -215,7 +215,11 @@ class Writer:
             except OSError as exc:
                 reason = reason_for_errno(exc.errno, FailureReason.IO_ERROR)
                 self.failed(reason, f"{self.directory}/{SUBDIR}/{self.name}: {exc.strerror}")
+            # Closing and removing the file is IO on the failing disk too: an operation in
+            # flight while it lasts, so a disk that hangs right after an error shows.
+            self.send(protocol.begin(time.monotonic_ns()))
             self.release()
+            self.send(protocol.cleaned(time.monotonic_ns()))
             time.sleep(backoff)
             backoff = min(backoff * 2, max(MAX_BACKOFF_SECONDS, self.interval))
 

@@ -58,11 +58,15 @@ class Delays:
     and a lock would serialise every FUSE request for nothing.
     """
 
-    def __init__(self, fsync_s: float, write_s: float, fail_errno: int = 0) -> None:
+    def __init__(
+        self, fsync_s: float, write_s: float, fail_errno: int = 0, unlink_s: float = 0.0
+    ) -> None:
         self.fsync_s = fsync_s
         self.write_s = write_s
         #: Non-zero: every write and fsync fails with this errno (a dying disk: EIO).
         self.fail_errno = fail_errno
+        #: Added to every unlink and rmdir (a disk that hangs in the clean-up after an error).
+        self.unlink_s = unlink_s
 
 
 def _build_operations(backing: str, delays: Delays) -> Operations:
@@ -156,6 +160,8 @@ def _build_operations(backing: str, delays: Delays) -> Operations:
             self._owned_by_caller(path)
 
         def rmdir(self, path: str) -> None:
+            if delays.unlink_s > 0:
+                time.sleep(delays.unlink_s)
             os.rmdir(self._full(path))
 
         def mknod(self, path: str, mode: int, dev: int) -> None:
@@ -163,6 +169,8 @@ def _build_operations(backing: str, delays: Delays) -> Operations:
             self._owned_by_caller(path)
 
         def unlink(self, path: str) -> None:
+            if delays.unlink_s > 0:
+                time.sleep(delays.unlink_s)
             os.unlink(self._full(path))
 
         def rename(self, old: str, new: str) -> None:
@@ -233,7 +241,7 @@ def _build_operations(backing: str, delays: Delays) -> Operations:
 
 
 def _watch_control_file(path: str, delays: Delays, stop: threading.Event) -> None:
-    """Apply "FSYNC_MS WRITE_MS [FAIL_ERRNO]" from ``path`` whenever its content changes.
+    """Apply "FSYNC_MS WRITE_MS [FAIL_ERRNO [UNLINK_MS]]" from ``path`` when it changes.
 
     A polling thread, not a signal: the main thread sits inside libfuse's C loop, where a
     Python signal handler would never run.
@@ -257,8 +265,9 @@ def _watch_control_file(path: str, delays: Delays, stop: threading.Event) -> Non
         if len(fields) > 1:
             delays.write_s = fields[1] / 1000.0
         delays.fail_errno = int(fields[2]) if len(fields) > 2 else 0
+        delays.unlink_s = fields[3] / 1000.0 if len(fields) > 3 else 0.0
         print(f"slowfs: delays now fsync={delays.fsync_s}s write={delays.write_s}s "
-              f"fail_errno={delays.fail_errno}", flush=True)  # fmt: skip
+              f"fail_errno={delays.fail_errno} unlink={delays.unlink_s}s", flush=True)  # fmt: skip
 
 
 def serve(
@@ -405,15 +414,17 @@ class SlowFs:
         write_delay_ms: float = 0.0,
         settle_s: float = 0.3,
         fail_errno: int = 0,
+        unlink_delay_ms: float = 0.0,
     ) -> None:
         """Change the delays of the running filesystem (applied within ~50 ms); with
-        `fail_errno`, every write and fsync fails with that errno instead.
+        `fail_errno`, every write and fsync fails with that errno instead; `unlink_delay_ms`
+        delays every unlink and rmdir.
 
         Written to a temporary file and renamed, so the watcher never reads half a line;
         then waits ``settle_s`` so the change is in effect when this returns.
         """
         tmp = self.control_file.with_suffix(".tmp")
-        tmp.write_text(f"{fsync_delay_ms} {write_delay_ms} {fail_errno}\n")
+        tmp.write_text(f"{fsync_delay_ms} {write_delay_ms} {fail_errno} {unlink_delay_ms}\n")
         os.replace(tmp, self.control_file)
         time.sleep(settle_s)
 
