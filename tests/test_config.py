@@ -73,6 +73,13 @@ BAD = [
      "targets[0].name: 'gp2/standard' must be a StorageClass-like name"),
     (GOOD + "  - name: gp2-standard\n    directory: /probe2\n    profiles: [etcd-fsync]\n",
      "targets: name 'gp2-standard' is used twice"),
+    # One directory is one target's (its files, stuck-writer marker and budget).
+    (GOOD + "  - name: other\n    directory: /probe\n    profiles: [etcd-fsync]\n",
+     "targets[1].directory: '/probe' is targets[0]'s directory or overlaps it ('/probe'); "
+     "each target needs a directory of its own"),
+    (GOOD + "  - name: other\n    directory: /probe/inner\n    profiles: [etcd-fsync]\n",
+     "targets[1].directory: '/probe/inner' is targets[0]'s directory or overlaps it "
+     "('/probe'); each target needs a directory of its own"),
     (GOOD.replace("  url: http://127.0.0.1:9091", "  url: http://a\n  url: http://b"),
      "line 3: duplicate key 'url'"),
     ("pushgateway: [\n", "not valid YAML"),

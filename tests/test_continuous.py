@@ -431,6 +431,12 @@ def test_bad_targets_get_an_error_metric_and_a_line_each_and_the_good_one_goes_o
     for name, reason in expected.items():
         lines = [line for line in log.splitlines() if f"continuous: {name}: {reason}:" in line]
         assert len(lines) == 1, (name, reason, log)  # a line per change, not per retry
+    # A symlink says so, planted or given, and a file is no directory.
+    said = {name: next(line for line in log.splitlines() if f"continuous: {name}: " in line)
+            for name in ("symlinked", "planted", "not-a-dir")}  # fmt: skip
+    assert ": is a symlink; refusing" in said["symlinked"], said
+    assert ".fioprobe-continuous: is a symlink; refusing" in said["planted"], said
+    assert ": is not a directory; refusing" in said["not-a-dir"], said
     # Nothing was written where the stream does not own the place.
     assert list(real.iterdir()) == []
     assert list((loose / ".fioprobe-continuous").iterdir()) == []

@@ -17,9 +17,10 @@ throttled_loop_factory = fx.throttled_loop_factory
 
 
 def test_run_probes_every_target_and_profile(tmp_path: Path, pushgateway: services.Service) -> None:
-    plain, gp2 = tmp_path / "plain", tmp_path / "gp2"
+    plain, gp2, etcd = tmp_path / "plain", tmp_path / "gp2", tmp_path / "etcd"
     plain.mkdir()
     gp2.mkdir()
+    etcd.mkdir()
     config = tmp_path / "config.yaml"
     config.write_text(
         f"pushgateway: {{url: {pushgateway.url}}}\n"
@@ -28,7 +29,7 @@ def test_run_probes_every_target_and_profile(tmp_path: Path, pushgateway: servic
         f"  - name: gp2-small\n    directory: {gp2}\n"
         "    volume: {type: gp2, size: 100Gi, provisioner: ebs.csi.aws.com, dedicated: true}\n"
         "    profiles: [etcd-fsync, {name: randwrite-iops, runtime: 2}]\n"
-        f"  - {{name: etcd-disk, directory: {plain}, node_local: true, etcd_disk: true,"
+        f"  - {{name: etcd-disk, directory: {etcd}, node_local: true, etcd_disk: true,"
         " profiles: [etcd-fsync]}\n"
     )
     result = fioprobe("run", "--config", str(config), "--node", "cp-1")

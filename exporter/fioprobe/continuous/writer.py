@@ -246,7 +246,13 @@ def _setup_error(where: str, exc: OSError, default: FailureReason) -> ProbeFailu
     reason = reason_for_errno(exc.errno, default)
     text = exc.strerror or str(exc)
     if exc.errno == errno.ENOTDIR:
-        reason, text = FailureReason.UNSAFE_TARGET, "is not a directory; refusing"
+        # O_DIRECTORY|O_NOFOLLOW answers ENOTDIR for a symlink too: say which it is, the
+        # fixes differ (a planted link is someone else's doing).
+        what = "is not a directory"
+        with contextlib.suppress(OSError):
+            if stat.S_ISLNK(os.lstat(where).st_mode):
+                what = "is a symlink"
+        reason, text = FailureReason.UNSAFE_TARGET, f"{what}; refusing"
     elif exc.errno == errno.ELOOP:
         reason, text = FailureReason.UNSAFE_TARGET, "is a symlink; refusing"
     elif exc.errno == errno.EACCES:

@@ -331,6 +331,17 @@ def load_config(path: Path, jobs_dir: Path | None = None) -> Config:
         if (target.name, target.node_local) in seen:
             raise ConfigError(f"{file}: targets: name {target.name!r} is used twice")
         seen.add((target.name, target.node_local))
+    # A directory is one target's: its files, its stuck-writer marker and its budget are
+    # kept per directory, so two targets in one (or one inside the other) would share them.
+    for later, target in enumerate(targets):
+        for earlier in range(later):
+            other = targets[earlier]
+            if paths_overlap(str(target.directory), str(other.directory)):
+                raise ConfigError(
+                    f"{file}: targets[{later}].directory: {_show(str(target.directory))} is "
+                    f"targets[{earlier}]'s directory or overlaps it "
+                    f"({_show(str(other.directory))}); each target needs a directory of its own"
+                )
     return Config(path, pushgateway, targets, owner)
 
 
