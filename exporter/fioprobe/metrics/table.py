@@ -149,8 +149,9 @@ METRICS: tuple[MetricDef, ...] = (
     MetricDef(
         "fioprobe_duration_seconds",
         "gauge",
-        "Wall time of the last probe run from its start to its push, the publish before it "
-        "included (fio elapsed time when converting a file)",
+        "Wall time of the last probe run from its start to the start of the push that carries "
+        "it: fio and the publish's work before the push (state, read-back) are in it; the push "
+        "and the check after it are not (fio elapsed time when converting a file)",
     ),
     MetricDef(
         "fioprobe_last_success_timestamp_seconds",
