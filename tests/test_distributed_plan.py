@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -231,6 +232,42 @@ def test_cache_drop_says_where_the_node_does_not_allow_it(tmp_path: Path) -> Non
     line = drop_caches(tmp_path)
     assert line.startswith("cache drop: not allowed on this node (")
     assert line.endswith("each server still drops its job files' cached pages (fio's invalidate)")
+
+
+def test_a_node_that_refuses_the_drop_is_never_synced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The drop is tried before the node-wide sync(): a pod that may not drop (the usual
+    case) does not write back every dirty page of its node for nothing."""
+    from fioprobe.distributed import benchmark
+
+    synced: list[bool] = []
+    monkeypatch.setattr(benchmark.os, "sync", lambda: synced.append(True))
+    assert benchmark.drop_caches(tmp_path).startswith("cache drop: not allowed on this node (")
+    assert synced == []
+
+
+def test_a_sync_that_takes_too_long_skips_the_drop_within_its_deadline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fioprobe.distributed import benchmark
+
+    release = threading.Event()
+    monkeypatch.setattr(benchmark.os, "sync", lambda: release.wait(10))
+    target = tmp_path / "drop_caches"
+    target.write_text("")
+    started = time.monotonic()
+    try:
+        line = benchmark.drop_caches(target, sync_seconds=0.3)
+    finally:
+        release.set()
+    assert time.monotonic() - started < 5
+    assert line.startswith("cache drop: skipped, the node's sync() took longer than 0.3 s"), line
+    assert target.read_text() == ""  # nothing dropped
+    assert benchmark.drop_caches(target, sync_seconds=5) == (
+        "cache drop: this node's page cache dropped before the phase"
+    )
+    assert target.read_text() == "3\n"
 
 
 def test_a_sweep_runs_each_random_phase_per_iodepth_within_one_budget() -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -43,6 +44,8 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 #: The clean-up job's wall-clock limit: it reads one block per job and removes the file.
 CLEANUP_SECONDS = 30.0
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
+#: How long the node-wide sync() before a cache drop may take before the drop is skipped.
+SYNC_SECONDS = 30.0
 
 Say = Callable[[str], None]
 
@@ -284,22 +287,38 @@ def _cleanup(fio: str, plan: Plan, servers: Sequence[Server]) -> tuple[bool, str
     return not absent, line
 
 
-def drop_caches(path: Path = DROP_CACHES) -> str:
+def drop_caches(path: Path = DROP_CACHES, sync_seconds: float = SYNC_SECONDS) -> str:
     """Drop this node's page cache where the node allows it; one line either way.
 
     fio's own `invalidate` (on by default) already drops each job file's cached pages on
     every server before a phase; this drops the whole page cache of the node the command
-    runs on, which matters only for servers on that node.
+    runs on, which matters only for servers on that node. The drop is tried first: a pod
+    that may not drop (the usual case) never calls the node-wide sync() before it, which
+    writes back every dirty page of the node and can take minutes. Where it may, the sync
+    gets `sync_seconds` (it runs on in the kernel if it needs longer; the drop is then
+    skipped: dirty pages cannot be dropped anyway).
     """
-    os.sync()
     try:
-        with path.open("w") as handle:
-            handle.write("3\n")
+        handle = path.open("w")
     except OSError as exc:
         return (
             f"cache drop: not allowed on this node ({exc.strerror or exc}); each server still "
             "drops its job files' cached pages (fio's invalidate)"
         )
+    with handle:
+        synced = threading.Thread(target=os.sync, name="sync before the cache drop", daemon=True)
+        synced.start()
+        synced.join(sync_seconds)
+        if synced.is_alive():
+            return (
+                f"cache drop: skipped, the node's sync() took longer than {sync_seconds:g} s "
+                "(it goes on in the kernel); each server still drops its job files' cached pages"
+            )
+        try:
+            handle.write("3\n")
+            handle.flush()
+        except OSError as exc:
+            return f"cache drop: refused by this node ({exc.strerror or exc})"
     return "cache drop: this node's page cache dropped before the phase"
 
 
