@@ -713,3 +713,25 @@ def test_the_notes_name_a_storageclass_the_cluster_does_not_have(kube: Kube) -> 
         assert "StorageClass fioprobe-test-present" not in notes, notes
     finally:
         kube.kubectl("delete", "storageclass", "fioprobe-test-present", "--ignore-not-found")
+
+
+@pytest.mark.slow
+def test_the_notes_say_who_can_change_results_and_what_benchmark_servers_accept(
+    kube: Kube,
+) -> None:
+    """The Pushgateway's port takes pushes and deletes from whoever may scrape it, unless
+    pushgateway.auth; a benchmark's fio servers run what they receive, kept to their client
+    only where NetworkPolicy is enforced. The notes say both, each only where it applies."""
+    _, text = _install_dry_run(kube)
+    assert "those pods can change or delete any probe's results" in text, text
+    assert "Distributed benchmarks" not in text
+    _, text = _install_dry_run(
+        kube, "--set", "pushgateway.auth.enabled=true", "--set-json",
+        f"benchmarks=[{json.dumps({**BENCH, 'push': False})}]",
+    )  # fmt: skip
+    assert "change or delete any probe's results" not in text, text
+    assert (
+        "Distributed benchmarks: q. Their fio servers run every job they receive, commands "
+        "included (exec_prerun): only their client may reach them, and that holds only where "
+        "the network plugin enforces NetworkPolicy"
+    ) in text, text
