@@ -133,6 +133,12 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "existing-pushgateway": {
         "pushgateway": {"url": "https://pgw.monitoring.svc:9443", "auth": {"enabled": True}}
     },
+    "existing-pushgateway-addresses": {
+        "pushgateway": {
+            "url": "http://pgw.example.internal:9091",
+            "cidrs": ["10.20.0.0/16", "192.0.2.7/32"],
+        }
+    },
     "every-10-minutes": {"everyMinutes": 10},
     "every-15-minutes": {
         "everyMinutes": 15,
@@ -227,6 +233,10 @@ BENCHMARK_VARIANTS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "openshift": ({"platform": "openshift"}, {}),
     "sharded-pushgateway": ({"pushgateway": {"replicas": 3}}, {}),
     "existing-pushgateway": ({"pushgateway": {"url": "https://pgw.monitoring.svc:9443"}}, {}),
+    "existing-pushgateway-addresses": (
+        {"pushgateway": {"url": "http://pgw.example.internal:9091", "cidrs": ["10.20.0.0/16"]}},
+        {},
+    ),
     "no-push-keep-volumes-auth": (
         {"pushgateway": {"auth": {"enabled": True}}},
         {"push": False, "keepVolumes": True, "nodeSelector": {}},

@@ -326,9 +326,9 @@ function(config, benchmark)
           },
         ] + (
           if !b.push then []
-          // An existing Pushgateway by its port only, as the probes reach it: where its pods
-          // run is not known here.
-          else if pgw.url != null then [{ ports: [{ protocol: 'TCP', port: common.urlParts(pgw.url).port }] }]
+          // An existing Pushgateway as the probes reach it: by its port, on the addresses of
+          // pushgateway.cidrs or any.
+          else if pgw.url != null then [common.toExistingPushgateway(pgw)]
           else [{
             to: [{
               namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': c.namespace } },

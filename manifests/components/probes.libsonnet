@@ -169,10 +169,8 @@ function(config) {
 
   // Probes may reach the Pushgateway and the cluster DNS (to resolve the Pushgateway's
   // Service name), nothing else; nothing may reach them. An existing Pushgateway
-  // (pushgateway.url) by its port only: where its pods run is not known here.
-  local toPushgateway = if pgw.url != null then {
-    ports: [{ protocol: 'TCP', port: common.urlParts(pgw.url).port }],
-  } else {
+  // (pushgateway.url) by its port, on the addresses of pushgateway.cidrs or any.
+  local toPushgateway = if pgw.url != null then common.toExistingPushgateway(pgw) else {
     to: [{
       namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': c.namespace } },
       podSelector: { matchLabels: common.selectorLabels('pushgateway') },

@@ -136,6 +136,14 @@
        || std.length(hostPort) != 2 || hostPort[0] == '' || !digits(hostPort[1]) then null
     else { scheme: parts[0], host: hostPort[0], port: std.parseInt(hostPort[1]) },
 
+  // The NetworkPolicy egress rule to an existing Pushgateway (pushgateway.url): its port, on
+  // the addresses of pushgateway.cidrs, or on any address when none are given.
+  toExistingPushgateway(pgw):: {
+    ports: [{ protocol: 'TCP', port: $.urlParts(pgw.url).port }],
+  } + (if std.length(pgw.cidrs) == 0 then {} else {
+         to: [{ ipBlock: { cidr: cidr } } for cidr in pgw.cidrs],
+       }),
+
   // A DNS-1123 name from free text (node names carry dots; CronJob names must stay <= 52
   // characters because the Job controller appends an 11-character suffix).
   dnsName(text, max=52)::

@@ -318,6 +318,10 @@ local name = p.required(nonEmpty(p.type('string')));
       'must be http://host:port or https://host:port (a path may follow)',
       { pattern: '^https?://[^/:]+:[0-9]+(/.*)?$' },
     )),
+    // The egress to an existing Pushgateway is by its port alone unless its addresses are
+    // given: a NetworkPolicy cannot name a host, and where its pods run is not known here.
+    '#cidrs':: 'Addresses (CIDRs) of the existing Pushgateway of url, for the egress of the probes and benchmark clients; empty: any address on its port.',
+    cidrs: p.list(p.check(p.type('string'), function(v) v != '', 'must not be empty', { minLength: 1 })),
     '#name':: 'Name of its Deployment or StatefulSet, Service and ServiceAccount.',
     name: nonEmpty('fioprobe-pushgateway'),
     // The one place of its tag: make e2e builds Debian's prometheus-pushgateway under this

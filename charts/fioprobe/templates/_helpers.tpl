@@ -322,9 +322,7 @@ spec:
   ingress: []
   egress:
     {{- if $v.pushgateway.url }}
-    - ports:
-        - protocol: TCP
-          port: {{ regexFind ":[0-9]+(/|$)" (trimPrefix "https://" (trimPrefix "http://" $v.pushgateway.url)) | trimAll ":/" | int }}
+    - {{ include "fioprobe.toExistingPushgateway" $v.pushgateway }}
     {{- else }}
     - to:
         - namespaceSelector:
@@ -517,4 +515,12 @@ either are `unknown` (their model needs the IOPS). Ceph RBD (any *rbd.csi.ceph.c
 {{- $_ := set $volume "type" "ceph-rbd" -}}
 {{- end -}}
 {{- toJson $volume -}}
+{{- end }}
+
+{{/* The egress rule to an existing Pushgateway (lib/common.libsonnet toExistingPushgateway), as JSON: its port, on pushgateway.cidrs or any address. */}}
+{{- define "fioprobe.toExistingPushgateway" -}}
+{{- $port := regexFind ":[0-9]+(/|$)" (trimPrefix "https://" (trimPrefix "http://" .url)) | trimAll ":/" | int -}}
+{{- $rule := dict "ports" (list (dict "protocol" "TCP" "port" $port)) -}}
+{{- with .cidrs }}{{ $_ := set $rule "to" (list) }}{{ range . }}{{ $_ := set $rule "to" (append $rule.to (dict "ipBlock" (dict "cidr" .))) }}{{ end }}{{ end -}}
+{{- toJson $rule -}}
 {{- end }}
