@@ -245,6 +245,17 @@ def test_committed_rules_pass_promtool_check(rules: Path) -> None:
     assert f"SUCCESS: {len(rules_of(rules.read_text()))} rules found" in out
 
 
+def test_mixin_md_names_every_group_the_rules_define() -> None:
+    """docs/MIXIN.md's table of the mixin's keys lists the recording and alert groups: every
+    group the committed rules define is named there, and no other."""
+    table = (ROOT / "docs" / "MIXIN.md").read_text().split("| `prometheusRules`", 1)[1]
+    rows = table.split("\n", 2)[:2]
+    named = set(re.findall(r"`(fioprobe[.-][a-z.-]+)`", "\n".join(rows)))
+    defined = {g["name"] for g in yaml.safe_load(RULES.read_text())["groups"]}
+    defined |= {g["name"] for g in yaml.safe_load(EXPECTED.read_text())["groups"]}
+    assert named == defined, (sorted(defined - named), sorted(named - defined))
+
+
 def test_every_alert_group_has_a_unit_test_file() -> None:
     """One promtool test file per alert group, so no group ships untested; the per-node
     scenarios and those of the etcd disks found by role have their own (they need other
