@@ -39,6 +39,7 @@ if [[ -z $tool ]]; then
   fi
 fi
 read -r -a tool_words <<<"$tool"
+command -v "${tool_words[0]}" >/dev/null || die "CONTAINER_TOOL: ${tool_words[0]} is not installed"
 read -r -a extra <<<"${IMAGE_BUILD_FLAGS:-}"
 pull=()
 case ${IMAGE_PULL:-} in
