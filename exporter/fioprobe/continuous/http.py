@@ -10,9 +10,11 @@ Here one thread runs one event loop, so a connection costs a socket and a few hu
 never a thread:
 - connections that have not sent a whole request yet are at most MAX_WAITING; one more closes
   the one that has waited longest without a byte, once it has been silent for
-  SILENT_GRACE_SECONDS (idle connections make room: a new client always gets in, and one that
-  has spoken, or connected in the same burst, is not closed for a silent one); a burst may
-  pass MAX_WAITING up to a hard cap below the descriptor limit;
+  SILENT_GRACE_SECONDS (idle connections make room: a new client gets in, and one that has
+  spoken is not closed for a silent one); a burst may pass MAX_WAITING up to a hard cap below
+  the descriptor limit, where the longest-waiting one past the grace goes (a request sent a
+  byte at a time), and no connection younger than the grace is ever closed for another (one
+  accepted in the same burst may not have been read yet);
 - a request must arrive whole within REQUEST_DEADLINE_SECONDS and fit in MAX_REQUEST_BYTES;
 - responses being sent are at most MAX_SENDING, each taken within RESPONSE_DEADLINE_SECONDS;
   one more closes the one that has been sending longest (a slow reader, not Prometheus,
@@ -27,6 +29,7 @@ connection (`Connection: close`), so no connection outlives its request.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import resource
 import socket
 import threading
@@ -35,6 +38,9 @@ from collections.abc import Callable
 
 MAX_WAITING = 128
 HARD_MAX_WAITING = 1024
+#: asyncio accepts up to this many connections in one go before any is admitted.
+ACCEPT_BATCH = 100
+BACKLOG = 512
 SILENT_GRACE_SECONDS = 0.5
 MAX_SENDING = 64
 REQUEST_DEADLINE_SECONDS = 5.0
@@ -69,8 +75,9 @@ class _Client(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self.sending:
             return  # a second request on the same connection: not served, it closes
+        searched = max(0, len(self.request) - 3)
         self.request += data
-        end = self.request.find(b"\r\n\r\n")
+        end = _end_of_head(self.request, searched)
         if end >= 0:
             self.sending = True
             self._deadline(RESPONSE_DEADLINE_SECONDS)
@@ -102,10 +109,14 @@ class MetricsServer:
         self._rendered: tuple[float, bytes] | None = None
         self._waiting: dict[_Client, None] = {}  # in arrival order
         self._sending: list[_Client] = []
-        # Waiting connections may pass MAX_WAITING during a burst of connects, up to this; it
-        # leaves the process descriptors for its own files under a low limit.
+        # The descriptors connections may take: the limit less the process's own files, the
+        # responses being sent and one accept batch of asyncio (it accepts up to 100 before
+        # any is admitted). Waiting connections are kept to MAX_WAITING, and may pass it
+        # during a burst of connects up to the hard cap, both within that room.
         soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-        self._hard_cap = max(MAX_WAITING, min(HARD_MAX_WAITING, soft - MAX_SENDING - 64))
+        room = max(8, soft - MAX_SENDING - 64 - ACCEPT_BATCH)
+        self._soft_cap = min(MAX_WAITING, room)
+        self._hard_cap = min(HARD_MAX_WAITING, room)
         self._socket: socket.socket | None = None
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -115,9 +126,17 @@ class MetricsServer:
         self.renders = 0
 
     def listen(self, host: str, port: int) -> int:
-        """Bind and listen (an OSError if it cannot); the port bound."""
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self._socket = socket.create_server((host, port), family=family, backlog=512)
+        """Bind and listen (an OSError if it cannot); the port bound. Every address ("" or
+        "::") is IPv6 and IPv4 alike where the host has both (dual-stack and IPv6-only
+        clusters), else IPv4's."""
+        every = host in ("", "::") and socket.has_dualstack_ipv6()
+        if every:
+            self._socket = socket.create_server(
+                ("::", port), family=socket.AF_INET6, backlog=BACKLOG, dualstack_ipv6=True
+            )
+        else:
+            family = socket.AF_INET6 if ":" in host else socket.AF_INET
+            self._socket = socket.create_server((host, port), family=family, backlog=BACKLOG)
         self._socket.setblocking(False)
         port_bound: int = self._socket.getsockname()[1]
         return port_bound
@@ -125,11 +144,13 @@ class MetricsServer:
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="metrics-http", daemon=True)
         self._thread.start()
-        self._ready.wait(timeout=10)
+        if not self._ready.wait(timeout=10):
+            raise OSError("the /metrics server did not start within 10 s")
 
     def stop(self, timeout: float = 2.0) -> None:
         if self._loop is not None and self._stop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
+            with contextlib.suppress(RuntimeError):  # the loop has ended already
+                self._loop.call_soon_threadsafe(self._stop.set)
         if self._thread is not None:
             self._thread.join(timeout=timeout)
 
@@ -142,7 +163,9 @@ class MetricsServer:
         assert self._socket is not None, "listen() first"
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
-        server = await self._loop.create_server(lambda: _Client(self), sock=self._socket)
+        server = await self._loop.create_server(
+            lambda: _Client(self), sock=self._socket, backlog=BACKLOG
+        )
         self._ready.set()
         async with server:
             await self._stop.wait()
@@ -151,17 +174,19 @@ class MetricsServer:
 
     def admit(self, client: _Client) -> None:
         """A new connection. Over MAX_WAITING, the longest-waiting connection that has been
-        silent for SILENT_GRACE_SECONDS is closed (one accepted in the same burst may not have
-        been read yet, though its request is there); over the hard cap, the longest-waiting
-        silent one, else the longest-waiting one. `_waiting` is in arrival order."""
-        if len(self._waiting) >= MAX_WAITING:
-            hard = len(self._waiting) >= self._hard_cap
+        silent for SILENT_GRACE_SECONDS is closed; at the hard cap, the longest-waiting one
+        past that grace, silent or not (a request sent a byte at a time). No connection
+        younger than the grace is ever closed for another: one accepted in the same burst may
+        not have been read yet, though its request is there; at the hard cap with none past
+        the grace, the new one is closed instead. `_waiting` is in arrival order."""
+        if len(self._waiting) >= self._soft_cap:
             grace = time.monotonic() - SILENT_GRACE_SECONDS
-            victim = next(
-                (c for c in self._waiting if c.silent and (hard or c.since <= grace)), None
-            )
-            if victim is None and hard:
-                victim = next(iter(self._waiting))
+            victim = next((c for c in self._waiting if c.silent and c.since <= grace), None)
+            if victim is None and len(self._waiting) >= self._hard_cap:
+                victim = next((c for c in self._waiting if c.since <= grace), client)
+            if victim is client:
+                client.abort()
+                return
             if victim is not None:
                 del self._waiting[victim]
                 victim.abort()
@@ -187,7 +212,7 @@ class MetricsServer:
             self._sending.remove(client)
 
     def _response(self, head: bytes) -> bytes:
-        request_line = head.split(b"\r\n", 1)[0].decode("latin-1")
+        request_line = head.split(b"\n", 1)[0].rstrip(b"\r").decode("latin-1")
         parts = request_line.split(" ")
         if len(parts) != 3 or not parts[2].startswith("HTTP/"):
             return _plain(400, "Bad Request", "not an HTTP request\n")
@@ -196,7 +221,12 @@ class MetricsServer:
             return _plain(405, "Method Not Allowed", "GET or HEAD only\n")
         if target != METRICS_PATH:
             return _plain(404, "Not Found", f"only {METRICS_PATH}\n")
-        body = self._exposition()
+        try:
+            body = self._exposition()
+        except Exception as exc:  # a scrape gets an answer, never a reset
+            return _plain(
+                500, "Internal Server Error", f"the metrics could not be rendered: {exc}\n"
+            )
         head_out = _head(200, "OK", self._content_type, len(body))
         return head_out if method == "HEAD" else head_out + body
 
@@ -206,6 +236,12 @@ class MetricsServer:
             self._rendered = (now, self._render())
             self.renders += 1
         return self._rendered[1]
+
+
+def _end_of_head(request: bytearray, start: int) -> int:
+    """Where the request's head ends (CRLF CRLF, or LF LF as some clients send), else -1."""
+    ends = [i for i in (request.find(b"\r\n\r\n", start), request.find(b"\n\n", start)) if i >= 0]
+    return min(ends) if ends else -1
 
 
 def _head(status: int, reason: str, content_type: str, length: int) -> bytes:

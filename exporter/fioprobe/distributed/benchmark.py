@@ -299,7 +299,7 @@ def drop_caches(path: Path = DROP_CACHES, sync_seconds: float = SYNC_SECONDS) ->
     skipped: dirty pages cannot be dropped anyway).
     """
     try:
-        handle = path.open("w")
+        handle = path.open("wb", buffering=0)  # unbuffered: a refused write fails here, once
     except OSError as exc:
         return (
             f"cache drop: not allowed on this node ({exc.strerror or exc}); each server still "
@@ -315,8 +315,7 @@ def drop_caches(path: Path = DROP_CACHES, sync_seconds: float = SYNC_SECONDS) ->
                 "(it goes on in the kernel); each server still drops its job files' cached pages"
             )
         try:
-            handle.write("3\n")
-            handle.flush()
+            handle.write(b"3\n")
         except OSError as exc:
             return f"cache drop: refused by this node ({exc.strerror or exc})"
     return "cache drop: this node's page cache dropped before the phase"
