@@ -651,9 +651,11 @@ def test_the_notes_name_the_release_label_a_prometheus_on_the_cluster_selects(ku
         assert (
             "Prometheus fioprobe-test-monitoring/kps-prometheus selects only what carries "
             "serviceMonitorSelector release=kps, ruleSelector release=kps: it takes none of "
-            "this release's monitors and rules. Set releaseLabel to kps"
+            "this release's monitors and rules. Set releaseLabel to kps (helm upgrade "
+            "--reuse-values --set releaseLabel=kps)"
         ) in notes, notes
-        assert "everything selects" not in notes and "set releaseLabel to its release" not in notes
+        assert "fioprobe-test-monitoring/everything" not in notes, notes
+        assert "set releaseLabel to its release" not in notes, notes
         _, notes = _install_dry_run(kube, "--set", "releaseLabel=kps")
         assert "selects only what carries" not in notes, notes
         _, notes = _install_dry_run(kube, "--set", "releaseLabel=other")
@@ -677,10 +679,19 @@ def test_the_notes_on_openshift_give_the_node_preparation(kube: Kube) -> None:
         )
         assert established.returncode == 0, established.stderr
         _, notes = _install_dry_run(kube, "--set", "platform=openshift", "--set", "probeUser=1000")
-        assert "On OpenShift no pod may create or relabel these directories" in notes, notes
+        assert "On OpenShift no pod may create or relabel the node directories" in notes, notes
         assert (
             "install -d -o 1000 -g 1000 -m 0700 /var/lib/etcd-fioprobe /var/lib/fioprobe/state "
             "chcon -t container_file_t /var/lib/etcd-fioprobe /var/lib/fioprobe/state"
+        ) in notes, notes
+        # The per-node probes' directory too, when they run; etcd's alone off.
+        _, notes = _install_dry_run(
+            kube, "--set", "platform=openshift", "--set", "etcd.enabled=false",
+            "--set", "perNode.enabled=true", "--set-json",
+            'perNode.localDisks=[{"name": "nvme", "profiles": ["etcd-fsync"]}]',
+        )  # fmt: skip
+        assert (
+            "install -d -o 65532 -g 65532 -m 0700 /var/lib/fioprobe /var/lib/fioprobe/state"
         ) in notes, notes
     finally:
         kube.kubectl("delete", "-f", str(crd), "--wait=true")
@@ -711,6 +722,17 @@ def test_the_notes_name_a_storageclass_the_cluster_does_not_have(kube: Kube) -> 
             "exist on this cluster: its probe's volume stays Pending"
         ) in notes, notes
         assert "StorageClass fioprobe-test-present" not in notes, notes
+        # A per-node class is named by its own key, and only when the per-node probes run.
+        per_node = [{"name": "fioprobe-test-gone", "volume": {"size": "1Gi"},
+                     "profiles": ["etcd-fsync"]}]  # fmt: skip
+        values = ["--set-json", f"perNode.storageClasses={json.dumps(per_node)}"]
+        _, notes = _install_dry_run(kube, *values)
+        assert "fioprobe-test-gone" not in notes, notes
+        _, notes = _install_dry_run(kube, *values, "--set", "perNode.enabled=true")
+        assert (
+            "StorageClass fioprobe-test-gone (perNode.storageClasses fioprobe-test-gone) does "
+            "not exist on this cluster"
+        ) in notes, notes
     finally:
         kube.kubectl("delete", "storageclass", "fioprobe-test-present", "--ignore-not-found")
 

@@ -153,9 +153,33 @@ CASES: list[tuple[str, dict[str, Any], str | None, list[str], dict[str, Any] | N
     ),
     (
         "duration of zero",
-        {"pushgateway": {"persistenceInterval": "0s"}},
-        f'pushgateway.persistenceInterval: {DURATION}, got "0s"',
-        ["at '/pushgateway/persistenceInterval'", "'not' failed"],
+        {"monitoring": {"serviceMonitor": {"interval": "0s"}}},
+        f'monitoring.serviceMonitor.interval: {DURATION}, got "0s"',
+        ["at '/monitoring/serviceMonitor/interval'", "'not' failed"],
+        None,
+    ),
+    (
+        "duration the Pushgateway cannot read",
+        {"pushgateway": {"persistenceInterval": "1d"}},
+        "pushgateway.persistenceInterval: must be a duration such as 30s, 1m or 1h30m (h, m, s "
+        'or ms: the Pushgateway reads it with Go, which has no d, w or y), got "1d"',
+        ["at '/pushgateway/persistenceInterval'", "does not match pattern"],
+        None,
+    ),
+    (
+        "needed setting null",
+        {"storageClasses": [storage_class({"type": "io1", "size": "1Gi", "iops": None})]},
+        "storageClasses[0].volume: io1 needs its provisioned iops: set iops, got "
+        '{"iops":null,"size":"1Gi","type":"io1"}',
+        ["at '/storageClasses/0/volume", "iops"],
+        {"volume": {"type": "io1", "size": "1Gi", "iops": None}},
+    ),
+    (
+        "address block without its prefix",
+        {"pushgateway": {"url": "http://pgw.example:9091", "cidrs": ["10.0.0.1"]}},
+        "pushgateway.cidrs[0]: must be an address block such as 10.20.0.0/16 or fd00::/8, got "
+        '"10.0.0.1"',
+        ["at '/pushgateway/cidrs/0'", "does not match pattern"],
         None,
     ),
     (
@@ -240,12 +264,12 @@ def test_helm_template_refuses_it_naming_the_key(
 
 
 @pytest.mark.parametrize(
-    ("target", "key"),
-    [(c[4], c[2]) for c in CASES if c[4] is not None],
+    "target",
+    [c[4] for c in CASES if c[4] is not None],
     ids=[c[0] for c in CASES if c[4] is not None],
 )
 def test_fioprobe_refuses_the_same_volume_or_profile(
-    target: dict[str, Any], key: str, tmp_path: Path
+    target: dict[str, Any], tmp_path: Path
 ) -> None:
     """The probe's configuration, as the chart would write it, is refused by fioprobe too:
     the install refuses nothing fioprobe would have run."""
@@ -265,7 +289,9 @@ def test_fioprobe_refuses_the_same_volume_or_profile(
     path.write_text(yaml.safe_dump(config))
     with pytest.raises(ConfigError) as refused:
         load_config(path)
-    assert "targets[0]." in str(refused.value), refused.value
+    # Named at the key the deployment wrote: the volume's, or the profile's.
+    key = "targets[0].volume" if "volume" in target else "targets[0].profiles[0]"
+    assert f"{path}: {key}" in str(refused.value), refused.value
 
 
 def test_the_defaults_and_the_examples_pass_every_door() -> None:

@@ -55,6 +55,33 @@ local duration(default) = p.check(default, function(v)
 
 local positive = p.check(p.type('number'), function(v) v > 0, 'must be more than 0', { exclusiveMinimum: 0 });
 
+// A duration as Go's time.ParseDuration reads a flag (the Pushgateway's): h, m, s and ms only,
+// no d, w or y, which a Prometheus duration allows and Go refuses (the pod would crash-loop).
+local goDuration(default) = p.check(default,
+                                    function(v)
+                                      local seconds = common.durationSeconds(v);
+                                      seconds != null && seconds > 0 && std.length([c for c in std.stringChars(v) if std.member('dwy', c)]) == 0,
+                                    'must be a duration such as 30s, 1m or 1h30m (h, m, s or ms: the Pushgateway reads it with Go, which has no d, w or y)',
+                                    {
+                                      pattern: '^([0-9]+h)?([0-9]+m)?([0-9]+s)?([0-9]+ms)?$',
+                                      minLength: 2,
+                                      not: { pattern: '^(0+(h|m|s|ms))+$' },
+                                    });
+
+// An IPv4 or IPv6 address block (10.0.0.0/16, fd00::/8): what a NetworkPolicy's ipBlock takes.
+local cidr = p.check(p.type('string'),
+                     function(v)
+                       local parts = std.split(v, '/');
+                       local isIn(set) = function(c) std.member(set, c);
+                       std.length(parts) == 2 && parts[0] != '' && parts[1] != ''
+                       && std.length([c for c in std.stringChars(parts[0]) if !isIn('0123456789abcdefABCDEF:.')(c)]) == 0
+                       && std.length([c for c in std.stringChars(parts[1]) if !isIn('0123456789')(c)]) == 0
+                       && std.length(parts[1]) <= 3 && std.parseInt(parts[1]) <= 128,
+                     'must be an address block such as 10.20.0.0/16 or fd00::/8',
+                     {
+                       pattern: '^[0-9a-fA-F:.]+/[0-9]{1,3}$',
+                     });
+
 // Kubernetes resource requests and limits: quantities by resource name.
 local resources(requests, limits) = {
   '#requests':: 'Requests by resource name (cpu, memory, ...); merged key by key, null removes one.',
@@ -97,7 +124,11 @@ local volume(sizeRequired) = p.check({
   allOf: [
     {
       'if': { properties: { type: { const: type } }, required: ['type'] },
-      'then': { required: std.objectFields(catalog.volumeTypeNeeds[type]) },
+      // Present and not null: Helm's null removes a key, but a null in a list item stays.
+      'then': {
+        required: std.objectFields(catalog.volumeTypeNeeds[type]),
+        properties: { [k]: { not: { type: 'null' } } for k in std.objectFields(catalog.volumeTypeNeeds[type]) },
+      },
     }
     for type in std.objectFields(catalog.volumeTypeNeeds)
   ],
@@ -320,8 +351,8 @@ local name = p.required(nonEmpty(p.type('string')));
     )),
     // The egress to an existing Pushgateway is by its port alone unless its addresses are
     // given: a NetworkPolicy cannot name a host, and where its pods run is not known here.
-    '#cidrs':: 'Addresses (CIDRs) of the existing Pushgateway of url, for the egress of the probes and benchmark clients; empty: any address on its port.',
-    cidrs: p.list(p.check(p.type('string'), function(v) v != '', 'must not be empty', { minLength: 1 })),
+    '#cidrs':: "Address blocks of the existing Pushgateway of url (its pods' addresses: most network plugins judge egress after a Service address is translated), for the egress of the probes and benchmark clients; empty: any address on its port.",
+    cidrs: p.list(cidr),
     '#name':: 'Name of its Deployment or StatefulSet, Service and ServiceAccount.',
     name: nonEmpty('fioprobe-pushgateway'),
     // The one place of its tag: make e2e builds Debian's prometheus-pushgateway under this
@@ -337,7 +368,7 @@ local name = p.required(nonEmpty(p.type('string')));
     '#storageClassName':: "StorageClass of its persistence volume; null: the cluster's default StorageClass.",
     storageClassName: p.nullable('string'),
     '#persistenceInterval':: 'How often it writes its store to the volume.',
-    persistenceInterval: duration('1m'),
+    persistenceInterval: goDuration('1m'),
     '#resources':: 'Resources of the Pushgateway container.',
     resources: resources({ cpu: '20m', memory: '32Mi' }, { cpu: '500m', memory: '256Mi' }),
     // Basic auth of pushes: a Secret with keys `username` and `password`, mounted into the

@@ -4,7 +4,8 @@
 # mixins lint theirs. Its tagged versions are refused by the module proxy (their go.mod names a
 # module path they were not published under); the pseudo-version below builds. It requires
 # github.com/zeitlinger/conflate at a version the checksum database does not list, hence
-# GONOSUMDB for exactly that module (its go.sum line is still recorded and checked by go).
+# GONOSUMDB for exactly that module: its content is then trusted as the module proxy serves it
+# (every other module is checked against the checksum database as usual).
 # Built as pint is (33-lint-tools.sh): a module of its own in a temporary directory. Idempotent
 # and quiet; cold, the build is minutes of CPU (docs/BENCHMARKS.md).
 set -euo pipefail
