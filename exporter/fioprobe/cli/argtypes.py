@@ -6,7 +6,7 @@ command sensible whatever is passed: a value below the range would make a loop s
 --every 1e300`), and NaN or infinity compare false with every bound. A refused value is one
 line through argparse (`fioprobe: error: run: argument --every: ...`), exit 2, before
 anything runs. The bounds of each option live beside the option (the command's module,
-cli/options.py for the shared ones, continuous/options.py); the types, and so the messages,
+cli/options.py for the shared ones, cli/continuous_options.py); the types, and so the messages,
 are these.
 """
 

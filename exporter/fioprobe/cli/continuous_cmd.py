@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import argparse
 
+from fioprobe.cli import continuous_options as bounded
 from fioprobe.cli.options import add_etcd_disk_option
-from fioprobe.continuous import options as bounded
 
 DESCRIPTION = (
     "Write etcd's WAL pattern (a small write, then fdatasync) about once a second on every "
