@@ -8,26 +8,8 @@
 # release build does. Idempotent and quiet.
 set -euo pipefail
 cd "$(dirname "$(realpath "$0")")/../.."
+source scripts/go-tool.sh
 VERSION=v0.87.0
 COMMIT=fcd0a6d9ef75445eae92e1f31915469908d7cde7 # the tag's commit, for `pint version`
-BIN=$PWD/.tools/bin/pint
-STAMP=$PWD/.tools/bin/.pint.version
-if [[ -x $BIN && $(cat "$STAMP" 2>/dev/null) == "$VERSION" ]]; then
-  exit 0
-fi
-echo "setup: building pint $VERSION"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-(
-  cd "$tmp"
-  go mod init fioprobe.local/lint-tools
-  go get "github.com/cloudflare/pint/cmd/pint@$VERSION"
-  go build -trimpath -ldflags "-X main.version=$VERSION -X main.commit=$COMMIT" \
-    -o "$tmp/pint" github.com/cloudflare/pint/cmd/pint
-) >"$tmp/log" 2>&1 || {
-  cat "$tmp/log" >&2
-  exit 1
-}
-mkdir -p "$(dirname "$BIN")"
-mv "$tmp/pint" "$BIN"
-echo "$VERSION" >"$STAMP"
+go_tool pint "$VERSION" github.com/cloudflare/pint/cmd/pint \
+  "-X main.version=$VERSION -X main.commit=$COMMIT"

@@ -7,25 +7,7 @@
 # version stamped into the binary as its release build does. Idempotent and quiet.
 set -euo pipefail
 cd "$(dirname "$(realpath "$0")")/../.."
+source scripts/go-tool.sh
 VERSION=v1.7.12
-BIN=$PWD/.tools/bin/actionlint
-STAMP=$PWD/.tools/bin/.actionlint.version
-if [[ -x $BIN && $(cat "$STAMP" 2>/dev/null) == "$VERSION" ]]; then
-  exit 0
-fi
-echo "setup: building actionlint $VERSION"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-(
-  cd "$tmp"
-  go mod init fioprobe.local/actionlint
-  go get "github.com/rhysd/actionlint/cmd/actionlint@$VERSION"
-  go build -trimpath -ldflags "-X github.com/rhysd/actionlint.version=$VERSION" \
-    -o "$tmp/actionlint" github.com/rhysd/actionlint/cmd/actionlint
-) >"$tmp/log" 2>&1 || {
-  cat "$tmp/log" >&2
-  exit 1
-}
-mkdir -p "$(dirname "$BIN")"
-mv "$tmp/actionlint" "$BIN"
-echo "$VERSION" >"$STAMP"
+go_tool actionlint "$VERSION" github.com/rhysd/actionlint/cmd/actionlint \
+  "-X github.com/rhysd/actionlint.version=$VERSION"

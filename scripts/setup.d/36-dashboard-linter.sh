@@ -10,25 +10,6 @@
 # and quiet; cold, the build is minutes of CPU (docs/BENCHMARKS.md).
 set -euo pipefail
 cd "$(dirname "$(realpath "$0")")/../.."
-VERSION=v0.0.0-20241216132922-9479ff4bfa35
-BIN=$PWD/.tools/bin/dashboard-linter
-STAMP=$PWD/.tools/bin/.dashboard-linter.version
-if [[ -x $BIN && $(cat "$STAMP" 2>/dev/null) == "$VERSION" ]]; then
-  exit 0
-fi
-echo "setup: building dashboard-linter $VERSION"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-(
-  cd "$tmp"
-  export GONOSUMDB=github.com/zeitlinger/conflate
-  go mod init fioprobe.local/dashboard-linter
-  go get "github.com/grafana/dashboard-linter@$VERSION"
-  go build -trimpath -o "$tmp/dashboard-linter" github.com/grafana/dashboard-linter
-) >"$tmp/log" 2>&1 || {
-  cat "$tmp/log" >&2
-  exit 1
-}
-mkdir -p "$(dirname "$BIN")"
-mv "$tmp/dashboard-linter" "$BIN"
-echo "$VERSION" >"$STAMP"
+source scripts/go-tool.sh
+export GONOSUMDB=github.com/zeitlinger/conflate
+go_tool dashboard-linter v0.0.0-20241216132922-9479ff4bfa35 github.com/grafana/dashboard-linter
