@@ -222,7 +222,7 @@ def _config(tmp_path: Path, gateways: list[services.Service]) -> Config:
     lines += [f"    - {g.url}" for g in gateways]
     lines += ["targets:"]
     for name in TARGETS:
-        lines += [f"  - name: {name}", "    directory: /probe", "    node_local: true",
+        lines += [f"  - name: {name}", f"    directory: /probe/{name}", "    node_local: true",
                   f"    profiles: [{', '.join(PROFILES)}]"]  # fmt: skip
     path = tmp_path / "gc.yaml"
     path.write_text("\n".join(lines) + "\n")
