@@ -290,11 +290,12 @@ def test_a_server_that_is_not_there_fails_the_benchmark_and_cleans_the_others(
 
 
 def test_a_prepare_cut_short_by_its_runtime_stops_the_benchmark(
-    tmp_path: Path, servers: list[FioServer]
+    tmp_path: Path, servers: list[FioServer], pushgateway: services.Service
 ) -> None:
     """fio ends a job at its runtime and calls it success: a prepare that did not lay out the
-    whole data set fails the benchmark, by name, before a random phase measures a smaller
-    one. 2 GiB in 4k writes within 1 s would take 500k IOPS: far beyond this machine."""
+    whole data set fails the benchmark, by name (in the error and the push), before a random
+    phase measures a smaller one. 2 GiB in 4k writes within 1 s would take 500k IOPS: far
+    beyond this machine."""
     plan = tmp_path / "plan.yaml"
     plan.write_text(
         PLAN.replace("servers: 3", "servers: 1")
@@ -304,11 +305,17 @@ def test_a_prepare_cut_short_by_its_runtime_stops_the_benchmark(
     )
     done = fioprobe(
         "distributed", "--plan", str(plan), "--servers", servers[0].address,
-        "-o", str(tmp_path / "archive"),
+        "-o", str(tmp_path / "archive"), "--gateway", pushgateway.url,
     )  # fmt: skip
     stdout = done.stdout.decode()
     assert done.returncode == 1, done.stderr.decode() + stdout
     message = done.stderr.decode().strip()
+    group = gateway_group(pushgateway, benchmark="accept", storageclass="local-disk")
+    assert group is not None
+    (reason,) = group["fioprobe_distributed_failure_reason_info"]
+    assert reason["labels"]["reason"] == "timeout"
+    (server,) = group["fioprobe_distributed_server_success"]
+    assert (server["labels"]["server"], float(server["value"])) == (servers[0].address, 0.0)
     assert re.fullmatch(
         r"fioprobe: error: phase prepare: the data set was not laid out within prepare_runtime "
         rf"\(1s\): {re.escape(servers[0].address)} wrote \d+ of 2147483648 bytes; raise "

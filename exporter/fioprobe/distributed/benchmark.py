@@ -8,6 +8,11 @@ must stay within the budget, or the benchmark stops. Whatever ends it (success, 
 phase, a timeout, SIGTERM), the clean-up job then removes the files the phases made on every
 server, the result is pushed once (success or not), and an interruption ends the command
 with 128 + the signal.
+
+A failure names its servers: the ones fio's output shows failing, and, after a failed phase
+or an interruption, the ones that do not answer fio's probe (`liveness.py`). The clean-up is
+sent only to the servers that answer, within a deadline of its own that includes that
+check: a silent server is waited on once, by the phase, not again by the clean-up.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,8 +33,10 @@ from fioprobe.distributed.archive import (
     check_archive_free,
     check_archive_writable,
 )
-from fioprobe.distributed.client import ClientOutput, complaint, run_client
+from fioprobe.distributed.client import STOP_GRACE_SECONDS, ClientOutput, complaint, run_client
+from fioprobe.distributed.failures import PhaseTimedOut, ServersFailed, failed_servers, named
 from fioprobe.distributed.jobs import PhaseJob, cleanup_job, phase_jobs, phase_kind
+from fioprobe.distributed.liveness import NoAnswer, unanswered
 from fioprobe.distributed.plan import Plan, PlanError, prepare_bytes
 from fioprobe.distributed.servers import Server, reported_key, wait_until_listening
 from fioprobe.distributed.summary import phase_table
@@ -41,7 +48,8 @@ from fioprobe.metrics.distributed import BenchmarkOutcome, PhaseResult
 
 #: The signals that stop a benchmark (and end the command with 128 + the signal).
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-#: The clean-up job's wall-clock limit: it reads one block per job and removes the file.
+#: The clean-up's wall-clock limit, from the check of which servers answer to its fio client
+#: stopped: its job reads one block per job and removes the file, in about a second.
 CLEANUP_SECONDS = 30.0
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 #: How long the node-wide sync() before a cache drop may take before the drop is skipped.
@@ -104,11 +112,17 @@ def run_benchmark(
             error = exc
         finally:
             _ignore_signals()  # one interruption; then the clean-up runs to its end
+            answers: dict[Server, NoAnswer] = {}
             if sent:
-                cleaned, line = _cleanup(fio, plan, servers)
+                until = time.monotonic() + CLEANUP_SECONDS
+                if error is not None:  # whoever did not answer the phase: skipped, named
+                    answers = unanswered(servers)
+                cleaned, line = _cleanup(fio, plan, servers, answers, until)
             else:
                 cleaned, line = True, "clean-up: no job was sent, so no server holds a file"
             say(line)
+    if error is not None:
+        error = named(error, servers, answers)
     if isinstance(error, Interrupted):
         error.what_happened = (
             "no job had been sent to any server"
@@ -129,6 +143,9 @@ def run_benchmark(
         iodepths=plan.sweep,
         jobs_per_server=plan.jobs_per_server,
         ioengine=plan.ioengine,
+        server_labels=tuple(server.label for server in servers),
+        failure_reason=None if error is None else error.reason,
+        failed_servers=failed_servers(error),
     )
     if push is not None:
         _push(push, outcome, error)
@@ -164,7 +181,12 @@ def _phase(
     running: _Running,
     archive_root: Path,
 ) -> ClientServerRun:
-    output = run_client(fio, servers, job.text, job.deadline_seconds)
+    try:
+        output = run_client(fio, servers, job.text, job.deadline_seconds)
+    except ProbeFailure as exc:
+        if exc.reason is not FailureReason.TIMEOUT:
+            raise
+        raise PhaseTimedOut(exc.reason, f"phase {job.phase}: {exc}") from None
     try:
         result = parse_client_server(output.text, source=f"phase {job.phase}")
     except FioOutputError as exc:
@@ -181,22 +203,26 @@ def _check_result(
     job: PhaseJob, servers: Sequence[Server], output: ClientOutput, result: ClientServerRun
 ) -> None:
     reported = _reported(result)
-    missing = [server.name for server in servers if server.key not in reported]
+    missing = [server for server in servers if server.key not in reported]
     if missing:
-        raise ProbeFailure(
+        raise ServersFailed(
             FailureReason.FIO_ERROR,
-            f"phase {job.phase}: no result from {', '.join(missing)}{_said(output)}",
+            f"phase {job.phase}: no result from {', '.join(s.name for s in missing)}"
+            f"{_said(output)}",
+            [server.label for server in missing],
         )
+    failing = [server for server in result.servers if server.run.failed_jobs]
     failed = [
         f"{server.server}: error {entry.error}"
-        for server in result.servers
+        for server in failing
         for entry in server.run.failed_jobs
     ]
     if failed or output.returncode != 0:
-        raise ProbeFailure(
+        raise ServersFailed(
             FailureReason.FIO_ERROR,
             f"phase {job.phase}: fio's client exited {output.returncode}"
             f"{': ' + ', '.join(failed) if failed else ''}{_said(output)}",
+            [server.server for server in failing],
         )
 
 
@@ -211,11 +237,12 @@ def _check_budget(plan: Plan, job: PhaseJob, result: ClientServerRun, used: dict
         done = _io_bytes(server, ("read", "write", "trim"))
         used[server.server] = used.get(server.server, 0) + done
         if used[server.server] > plan.budget.bytes_per_server:
-            raise ProbeFailure(
+            raise ServersFailed(
                 FailureReason.BUDGET_EXCEEDED,
                 f"phase {job.phase}: fio reports {used[server.server]} bytes of IO on "
                 f"{server.server} so far, more than budget.bytes_per_server "
                 f"({plan.budget.bytes_per_server}); the benchmark stops",
+                [server.server],
             )
 
 
@@ -238,42 +265,61 @@ def _check_laid_out(plan: Plan, job: PhaseJob, result: ClientServerRun) -> None:
     writes where no data was laid out, without a word.
     """
     wanted = prepare_bytes(plan)
-    short = []
+    short = {}
     for server in result.servers:
         written = _io_bytes(server, ("write",))
         if written < wanted:
-            short.append(f"{server.server} wrote {written} of {wanted} bytes")
+            short[server.server] = f"{server.server} wrote {written} of {wanted} bytes"
     if short:
-        raise ProbeFailure(
+        raise ServersFailed(
             FailureReason.TIMEOUT,
             f"phase {job.phase}: the data set was not laid out within prepare_runtime "
-            f"({plan.prepare_runtime}s): {', '.join(short)}; raise prepare_runtime or lower "
-            "file_size, or the random phases would measure a smaller data set",
+            f"({plan.prepare_runtime}s): {', '.join(short.values())}; raise prepare_runtime "
+            "or lower file_size, or the random phases would measure a smaller data set",
+            list(short),
         )
 
 
-def _cleanup(fio: str, plan: Plan, servers: Sequence[Server]) -> tuple[bool, str]:
-    """Remove the phases' files on every server: whether every server answered, and one line.
+def _cleanup(
+    fio: str,
+    plan: Plan,
+    servers: Sequence[Server],
+    answers: Mapping[Server, NoAnswer],
+    until: float,
+) -> tuple[bool, str]:
+    """Remove the phases' files on every server that answers: whether all were reached, and
+    one line.
 
-    fio's client exits 0 even when it could not connect to a server, so what each server
-    did is read from its output: a server missing there was not reached, and its working
-    directory may still hold the benchmark's files. A job error on a server is reported
-    as such (fio 3.33 lays a missing file out before it removes it: nothing is left then).
+    The servers in `answers` did not answer fio's probe: the clean-up is not sent to them,
+    or fio's client would wait on them again until its deadline. fio's client exits 0 even
+    when it could not connect to a server, so what each server did is read from its output:
+    a server missing there was not reached, and its working directory may still hold the
+    benchmark's files. A job error on a server is reported as such (fio 3.33 lays a missing
+    file out before it removes it: nothing is left then). `until` (monotonic) bounds it all,
+    the stop of its fio client included.
     """
-    leftover = "its working directory may still hold bench.* files"
-    try:
-        output = run_client(fio, servers, cleanup_job(plan), CLEANUP_SECONDS, output_format="json")
-        result = parse_client_server(output.text, source="clean-up")
-    except FioprobeError as exc:
-        return (
-            False,
-            f"clean-up: {exc}; the servers' working directories may still hold bench.* files",
-        )
-    reported = _reported(result)
-    absent = [s.name for s in servers if s.key not in reported]
+    targets = [server for server in servers if server not in answers]
+    absent = [server.name for server in servers if server in answers]
+    reported: dict[tuple[str, int | None], ServerRun] = {}
+    if targets:
+        deadline = until - time.monotonic() - STOP_GRACE_SECONDS
+        try:
+            output = run_client(
+                fio, targets, cleanup_job(plan), max(1.0, deadline), output_format="json"
+            )
+            result = parse_client_server(output.text, source="clean-up")
+        except FioprobeError as exc:
+            unreached = f"; no answer from {', '.join(absent)}" if absent else ""
+            return (
+                False,
+                f"clean-up: {exc}{unreached}; the servers' working directories may still hold "
+                "bench.* files",
+            )
+        reported = _reported(result)
+    absent += [s.name for s in targets if s.key not in reported]
     failed = [
         f"{s.name} (error {reported[s.key].run.failed_jobs[0].error})"
-        for s in servers
+        for s in targets
         if s.key in reported and reported[s.key].run.failed_jobs
     ]
     done = len(servers) - len(absent) - len(failed)
@@ -283,7 +329,8 @@ def _cleanup(fio: str, plan: Plan, servers: Sequence[Server]) -> tuple[bool, str
     if failed:
         line += f"; a job error on {', '.join(failed)}"
     if absent:
-        line += f"; no answer from {', '.join(absent)}: {leftover}"
+        whose = "its working directory" if len(absent) == 1 else "their working directories"
+        line += f"; no answer from {', '.join(absent)}: {whose} may still hold bench.* files"
     return not absent, line
 
 

@@ -14,7 +14,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from fioprobe.errors import FailureReason, ProbeFailure, UsageError
+from fioprobe.distributed.failures import ServersFailed
+from fioprobe.errors import FailureReason, UsageError
 
 _HOSTNAME = re.compile(
     r"(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*"
@@ -39,6 +40,12 @@ class Server:
         if ":" in self.host:
             return f"ip6:{self.host},{self.port}"
         return f"{self.host},{self.port}"
+
+    @property
+    def label(self) -> str:
+        """The `server` label: `host:port` as fio's output names the server (an IPv6 address
+        without brackets), so that a failed server's series joins its figures."""
+        return f"{self.host}:{self.port}"
 
     @property
     def key(self) -> tuple[str, int]:
@@ -95,7 +102,7 @@ _ROUND_SECONDS = 1.0
 def wait_until_listening(
     servers: Sequence[Server], seconds: float, say: Callable[[str], None]
 ) -> None:
-    """Return once every server accepts a TCP connection; ProbeFailure after `seconds`.
+    """Return once every server accepts a TCP connection; ServersFailed after `seconds`.
 
     A client started beside its servers (one `kubectl apply`, one Helm release) would
     otherwise find them still starting and fail its first phase. Only a connection is made
@@ -112,10 +119,11 @@ def wait_until_listening(
             say(f"all {len(servers)} fio servers listening after {time.monotonic() - started:.0f}s")
             return
         if time.monotonic() >= deadline:
-            raise ProbeFailure(
+            raise ServersFailed(
                 FailureReason.TIMEOUT,
                 f"no fio server listening at {', '.join(s.name for s in waiting)} after "
                 f"{seconds:g}s (--wait-for-servers); nothing was sent to any server",
+                [server.label for server in waiting],
             )
         time.sleep(min(_ROUND_SECONDS, max(0.0, deadline - time.monotonic())))
 

@@ -16,6 +16,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from fioprobe import __version__
+from fioprobe.errors import FailureReason
 from fioprobe.fio.clientserver import ClientServerRun
 from fioprobe.fio.model import OpStats, Run
 from fioprobe.metrics.collector import add_latency_summary
@@ -47,6 +48,12 @@ class BenchmarkOutcome:
     iodepths: tuple[int, ...]
     jobs_per_server: int
     ioengine: str
+    #: Every server's `server` label, in the order given (`--servers`).
+    server_labels: tuple[str, ...] = ()
+    #: Why the benchmark failed (None when it succeeded).
+    failure_reason: FailureReason | None = None
+    #: The `server` labels of the servers its failure names.
+    failed_servers: tuple[str, ...] = ()
 
 
 class DistributedCollector(Collector):
@@ -60,6 +67,16 @@ class DistributedCollector(Collector):
         yield self._gauge("fioprobe_distributed_success", 1.0 if outcome.success else 0.0)
         yield self._gauge("fioprobe_distributed_timestamp_seconds", outcome.finished_at)
         yield self._gauge("fioprobe_distributed_servers", float(outcome.servers))
+        if not outcome.success:
+            reason = self._new_gauge("fioprobe_distributed_failure_reason_info")
+            reason.add_metric([outcome.failure_reason or FailureReason.FIO_ERROR], 1.0)
+            yield reason
+        # One series per server, failed or not (as `up` per target): `== 0` lists the servers
+        # a failure names, and the count stays that of --servers.
+        server_success = self._new_gauge("fioprobe_distributed_server_success")
+        for label in outcome.server_labels:
+            server_success.add_metric([label], 0.0 if label in outcome.failed_servers else 1.0)
+        yield server_success
         info = self._new_gauge("fioprobe_distributed_info")
         versions = {phase.result.servers[0].run.fio_version for phase in outcome.phases}
         info.add_metric(

@@ -306,6 +306,20 @@ METRICS: tuple[MetricDef, ...] = (
         "1 if every phase of the last benchmark ran on every server, else 0",
     ),
     MetricDef(
+        "fioprobe_distributed_failure_reason_info",
+        "gauge",
+        "Why the last benchmark failed (a reason of the probes' closed set); present only "
+        "when it failed",
+        ("reason",),
+    ),
+    MetricDef(
+        "fioprobe_distributed_server_success",
+        "gauge",
+        "1 per server of the last benchmark, 0 for a server its failure names (no answer, "
+        "no result, a job error, over the budget, the data set not laid out)",
+        ("server",),
+    ),
+    MetricDef(
         "fioprobe_distributed_timestamp_seconds",
         "gauge",
         "Unix time the last benchmark of this group ended",
