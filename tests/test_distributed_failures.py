@@ -20,11 +20,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from conftest import fioprobe, gateway_group, wait_for
 from fioprobe.distributed.benchmark import CLEANUP_SECONDS
-from fioprobe.distributed.client import STOP_GRACE_SECONDS
-from fioprobe.distributed.jobs import PHASE_SLACK_SECONDS
+from fioprobe.distributed.client import STOP_GRACE_SECONDS, run_client
+from fioprobe.distributed.jobs import PHASE_SLACK_SECONDS, phase_jobs
+from fioprobe.distributed.plan import parse_plan
 from fioprobe.distributed.servers import parse_servers
+from fioprobe.errors import FailureReason, ProbeFailure
 from support import services
 from support.fioservers import FioServer, fio_servers
 
@@ -283,3 +286,19 @@ def test_a_successful_benchmark_pushes_every_server_as_successful(
         m["labels"]["server"]: float(m["value"])
         for m in group["fioprobe_distributed_server_success"]
     } == {s.address: 1.0 for s in started}
+
+
+def test_a_client_held_up_by_silent_servers_is_killed_after_one_grace(tmp_path: Path) -> None:
+    """fio's client waiting on servers that never answer does not end on its SIGTERM: its
+    group is killed once the grace is over, not after a second grace."""
+    job = phase_jobs(parse_plan(PLAN.replace("servers: 3", "servers: 2"), "plan.yaml"))[0]
+    with fio_servers(tmp_path, 1) as (stopped,), silent_listener() as port:
+        servers = parse_servers(f"{stopped.address},127.0.0.1:{port}")
+        with frozen(stopped):
+            started = time.monotonic()
+            with pytest.raises(ProbeFailure) as caught:
+                run_client("fio", servers, job.text, deadline_seconds=1)
+            took = time.monotonic() - started
+        assert caught.value.reason is FailureReason.TIMEOUT
+        assert took < 1 + STOP_GRACE_SECONDS + 3, f"{took:.1f}s"
+        assert _fio_clients([stopped.port, port]) == []

@@ -103,12 +103,21 @@ def run_client(
 
 
 def stop_client(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM fio's client (it tells the servers to quit), then its group if it lingers."""
+    """SIGTERM fio's client (it tells the servers to quit), then SIGKILL its group if it
+    lingers.
+
+    fio's client lingers when a server never answers its quit: it has had its SIGTERM, and
+    another would only add the grace `kill_group` gives one (5 s) to the time to failure,
+    so the group is killed at once; `kill_group` then waits until no member is left.
+    """
     with contextlib.suppress(ProcessLookupError):
         os.kill(process.pid, signal.SIGTERM)
     until = time.monotonic() + STOP_GRACE_SECONDS
     while time.monotonic() < until and process.poll() is None:
         time.sleep(0.05)
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
     kill_group(process)
 
 
