@@ -22,6 +22,7 @@ import continuous
 import pytest
 import scenarios
 import yaml
+from observed import narrowed
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The mixin's rules: the same for every deployment.
@@ -367,6 +368,10 @@ def _mutated_run(workdir: Path, unit_test: str, mutation: dict[str, Any]) -> Any
         document = yaml.safe_load(
             source.replace(f"\nrule_files:\n{committed}", "\nrule_files:\n- rules.yaml\n")
         )
+    # Only the groups the checks can observe (alerts/tests/observed.py): a mutation of a
+    # group no check reads changes no verdict.
+    only, document = narrowed(yaml.safe_load(rules.read_text()), document)
+    rules.write_text(yaml.safe_dump(only))
     parts = [document] if not mutation else [
         {**document, "tests": [group]} for group in document["tests"]
     ]  # fmt: skip
