@@ -82,11 +82,12 @@
     // fioprobe_info{etcd_disk="true"|"false"} (the continuous stream as
     // fioprobe_continuous_info{etcd_disk}). The rules join on it (probe:fioprobe_etcd_disk:info),
     // so only those disks can raise FioProbeEtcdFsyncLatencyHigh, whose critical severity
-    // pages; every other probe of the fsync profile gets FioProbeStorageClassLatencyHigh. A
-    // disk whose role was published once keeps it for this many probe intervals without a
-    // push (a Pushgateway restart without persistence), the same as staleAfterRuns, beyond
-    // which nothing is alerted on anyway; a disk that publishes etcd_disk="false" loses it
-    // at once.
+    // pages; every other probe of the fsync profile gets FioProbeStorageClassLatencyHigh.
+    // Each source's latest statement of the role wins, and "false" from either source wins
+    // over "true" from the other (docs/MIXIN.md, "Which disks hold etcd"); a statement (a push,
+    // a scrape of a stream) counts for this many probe intervals after it was made, through a
+    // Pushgateway restart without persistence or failed scrapes: the same as staleAfterRuns,
+    // beyond which nothing is alerted on anyway.
     etcdRoleMemoryRuns: self.staleAfterRuns,
 
     // Profile (jobs/<name>.fio) whose fsync latency is the etcd disk's health signal.
@@ -334,6 +335,12 @@
     // FioProbeContinuousMissing (after continuousGapTolerance more, so a Prometheus that just
     // started does not report every stream before its first scrape).
     continuousMissingAfter: '5m',
+    // A stream whose every operation (write + fdatasync, or its set-up) has failed for this
+    // long is FioProbeContinuousFailing (critical on etcd disks, a warning elsewhere): the disk
+    // returns errors, is full or read-only, or the stream refuses its directory. One failed
+    // operation between successes, or a restart, is a moment (fioprobe_continuous_failing_seconds
+    // counts from the first failure after the last success).
+    continuousFailingAfter: '2m',
 
     // --- Runbooks ---------------------------------------------------------------------------
 

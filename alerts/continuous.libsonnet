@@ -12,6 +12,9 @@
 //   FioProbeContinuousStall            etcd disks: 5 fdatasyncs above 10 ms, or 5 s stalled,
 //                                      within a minute
 //   FioProbeContinuousMissing          an expected stream has no series
+//   FioProbeContinuousFailing          every operation of the stream has failed for
+//                                      continuousFailingAfter (etcd disks: critical; other
+//                                      volumes: a warning), naming the reason
 //
 // A stream is (cluster, storageclass, node): its pod, instance and namespace change when it
 // restarts and are summed away (never `job` or `instance`, which OpenShift renames). Which
@@ -236,6 +239,46 @@ local u = import '../lib/util.libsonnet';
         ) % { stream: stream, seconds: u.num(seconds), consequence: consequence },
       },
     },
+    // A stream that fails every operation: it measures nothing, so the other stream alerts
+    // stay silent however bad the disk is. The reason (fioprobe_continuous_failing_seconds'
+    // label) says where to look: the disk (io_error, no_space, read_only) or the directory
+    // (unsafe_target: a symlink, or a file or directory the stream did not create, planted by
+    // someone else; no_directory).
+    local failing(severity, onEtcd) = {
+      alert: 'FioProbeContinuousFailing',
+      expr: |||
+        max by (%(by)s, reason) (fioprobe_continuous_failing_seconds{%(matchers)s}) >= %(after)s
+        %(op)s on (%(by)s)
+        %(etcdRole)s
+      ||| % {
+        by: by,
+        matchers: u.matchers(c, ['reason!=""']),
+        after: u.num(u.seconds(c.continuousFailingAfter)),
+        op: if onEtcd then 'and' else 'unless',
+        etcdRole: etcdRole,
+      },
+      keep_firing_for: gap,
+      labels: { severity: severity },
+      annotations: {
+        summary: if onEtcd
+        then 'The continuous stream of a disk that holds etcd fails every operation.'
+        else 'A continuous fsync stream fails every operation.',
+        description: (
+          'Every operation (a small write and its fdatasync, or its set-up) of %(stream)s has '
+          + 'failed for {{ $value | humanizeDuration }} (alert from %(after)s), the latest with '
+          + 'reason {{ $labels.reason }}: '
+          + '{{ if eq $labels.reason "unsafe_target" }}the stream refuses its directory (a '
+          + 'symlink, or a file or directory it did not create: planted by someone else or left '
+          + 'by another tool); the disk may be fine, the directory is not'
+          + '{{ else if eq $labels.reason "no_directory" }}its directory does not exist'
+          + '{{ else if eq $labels.reason "io_error" }}the disk returns I/O errors'
+          + '{{ else if eq $labels.reason "no_space" }}the filesystem is full'
+          + '{{ else if eq $labels.reason "read_only" }}the filesystem is read-only'
+          + '{{ else }}its log says why{{ end }}. '
+          + 'The stream measures nothing meanwhile: hangs, stalls and slow fsyncs of that disk go unseen.'
+        ) % { stream: stream, after: c.continuousFailingAfter },
+      },
+    },
     // One rule per row of continuousBurnRates. `scope`: 'etcd' (the row's severity, on etcd
     // disks), 'other' (a warning, on every other stream), or 'all' (a row that is a warning
     // anyway: one rule for every stream).
@@ -354,6 +397,9 @@ local u = import '../lib/util.libsonnet';
               },
             },
           },
+        ] + [
+          failing('critical', true),
+          failing('warning', false),
         ] + [
           {
             alert: 'FioProbeContinuousMissing',

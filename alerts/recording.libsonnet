@@ -76,34 +76,77 @@ local u = import '../lib/util.libsonnet';
     // The targets whose configuration declares them etcd disks, from the pushed probes
     // (fioprobe_info) or the scraped continuous stream (fioprobe_continuous_info): either one
     // alone is enough, so a stream deployed without a probe of the same target still knows
-    // its role. The role is remembered for etcdRoleMemoryRuns intervals, so a Pushgateway
-    // restart that empties a group until its next push, or a stream's pod that is replaced,
-    // changes no alert; a target that now publishes etcd_disk="false" from either source drops
-    // out at once (a configuration change wins over the memory), but a group left behind by
-    // another profile, long stale, takes the role from nobody.
-    local etcdDisk = {
-      record: u.etcdDiskRecord,
-      expr: |||
-        max by (%(target)s) (
-          last_over_time(fioprobe_info{%(isEtcd)s}[%(memory)s])
-          or
-          last_over_time(fioprobe_continuous_info{%(isEtcd)s}[%(memory)s])
-        )
-        unless on (%(target)s)
-        (
-          (fioprobe_info{%(notEtcd)s} and on (%(probe)s) (%(fresh)s))
-          or
-          fioprobe_continuous_info{%(notEtcd)s}
-        )
-      ||| % {
-        target: u.volumeBy(c),
-        isEtcd: u.matchers(c, ['etcd_disk="true"']),
-        notEtcd: u.matchers(c, ['etcd_disk="false"']),
-        probe: by,
-        fresh: u.fresh(c),
-        memory: c.windows.etcdRoleMemory,
+    // its role. Each source's latest statement wins: the time a probe last pushed its role
+    // (its group's push time) and the time a stream's role was last scraped are remembered
+    // for etcdRoleMemoryRuns intervals, so a Pushgateway restart that empties a group until
+    // its next push, failed scrapes of a stream that says "false", or a stream's pod that is
+    // replaced change no alert, and a node that no longer runs the probes (it lost its
+    // control-plane label) keeps its role no longer than that. Where the sources disagree,
+    // "false" wins: a target that now publishes etcd_disk="false" from either source drops out
+    // at once, as it does while any stream's pod says so (during a rollout the old pod and the
+    // new one are scraped side by side); a group left behind by another profile, long stale,
+    // says nothing any more.
+    local statedTimes = [
+      {
+        record: u.etcdDiskPushedRecord,
+        expr: |||
+          max by (%(by)s, etcd_disk) (fioprobe_info{%(stated)s})
+          * on (%(by)s) group_left
+          %(pushTime)s
+        ||| % { by: by, stated: u.matchers(c, ['etcd_disk=~"true|false"']), pushTime: u.pushTimeRecord },
       },
-    },
+      {
+        record: u.etcdDiskScrapedRecord,
+        expr: |||
+          max by (%(target)s, etcd_disk) (timestamp(fioprobe_continuous_info{%(stated)s}))
+        ||| % { target: u.volumeBy(c), stated: u.matchers(c, ['etcd_disk=~"true|false"']) },
+      },
+    ],
+    local etcdDisk =
+      local target = u.volumeBy(c);
+      local latest(record, role) =
+        '(max by (%s) (max_over_time(%s{etcd_disk="%s"}[%s])) > time() - %s)'
+        % [target, record, role, c.windows.etcdRoleMemory, u.num(c.windows.etcdRoleMemorySeconds)];
+      // What one source says last, `role` over `other`: the later statement (a tie is "false").
+      local says(record, role) =
+        local mine = latest(record, role), theirs = latest(record, if role == 'true' then 'false' else 'true');
+        if role == 'true'
+        then '%s\nunless on (%s)\n(%s >= on (%s) %s)' % [mine, target, theirs, target, mine]
+        else '%s\nunless on (%s)\n(%s > on (%s) %s)' % [mine, target, theirs, target, mine];
+      local indent(text) = std.strReplace(text, '\n', '\n    ');
+      {
+        record: u.etcdDiskRecord,
+        expr: |||
+          group by (%(target)s) (
+            (
+              %(pushedTrue)s
+            )
+            or
+            (
+              %(scrapedTrue)s
+            )
+          )
+          unless on (%(target)s)
+          (
+            (
+              %(pushedFalse)s
+            )
+            or
+            (
+              %(scrapedFalse)s
+            )
+            or
+            fioprobe_continuous_info{%(saysFalse)s}
+          )
+        ||| % {
+          target: target,
+          pushedTrue: indent(says(u.etcdDiskPushedRecord, 'true')),
+          scrapedTrue: indent(says(u.etcdDiskScrapedRecord, 'true')),
+          pushedFalse: indent(says(u.etcdDiskPushedRecord, 'false')),
+          scrapedFalse: indent(says(u.etcdDiskScrapedRecord, 'false')),
+          saysFalse: u.matchers(c, ['etcd_disk="false"']),
+        },
+      },
 
     // The nodes that run per-node probes: those that pushed any of them (a node's groups,
     // fresh or not, stay until `fioprobe gc` deletes them). With the node inventory, the
@@ -335,6 +378,7 @@ local u = import '../lib/util.libsonnet';
               ],
             ]) + '\n',
           },
+        ] + statedTimes + [
           etcdDisk,
           slowRun(
             'etcd_fsync_warning',

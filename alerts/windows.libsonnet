@@ -100,6 +100,7 @@ function(c)
           % [u.num(c.continuousStallSeconds), c.continuousStallWindow]
           + 'has one operation outstanding at a time, so it stalls at most that long within the window'),
     check(u.seconds(c.continuousGapTolerance) > 0, 'continuousGapTolerance must be positive'),
+    check(u.seconds(c.continuousFailingAfter) > 0, 'continuousFailingAfter must be positive'),
     check(u.seconds(c.continuousMissingAfter) >= u.seconds(c.continuousGapTolerance),
           'continuousMissingAfter (%s) must be at least continuousGapTolerance (%s): a tolerated gap '
           % [c.continuousMissingAfter, c.continuousGapTolerance] + 'must never make a stream Missing'),
@@ -126,7 +127,8 @@ function(c)
     outlierFor: u.duration(runs(c.outlierRuns - 1) + margin),
     staleAfterSeconds: runs(c.staleAfterRuns) + margin,
     staleAfter: u.duration(self.staleAfterSeconds),
-    etcdRoleMemory: u.duration(runs(c.etcdRoleMemoryRuns) + margin),
+    etcdRoleMemorySeconds: runs(c.etcdRoleMemoryRuns) + margin,
+    etcdRoleMemory: u.duration(self.etcdRoleMemorySeconds),
     // How far back a remembered record looks for its own last value: one stale threshold, so
     // a Prometheus restart shorter than that picks every memory up again.
     memoryChain: self.staleAfter,

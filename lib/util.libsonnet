@@ -51,6 +51,10 @@
   // configuration publishes etcd_disk="true" (alerts/recording.libsonnet). The etcd rules
   // join on it with volumeBy; nothing selects etcd disks by label shape.
   etcdDiskRecord:: 'probe:fioprobe_etcd_disk:info',
+  // When each probe last pushed a role (etcd_disk="true"|"false"), and when each stream's role
+  // was last scraped: the statements the role is computed from, latest first.
+  etcdDiskPushedRecord:: 'probe:fioprobe_etcd_disk_stated:push_time_seconds',
+  etcdDiskScrapedRecord:: 'stream:fioprobe_etcd_disk_stated:scrape_time_seconds',
 
   // The labels that identify one probed volume across clusters: volume-model gauges join on
   // these.

@@ -419,10 +419,14 @@ def test_bad_targets_get_an_error_metric_and_a_line_each_and_the_good_one_goes_o
         wait_until("every bad target's error", all_reported, 30)
         good_ops = ops(s, "good")
         wait_until("the good target goes on", lambda: ops(s, "good") > good_ops + 3, 30)
-        for name in expected:
+        for name, reason in expected.items():
             assert s.value("fioprobe_continuous_success", storageclass=name) == 0
             assert s.value("fioprobe_continuous_operations_total", storageclass=name) == 0
+            # How long it has failed, and why: what FioProbeContinuousFailing reads.
+            failing = "fioprobe_continuous_failing_seconds"
+            assert s.value(failing, storageclass=name, reason=reason) > 0
         assert s.value("fioprobe_continuous_success", storageclass="good") == 1
+        assert s.value("fioprobe_continuous_failing_seconds", storageclass="good") == 0
         assert ops(s, "fsgroup") >= 1
         code, _ = s.stop()
     assert code == 0

@@ -90,6 +90,34 @@ def test_failures_count_by_reason_and_log_on_change_only() -> None:
     ]
 
 
+def test_failing_seconds_count_from_the_first_failure_after_a_success() -> None:
+    """How long no operation has succeeded, and the latest reason: what the failing alert
+    reads. A single failure between successes is a moment, not minutes."""
+    clock = Clock()
+    s = state(clock)
+    assert (s.snapshot().failing_seconds, s.snapshot().failing_reason) == (0.0, "")
+    op(s, clock, 1, 1)
+    s.apply(protocol.Event(protocol.FAIL, t_ns=clock.now, reason="io_error", message="EIO"))
+    clock.now += 1_000 * MS
+    op(s, clock, 1, 1)
+    assert (s.snapshot().failing_seconds, s.snapshot().failing_reason) == (0.0, "")
+    s.apply(protocol.Event(protocol.FAIL, t_ns=clock.now, reason="io_error", message="EIO"))
+    for _ in range(90):
+        clock.now += 1_000 * MS
+        s.apply(protocol.Event(protocol.FAIL, t_ns=clock.now, reason="io_error", message="EIO"))
+    clock.now += 500 * MS
+    snap = s.snapshot()
+    assert snap.failing_seconds == pytest.approx(90.5)
+    assert snap.failing_reason == "io_error"
+    # Another reason: the latest is named, the time runs on from the first failure.
+    s.writer_gone("unsafe_target", "planted")
+    snap = s.snapshot()
+    assert snap.failing_seconds == pytest.approx(90.5)
+    assert snap.failing_reason == "unsafe_target"
+    op(s, clock, 1, 1)
+    assert (s.snapshot().failing_seconds, s.snapshot().failing_reason) == (0.0, "")
+
+
 @pytest.mark.parametrize(
     "line",
     [

@@ -146,6 +146,33 @@ def once(
     return pattern
 
 
+# --- how the rules are evaluated --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Timing:
+    """How a Prometheus evaluates the rules: every `eval_s`, and the recording groups before
+    the alert groups (promtool's group_eval_order, what the committed files use) or after
+    them. A real Prometheus evaluates groups independently, so an alert may read what the
+    recording groups wrote one evaluation earlier; `records_after_alerts` is that worst case:
+    every record an alert reads is one evaluation old."""
+
+    eval_s: int = SCRAPE_S
+    records_after_alerts: bool = False
+
+    @property
+    def lag_ms(self) -> int:
+        return self.eval_s * MS if self.records_after_alerts else 0
+
+    def group_eval_order(self) -> list[str]:
+        recording = [g for g in GROUP_ORDER if "." in g]
+        alerting = [g for g in GROUP_ORDER if "." not in g]
+        return alerting + recording if self.records_after_alerts else recording + alerting
+
+
+IN_ORDER = Timing()
+
+
 # --- streams, as the writer runs them and Prometheus scrapes them ----------------------------
 
 
@@ -168,16 +195,39 @@ class Stream:
     resets: list[int] = field(default_factory=list)
     #: Failed scrapes in [start, end): a staleness marker at the first one.
     scrape_gaps: list[tuple[int, int]] = field(default_factory=list)
+    #: The new pod started at this restart says this role (etcd_disk) from then on: the
+    #: deployment was reconfigured.
+    roles: dict[int, bool] = field(default_factory=dict)
+    #: The role the scheduled probe of the same target pushes (fioprobe_info{etcd_disk}, a push
+    #: every PUSH_EVERY_S), if it has one.
+    pushed_role: bool | None = None
+    #: The probe pushes no more from here; its group stays on the Pushgateway.
+    pushes_end_s: int | None = None
+    #: Operations due in [start, end) fail at once with this reason (the writer's FAIL).
+    failures: list[tuple[int, int, str]] = field(default_factory=list)
+
+    def failure_at(self, due_us: int) -> str | None:
+        for start, end, reason in self.failures:
+            if start * US <= due_us < end * US:
+                return reason
+        return None
 
     @property
     def key(self) -> tuple[str | None, str, str | None]:
         return (self.cluster, self.storageclass, self.node)
 
-    @property
-    def threshold_s(self) -> float:
-        if self.etcd_disk:
+    def threshold_s(self, etcd: bool) -> float:
+        """The objective's threshold of the stream while its role is `etcd`."""
+        if etcd:
             return ETCD_THRESHOLD_S
         return TYPE_THRESHOLDS_S.get(self.volume_type, DEFAULT_THRESHOLD_S)
+
+    def possible_roles(self) -> list[bool]:
+        """Every role the stream says or is pushed to have at some time."""
+        said = {self.etcd_disk, *self.roles.values()}
+        if self.pushed_role is not None:
+            said.add(self.pushed_role)
+        return sorted(said, reverse=True)
 
     def identity(self) -> dict[str, str]:
         out = {"storageclass": self.storageclass}
@@ -210,6 +260,8 @@ class Pod:
     end_us: int
     #: Continues the previous pod's series (a container restart in the same pod).
     same_series: bool = False
+    #: The role this pod's configuration gives the target (etcd_disk).
+    etcd_disk: bool = True
 
 
 def pods_of(s: Stream, horizon_s: int) -> list[Pod]:
@@ -224,13 +276,17 @@ def pods_of(s: Stream, horizon_s: int) -> list[Pod]:
             return f"fioprobe-continuous-{('x7k2p', 'q8zr4', 'm3vt9')[n % 3]}{host}"
         return f"fioprobe-continuous-{s.storageclass}-0"
 
-    out = [Pod(name(0), f"10.0.3.{host}:9436", s.start_s * US, end)]
+    assert set(s.roles) <= set(s.restarts), "a new role comes with a new pod"
+    out = [Pod(name(0), f"10.0.3.{host}:9436", s.start_s * US, end, etcd_disk=s.etcd_disk)]
     for n, (t, kind) in enumerate(cuts, start=1):
         out[-1].end_us = t * US
+        role = s.roles.get(t, out[-1].etcd_disk)
         if kind == "restart":
-            pod = Pod(name(n), f"10.0.{3 + n}.{host}:9436", (t + RESTART_DELAY_S) * US, end)
+            pod = Pod(
+                name(n), f"10.0.{3 + n}.{host}:9436", (t + RESTART_DELAY_S) * US, end, False, role
+            )
         else:
-            pod = Pod(out[-1].name, out[-1].instance, (t + RESET_DELAY_S) * US, end, True)
+            pod = Pod(out[-1].name, out[-1].instance, (t + RESET_DELAY_S) * US, end, True, role)
         out.append(pod)
     return out
 
@@ -278,16 +334,27 @@ def scrape(s: Stream, horizon_s: int, prometheus_gaps: list[tuple[int, int]]) ->
         ops = operations(s, pod)
         ends = [start + lat for start, lat in ops]
         bucket_of = [bisect.bisect_left(LE, lat / US) for _, lat in ops]
+        reason_of = [s.failure_at(start) for start, _ in ops]
         # Scraped from a second after the process started until it ends.
         first = max(0, -(-(pod.start_us + US) // (SCRAPE_S * US)))
         last = min(slots - 1, (pod.end_us - 1) // (SCRAPE_S * US))
         done, counts, total_us, stall_done_us = 0, [0] * len(LE), 0, 0
+        completed, errors, reason, failing_since = 0, {}, "", None
+        exposed: set[tuple[str, str]] = set()
         for k in range(first, last + 1):
             t = k * SCRAPE_S * US
             while done < len(ops) and ends[done] <= t:
-                counts[bucket_of[done]] += 1
-                total_us += ops[done][1]
-                stall_done_us += max(0, ops[done][1] - STALL_THRESHOLD_US)
+                failure = reason_of[done]
+                if failure is None:
+                    counts[bucket_of[done]] += 1
+                    total_us += ops[done][1]
+                    stall_done_us += max(0, ops[done][1] - STALL_THRESHOLD_US)
+                    completed += 1
+                    reason, failing_since = "", None
+                else:
+                    errors[failure] = errors.get(failure, 0) + 1
+                    reason = failure
+                    failing_since = ends[done] if failing_since is None else failing_since
                 done += 1
             if k in down:
                 continue
@@ -306,17 +373,27 @@ def scrape(s: Stream, horizon_s: int, prometheus_gaps: list[tuple[int, int]]) ->
                     )
                     for le, n in zip(LE, cumulative, strict=True)
                 ],
-                ("fioprobe_continuous_sync_latency_seconds_count", {}, done, True),
+                ("fioprobe_continuous_sync_latency_seconds_count", {}, completed, True),
                 ("fioprobe_continuous_sync_latency_seconds_sum", {}, total_us / US, False),
                 ("fioprobe_continuous_inflight_seconds", {}, inflight_us / US, True),
                 ("fioprobe_continuous_stall_seconds_total", {}, stall_us / US, True),
-                ("fioprobe_continuous_operations_total", {}, done, True),
-                ("fioprobe_continuous_written_bytes_total", {}, done * WRITE_SIZE, True),
-                ("fioprobe_continuous_success", {}, 1, True),
+                ("fioprobe_continuous_operations_total", {}, completed, True),
+                ("fioprobe_continuous_written_bytes_total", {}, completed * WRITE_SIZE, True),
+                ("fioprobe_continuous_success", {}, 0 if reason else 1, True),
+                *[
+                    ("fioprobe_continuous_errors_total", {"reason": r}, n, True)
+                    for r, n in sorted(errors.items())
+                ],
+                (
+                    "fioprobe_continuous_failing_seconds",
+                    {"reason": reason} if reason else {},
+                    0 if failing_since is None else (t - failing_since) / US,
+                    True,
+                ),
                 (
                     "fioprobe_continuous_info",
                     {
-                        "etcd_disk": "true" if s.etcd_disk else "false",
+                        "etcd_disk": "true" if pod.etcd_disk else "false",
                         "ran_on_node": s.node or "worker-1",
                         "volume_type": s.volume_type,
                         "device": "nvme1n1" if s.node else "nvme2n1",
@@ -328,13 +405,19 @@ def scrape(s: Stream, horizon_s: int, prometheus_gaps: list[tuple[int, int]]) ->
                     True,
                 ),
             ]
+            now: set[tuple[str, str]] = set()
             for metric, extra, value, exact in values:
                 full = {**labels, **extra}
                 key = (metric, str(sorted(full.items())))
+                now.add(key)
                 data = series.setdefault(key, SeriesData(metric, full, exact=exact))
                 data.slots[k] = STALE if k in failed and k - 1 not in failed else value
                 if k in failed and k - 1 in failed:
                     del data.slots[k]
+            # A series the target no longer exposes (a label that changed) is marked stale.
+            for key in exposed - now:
+                series[key].slots.setdefault(k, STALE)
+            exposed = now
         gone = pod.end_us < horizon_s * US and not (
             index + 1 < len(pods) and pods[index + 1].same_series
         )
@@ -345,9 +428,50 @@ def scrape(s: Stream, horizon_s: int, prometheus_gaps: list[tuple[int, int]]) ->
                 for data in series.values():
                     if data.labels["instance"] == pod.instance:
                         data.slots.setdefault(k, STALE)
+    if s.pushed_role is not None:
+        series.update(pushed(s, slots, down))
     for data in series.values():
         data.finish()
     return list(series.values())
+
+
+#: The scheduled probe's schedule, where a scenario has one (Stream.pushed_role): it pushes
+#: 20 s into each slot, and the Pushgateway is scraped every SCRAPE_S.
+PUSH_EVERY_S = 300
+
+
+def pushed(s: Stream, slots: int, down: set[int]) -> dict[tuple[str, str], SeriesData]:
+    """The probe's group on the Pushgateway, as Prometheus scrapes it: its fioprobe_info
+    with the role it pushes, and its push time (the last push at or before the scrape)."""
+    labels = {
+        "job": "fioprobe",
+        "instance": "",
+        "namespace": "fioprobe",
+        "service": "fioprobe-pushgateway",
+        "endpoint": "http",
+        "container": "pushgateway",
+        "pod": "fioprobe-pushgateway-7c9d6b5f4-x2x9q",
+        **s.identity(),
+        "profile": "etcd-fsync",
+    }
+    info = SeriesData(
+        "fioprobe_info",
+        {**labels, "etcd_disk": "true" if s.pushed_role else "false", "volume_type": s.volume_type},
+    )
+    push_time = SeriesData("push_time_seconds", labels)
+    for k in range(slots):
+        t = k * SCRAPE_S
+        if k in down:
+            continue
+        if s.pushes_end_s is not None:
+            t = min(t, s.pushes_end_s - 1)
+        info.slots[k] = 1
+        push_time.slots[k] = (t - 20) // PUSH_EVERY_S * PUSH_EVERY_S + 20
+    return {("fioprobe_info", "pushed"): info, ("push_time_seconds", "pushed"): push_time}
+
+
+#: A failed operation returns at once (EIO, a refused directory).
+FAILED_US = 1000
 
 
 def operations(s: Stream, pod: Pod) -> list[tuple[int, int]]:
@@ -356,7 +480,7 @@ def operations(s: Stream, pod: Pod) -> list[tuple[int, int]]:
     out = []
     due = pod.start_us + US // 2
     while due < pod.end_us:
-        latency = s.latency(due)
+        latency = FAILED_US if s.failure_at(due) else s.latency(due)
         out.append((due, latency))
         due = max(due + INTERVAL_US, due + latency)
     return out
@@ -368,10 +492,16 @@ def operations(s: Stream, pod: Pod) -> list[tuple[int, int]]:
 class Mirror:
     """What the rules compute at an evaluation time, from the scraped samples."""
 
-    def __init__(self, streams: list[Stream], series: dict[tuple, list[SeriesData]]) -> None:
+    def __init__(
+        self, streams: list[Stream], series: dict[tuple, list[SeriesData]], timing: Timing
+    ) -> None:
         self.streams = streams
         self.series = series  # by stream key
+        self.eval_s = timing.eval_s
+        #: How old the records an alert reads are (0: written earlier in the same evaluation).
+        self.lag = timing.lag_ms
         self._of: dict[tuple, list[SeriesData]] = {}
+        self._roles: dict[tuple, bool] = {}
 
     @staticmethod
     def window(d: SeriesData, t: int, w: int) -> tuple[int, int]:
@@ -445,21 +575,76 @@ class Mirror:
             for lo, hi in [self.window(d, t, w)]
         )
 
+    def _stated(self, stated: Callable[[int], dict[bool, float]], t: int) -> dict[bool, float]:
+        """The latest time each role was stated within the role's memory: the record's
+        max_over_time, whose values only grow, so its last evaluation with a value."""
+        out: dict[bool, float] = {}
+        step = self.eval_s * MS
+        e = t
+        while e > t - ROLE_MEMORY_S * MS and len(out) < 2:
+            for role, when in stated(e).items():
+                if role not in out and when > (t - ROLE_MEMORY_S * MS) / 1000:
+                    out[role] = when
+            e -= step
+        return out
+
+    def _scraped_at(self, s: Stream, e: int) -> dict[bool, float]:
+        """stream:fioprobe_etcd_disk_stated:scrape_time_seconds at e: per role, the newest
+        timestamp of an info sample still visible."""
+        out: dict[bool, float] = {}
+        for d in self.of(s, "fioprobe_continuous_info"):
+            if self.instant(d, e) is None:
+                continue
+            role = d.labels["etcd_disk"] == "true"
+            when = d.times[bisect.bisect_right(d.times, e) - 1] / 1000
+            out[role] = max(out.get(role, when), when)
+        return out
+
+    def _pushed_at(self, s: Stream, e: int) -> dict[bool, float]:
+        """probe:fioprobe_etcd_disk_stated:push_time_seconds at e: the pushed role and when."""
+        info, push_time = self.of(s, "fioprobe_info"), self.of(s, "push_time_seconds")
+        if not info or self.instant(info[0], e) is None:
+            return {}
+        when = self.instant(push_time[0], e)
+        assert when is not None
+        return {info[0].labels["etcd_disk"] == "true": when}
+
     def etcd_role(self, s: Stream, t: int) -> bool:
-        return s.etcd_disk and self.info_within(s, t, ROLE_MEMORY_S * MS)
+        """probe:fioprobe_etcd_disk:info: the latest statement of each source wins for that
+        source, "false" from any source wins over "true" from another, and so does any pod
+        that says "false" right now."""
+        key = (s.key, t)
+        if key not in self._roles:
+            says_true, says_false = False, False
+            for source in (self._scraped_at, self._pushed_at):
+                latest = self._stated(lambda e, source=source: source(s, e), t)
+                if True in latest and latest[True] > latest.get(False, -math.inf):
+                    says_true = True
+                if False in latest and latest[False] >= latest.get(True, -math.inf):
+                    says_false = True
+            false_now = any(
+                self.instant(d, t) is not None
+                for d in self.of(s, "fioprobe_continuous_info")
+                if d.labels["etcd_disk"] == "false"
+            )
+            self._roles[key] = says_true and not says_false and not false_now
+        return self._roles[key]
+
+    def threshold_s(self, s: Stream, t: int) -> float:
+        return s.threshold_s(self.etcd_role(s, t))
 
     def objective(self, s: Stream, t: int) -> bool:
         return self.info_within(s, t, GAP_TOLERANCE_S * MS)
 
-    def le(self, s: Stream) -> str:
-        return f"{s.threshold_s:g}"
+    def le(self, s: Stream, t: int) -> str:
+        return f"{self.threshold_s(s, t):g}"
 
     def slow_ratio(self, s: Stream, t: int, window: str) -> float | None:
         if not self.objective(s, t):
             return None
         w = seconds(window) * MS
         bucket = "fioprobe_continuous_sync_latency_seconds_bucket"
-        good = self.total(self.rate(d, t, w) for d in self.of(s, bucket, self.le(s)))
+        good = self.total(self.rate(d, t, w) for d in self.of(s, bucket, self.le(s, t)))
         total = self.total(self.rate(d, t, w) for d in self.of(s, bucket[:-7] + "_count"))
         if good is None or total is None or not total > 0:
             return None
@@ -474,7 +659,7 @@ class Mirror:
             return None
         w = STALL_WINDOW_S * MS
         bucket = "fioprobe_continuous_sync_latency_seconds_bucket"
-        good = self.total(self.increase_exact(d, t, w) for d in self.of(s, bucket, self.le(s)))
+        good = self.total(self.increase_exact(d, t, w) for d in self.of(s, bucket, self.le(s, t)))
         total = self.total(self.increase_exact(d, t, w) for d in self.of(s, bucket[:-7] + "_count"))
         if good is None or total is None:
             return None
@@ -486,6 +671,15 @@ class Mirror:
             self.increase_exact(d, t, w)
             for d in self.of(s, "fioprobe_continuous_stall_seconds_total")
         )
+
+    def failing(self, s: Stream, t: int) -> dict[str, float]:
+        """max by (stream, reason) of fioprobe_continuous_failing_seconds with a reason."""
+        out: dict[str, float] = {}
+        for d in self.of(s, "fioprobe_continuous_failing_seconds"):
+            reason, v = d.labels.get("reason"), self.instant(d, t)
+            if reason and v is not None:
+                out[reason] = max(out.get(reason, v), v)
+        return out
 
     def inflight(self, s: Stream, t: int) -> float | None:
         values = [self.instant(d, t) for d in self.of(s, "fioprobe_continuous_inflight_seconds")]
@@ -545,8 +739,8 @@ class Alert:
     for_s: int = 0
 
 
-def hang_alert(m: Mirror, s: Stream) -> Alert:
-    etcd = s.etcd_disk
+def hang_alert(m: Mirror, s: Stream, etcd: bool) -> Alert:
+    """The rule for etcd disks (`etcd`: critical) or the one for every other stream."""
     seconds_ = HANG_CRITICAL_S if etcd else HANG_WARNING_S
     consequence = (
         "etcd on this disk cannot commit: its leader steps down or the member falls behind, "
@@ -557,7 +751,7 @@ def hang_alert(m: Mirror, s: Stream) -> Alert:
 
     def condition(t: int) -> float | None:
         v = m.inflight(s, t)
-        if v is None or v < seconds_ or m.etcd_role(s, t) != etcd:
+        if v is None or v < seconds_ or m.etcd_role(s, t - m.lag) != etcd:
             return None
         return v
 
@@ -578,17 +772,22 @@ def hang_alert(m: Mirror, s: Stream) -> Alert:
     )
 
 
-def burn_alerts(m: Mirror, s: Stream) -> list[Alert]:
+def burn_alerts(m: Mirror, s: Stream, etcd: bool) -> list[Alert]:
+    """The rows that apply to the stream while its role is `etcd`: its critical rows' rule
+    for etcd disks or the one for other streams, and (with etcd) the warning row every
+    stream has."""
     out = []
     for long, short, factor, severity in BURN_RATES:
-        scope = "all" if severity == "warning" else ("etcd" if s.etcd_disk else "other")
+        scope = "all" if severity == "warning" else ("etcd" if etcd else "other")
+        if scope == "all" and etcd != s.possible_roles()[0]:
+            continue  # one rule for every role: built once
 
         def condition(
             t: int, long: str = long, short: str = short, factor: float = factor, scope: str = scope
         ) -> float | None:
-            if scope != "all" and m.etcd_role(s, t) != (scope == "etcd"):
+            if scope != "all" and m.etcd_role(s, t - m.lag) != (scope == "etcd"):
                 return None
-            long_burn, short_burn = m.burn(s, t, long), m.burn(s, t, short)
+            long_burn, short_burn = m.burn(s, t - m.lag, long), m.burn(s, t - m.lag, short)
             syncs = m.total(
                 m.rate(d, t, seconds(long) * MS, is_rate=False)
                 for d in m.of(s, "fioprobe_continuous_sync_latency_seconds_count")
@@ -622,7 +821,7 @@ def burn_alerts(m: Mirror, s: Stream) -> list[Alert]:
         }[scope]
 
         def annotations(
-            _t: int,
+            t: int,
             v: float,
             long: str = long,
             short: str = short,
@@ -634,8 +833,8 @@ def burn_alerts(m: Mirror, s: Stream) -> list[Alert]:
             return {
                 "summary": summary,
                 "description": f"Over the last {long}, {s.text()} had {v:.1f} times as many "
-                f"fdatasyncs slower than {humanize_duration(s.threshold_s)} as its objective "
-                f"allows ({num(OBJECTIVE_RATIO * 100)}% within it, {num(BUDGET * 100)}% "
+                f"fdatasyncs slower than {humanize_duration(m.threshold_s(s, t - m.lag))} as its "
+                f"objective allows ({num(OBJECTIVE_RATIO * 100)}% within it, {num(BUDGET * 100)}% "
                 f"slower), and still has over the last {short}: at {num(factor)}x, a 30-day "
                 f"error budget is gone in {lasts}. {consequence}",
             }
@@ -654,15 +853,15 @@ def burn_alerts(m: Mirror, s: Stream) -> list[Alert]:
 
 def stall_alert(m: Mirror, s: Stream) -> Alert:
     def condition(t: int) -> float | None:
-        stalled, slow = m.stall(s, t), m.slow_count(s, t)
-        if stalled is None or not m.etcd_role(s, t):
+        stalled, slow = m.stall(s, t - m.lag), m.slow_count(s, t - m.lag)
+        if stalled is None or not m.etcd_role(s, t - m.lag):
             return None
         if (slow is not None and slow >= STALL_SYNCS) or stalled >= STALL_SECONDS:
             return stalled
         return None
 
     def annotations(t: int, v: float) -> dict[str, str]:
-        slow = m.slow_count(s, t)
+        slow = m.slow_count(s, t - m.lag)
         return {
             "summary": "The disk that holds etcd stalled for seconds.",
             "description": f"Within 1m, {s.text()} was stalled (an operation outstanding "
@@ -678,11 +877,51 @@ def stall_alert(m: Mirror, s: Stream) -> Alert:
     )
 
 
+FAILING_AFTER_S = 120
+#: What FioProbeContinuousFailing's description says about each reason.
+FAILING_REASONS = {
+    "unsafe_target": "the stream refuses its directory (a symlink, or a file or directory it "
+    "did not create: planted by someone else or left by another tool); the disk may be fine, "
+    "the directory is not",
+    "no_directory": "its directory does not exist",
+    "io_error": "the disk returns I/O errors",
+    "no_space": "the filesystem is full",
+    "read_only": "the filesystem is read-only",
+}
+
+
+def failing_alert(m: Mirror, s: Stream, etcd: bool, reason: str) -> Alert:
+    """The rule for etcd disks (critical) or the one for every other stream, for one reason."""
+
+    def condition(t: int) -> float | None:
+        v = m.failing(s, t).get(reason)
+        if v is None or v < FAILING_AFTER_S or m.etcd_role(s, t - m.lag) != etcd:
+            return None
+        return v
+
+    return Alert(
+        "FioProbeContinuousFailing",
+        {"severity": "critical" if etcd else "warning", "reason": reason, **s.identity()},
+        condition,
+        lambda _t, v: {
+            "summary": "The continuous stream of a disk that holds etcd fails every operation."
+            if etcd
+            else "A continuous fsync stream fails every operation.",
+            "description": "Every operation (a small write and its fdatasync, or its set-up) of "
+            f"{s.text()} has failed for {humanize_duration(v)} (alert from 2m), the latest with "
+            f"reason {reason}: {FAILING_REASONS.get(reason, 'its log says why')}. The stream "
+            "measures nothing meanwhile: hangs, stalls and slow fsyncs of that disk go unseen.",
+        },
+    )
+
+
 def missing_alert(m: Mirror, storageclass: str, node: str | None) -> Alert:
     ident = {"storageclass": storageclass, **({"node": node} if node else {})}
     present = [s for s in m.streams if (s.storageclass, s.node) == (storageclass, node)]
 
     def condition(t: int) -> float | None:
+        if t - m.lag < 0:
+            return None  # the expected streams' record is not written yet
         seen = any(m.info_within(s, t, MISSING_AFTER_S * MS) for s in present)
         return None if seen else 1.0
 
@@ -828,23 +1067,27 @@ class Scenario:
     streams: list[Stream]
     #: Prometheus was down: no samples of any series, no staleness markers.
     prometheus_gaps: list[tuple[int, int]] = field(default_factory=list)
-    #: The evaluation interval of the scenario's test file.
-    eval_s: int = SCRAPE_S
+    #: How the scenario's test file evaluates the rules.
+    timing: Timing = IN_ORDER
 
     def __post_init__(self) -> None:
+        self.eval_s = self.timing.eval_s
         self.evaluations = self.horizon_s // self.eval_s + 1
         self.data = {s.key: scrape(s, self.horizon_s, self.prometheus_gaps) for s in self.streams}
-        self.mirror = Mirror(self.streams, self.data)
+        self.mirror = Mirror(self.streams, self.data, self.timing)
         alerts: list[Alert] = []
         for s in self.streams:
-            alerts += [
-                hang_alert(self.mirror, s),
-                *burn_alerts(self.mirror, s),
-                stall_alert(self.mirror, s),
-            ]
+            for etcd in s.possible_roles():
+                alerts += [hang_alert(self.mirror, s, etcd), *burn_alerts(self.mirror, s, etcd)]
+                alerts += [
+                    failing_alert(self.mirror, s, etcd, reason)
+                    for reason in sorted({r for _, _, r in s.failures})
+                ]
+            alerts.append(stall_alert(self.mirror, s))
         alerts += [missing_alert(self.mirror, sc, node) for sc, node in EXPECTED]
         self.timelines = [Timeline.of(a, self.evaluations, self.eval_s) for a in alerts]
         self.checks: list[dict[str, Any]] = []
+        self.expr_checks: list[dict[str, Any]] = []
         self._checked: set[tuple[str, int]] = set()
 
     def k(self, t_s: float) -> int:
@@ -897,6 +1140,21 @@ class Scenario:
         for k in also_at:
             self.check(tl.alert.name, k)
 
+    def role(self, s: Stream, *at: int) -> None:
+        """The stream's target is an etcd disk at these evaluations exactly when the mirror
+        says so (probe:fioprobe_etcd_disk:info)."""
+        selector = ", ".join(f'{k}="{v}"' for k, v in s.identity().items())
+        for k in at:
+            held = self.mirror.etcd_role(s, self.t(k) * MS)
+            self.expr_checks.append(
+                {
+                    "expr": f"probe:fioprobe_etcd_disk:info{{{selector}}}",
+                    "eval_time": f"{self.t(k)}s",
+                    "exp_samples": [{"labels": "probe:fioprobe_etcd_disk:info"
+                                     + fmt_labels(s.identity()), "value": 1}] if held else [],
+                }
+            )  # fmt: skip
+
     def never(self, name: str, *at: int) -> None:
         """No alert of `name` firing at these evaluations."""
         for k in at:
@@ -921,8 +1179,9 @@ class Scenario:
         )
         # Every stream alert that was pending or firing at any evaluation of the scenario.
         ever_check = {
-            "expr": "group by (alertname, severity, cluster, storageclass, node, long, short) "
-            f'(last_over_time(ALERTS{{alertname=~"FioProbeContinuous.*"}}[{self.horizon_s}s]))',
+            "expr": "group by (alertname, severity, cluster, storageclass, node, long, short, "
+            'reason) (last_over_time(ALERTS{alertname=~"FioProbeContinuous.*"}'
+            f"[{self.horizon_s}s]))",
             "eval_time": f"{self.horizon_s}s",
             "exp_samples": [{"labels": fmt_labels(dict(labels)), "value": 1} for labels in ever],
         }
@@ -931,7 +1190,7 @@ class Scenario:
             "interval": f"{SCRAPE_S}s",
             "input_series": series,
             "alert_rule_test": self.checks,
-            "promql_expr_test": [ever_check],
+            "promql_expr_test": [*self.expr_checks, ever_check],
         }
 
 
@@ -943,6 +1202,7 @@ def all_expected(latency: Callable[[int], int] = healthy, **kw: Any) -> list[Str
     ]
 
 
+FAILING = "FioProbeContinuousFailing"
 HANG = "FioProbeContinuousSyncHang"
 BURN = "FioProbeContinuousErrorBudgetBurn"
 STALL = "FioProbeContinuousStall"
@@ -952,7 +1212,7 @@ MISSING = "FioProbeContinuousMissing"
 # ---- group fioprobe-continuous: evaluated every 15 s -----------------------------------------
 
 
-def hang_scenario() -> Scenario:
+def hang_scenario(timing: Timing = IN_ORDER) -> Scenario:
     at = 1200  # the hangs start with the first operation due at or after 20 minutes
     cp0, cp1, cp2 = (Stream(ETCD_SC, n) for n in ETCD_NODES)
     cp0.latency = once(at, [120 * US])
@@ -970,16 +1230,25 @@ def hang_scenario() -> Scenario:
         "continuous: hangs of 120 s and 10 s, on etcd disks and elsewhere",
         40 * 60,
         [cp0, cp1, cp2, gp2, gp3, worker],
+        timing=timing,
     )
 
     page = sc.timeline(HANG, node="control-plane-0")
     ((first, _last),) = page.episodes()
     hang_start = at + 0.5
     assert sc.t(first) < hang_start + 120, "a 120 s hang pages before it ends"
-    assert sc.t(first) - hang_start <= HANG_CRITICAL_S + SCRAPE_S
-    # A minute of failed scrapes in the middle of the hang changes nothing.
+    assert sc.t(first) - hang_start <= HANG_CRITICAL_S + max(SCRAPE_S, sc.eval_s)
+    # A minute of failed scrapes in the middle of the hang neither resolves nor re-fires the
+    # page. It delays it only where the page had not fired yet when the gap began (at 30 s
+    # evaluations the hang is first seen past 30 s at the gap's first scrape): then the page
+    # fires at the first scrape after the gap, still before the hang ends.
+    gap_start, gap_end = cp2.scrape_gaps[0]
     gapped = sc.timeline(HANG, node="control-plane-2")
-    assert gapped.states == page.states, "a scrape gap changed the page"
+    g_first = gapped.firing()[0]
+    assert gapped.states[g_first:] == page.states[g_first:], "a scrape gap changed the page"
+    if sc.t(first) < gap_start:
+        assert g_first == first or sc.t(g_first) == sc.t(sc.k(gap_end)), "the gap delayed it"
+    assert sc.t(g_first) < hang_start + 120
     assert not sc.timeline(HANG, node="control-plane-1").ever_active(), "a 10 s hang paged"
     # StorageClass volumes, a worker's per-node one too: a warning after a minute, no page,
     # no stall warning (etcd disks only).
@@ -1000,7 +1269,7 @@ def hang_scenario() -> Scenario:
     return sc
 
 
-def stall_scenario() -> Scenario:
+def stall_scenario(timing: Timing = IN_ORDER) -> Scenario:
     at = 600
     cp0, cp1, cp2 = (Stream(ETCD_SC, n) for n in ETCD_NODES)
     # Five fdatasyncs of 200 ms in a row: 5 s of slow fsyncs at one a second.
@@ -1018,6 +1287,7 @@ def stall_scenario() -> Scenario:
         "continuous: stalls of 5 s warn, shorter ones do not, on etcd disks only",
         30 * 60,
         [cp0, cp1, cp2, gp2, gp3],
+        timing=timing,
     )
     by_count = sc.timeline(STALL, node="control-plane-0")
     by_seconds = sc.timeline(STALL, node="control-plane-1")
@@ -1031,7 +1301,7 @@ def stall_scenario() -> Scenario:
     return sc
 
 
-def missing_scenario() -> Scenario:
+def missing_scenario(timing: Timing = IN_ORDER) -> Scenario:
     cp0, cp1, _cp2, gp2, gp3 = all_expected()
     gp2.end_s = 600  # its pod is deleted and not replaced
     gp3.scrape_gaps = [(1200, 1260)]  # a minute of failed scrapes
@@ -1041,14 +1311,15 @@ def missing_scenario() -> Scenario:
         "continuous: expected streams that are missing, and ones that are not",
         40 * 60,
         [cp0, cp1, gp2, gp3],
+        timing=timing,
     )
     never_ran = sc.timeline(MISSING, node="control-plane-2")
     gone = sc.timeline(MISSING, storageclass="gp2")
     # No series at all since Prometheus started: Missing once the gap tolerance has passed.
-    assert sc.t(never_ran.firing()[0]) == GAP_TOLERANCE_S
+    assert sc.t(never_ran.firing()[0]) == GAP_TOLERANCE_S + timing.lag_ms // MS
     # Gone at 600 s (last sample at 585 s): missing after MISSING_AFTER_S, firing after the
     # gap tolerance more.
-    assert sc.t(gone.firing()[0]) == 585 + MISSING_AFTER_S + SCRAPE_S + GAP_TOLERANCE_S
+    assert sc.t(gone.firing()[0]) == sc.t(sc.k(585 + MISSING_AFTER_S + SCRAPE_S)) + GAP_TOLERANCE_S
     for labels in (
         {"storageclass": "gp3"},
         {"node": "control-plane-1"},
@@ -1058,6 +1329,118 @@ def missing_scenario() -> Scenario:
     sc.fires(never_ran, also_at=[sc.k(1800)])
     sc.fires(gone, also_at=[sc.k(1800)])
     sc.never(HANG, sc.k(1230), sc.k(1515))
+    return sc
+
+
+def role_scenario(timing: Timing = IN_ORDER) -> Scenario:
+    """A target's role as its configuration says it, latest statement first: the stream's
+    new pod says "false" (then a minute of failed scrapes), a stream that is paged on is
+    reconfigured, a stream that says "false" while the probe of its disk pushes "true", and a
+    node whose probes stop (it lost its control-plane label). All at 15 ms: within gp3's
+    20 ms objective, far beyond etcd's 10 ms."""
+    reconfigured, gap = 600, (900, 960)
+
+    def slow(_t: int) -> int:
+        return 15 * MS
+
+    # A disk that no longer holds etcd: healthy until a new pod says "false", then busy with
+    # other work; a minute of failed scrapes after that.
+    cp0 = Stream(ETCD_SC, "control-plane-0", volume_type="gp3", latency=then(healthy, 600, slow))
+    cp0.restarts, cp0.roles, cp0.scrape_gaps = [reconfigured], {reconfigured: False}, [gap]
+    # An etcd disk at 15 ms pages (the same gap changes nothing), until it is reconfigured.
+    cp1 = Stream(ETCD_SC, "control-plane-1", volume_type="gp3", latency=slow, scrape_gaps=[gap])
+    cp1.restarts, cp1.roles = [1200], {1200: False}
+    # The stream says "false", the probe of the same disk pushes "true": "false" wins.
+    cp2 = Stream(ETCD_SC, "control-plane-2", volume_type="gp3", latency=slow, etcd_disk=False)
+    cp2.pushed_role, cp2.scrape_gaps = True, [gap]
+    # A node that lost its control-plane label: its stream's pod and its probes are gone at
+    # 600 s, its probe's group stays on the Pushgateway.
+    lost = Stream(ETCD_SC, "control-plane-3", end_s=600, pushed_role=True, pushes_end_s=600)
+    _, _, _, gp2, gp3 = all_expected()
+    sc = Scenario(
+        "continuous: a disk's role, latest statement first, through failed scrapes",
+        40 * 60,
+        [cp0, cp1, cp2, lost, gp2, gp3],
+        timing=timing,
+    )
+    m = sc.mirror
+    etcd_alerts = (HANG, BURN, STALL)
+    for stream in (cp0, cp2):
+        assert not any(
+            tl.ever_active()
+            for tl in sc.timelines
+            if tl.alert.name in etcd_alerts and tl.alert.labels.get("node") == stream.node
+        ), f"{stream.node}: a disk that is not etcd's raised an alert"
+    # The paged disk: the critical burn rows and the stall fire through the gap and stay
+    # firing keep_firing_for (2 minutes) after the new pod says "false", then resolve.
+    # The new pod's first scrape, and the first evaluation whose role record sees it.
+    flipped = 1200 + RESTART_DELAY_S + SCRAPE_S - (1200 + RESTART_DELAY_S) % SCRAPE_S
+    k_flip = sc.k(flipped)
+    assert m.etcd_role(cp1, sc.t(k_flip - 1) * MS) and not m.etcd_role(cp1, sc.t(k_flip) * MS)
+    paged = [
+        tl
+        for tl in sc.timelines
+        if tl.alert.labels.get("node") == "control-plane-1" and tl.ever_active()
+    ]
+    assert {tl.alert.name for tl in paged} == {BURN, STALL}, [tl.alert.labels for tl in paged]
+    for tl in paged:
+        ((first, last),) = tl.episodes()
+        resolved_at = sc.t(k_flip) + timing.lag_ms // MS + GAP_TOLERANCE_S
+        assert sc.t(first) < gap[0] and sc.t(last) == resolved_at - sc.eval_s
+        sc.fires(tl, also_at=[sc.k(gap[0] + 30)])
+    # The lost node keeps its role for the role's memory after its last statement, no longer.
+    # The last evaluation that saw its stream's info (its last scrape is at 585 s, its last
+    # push at 320 s): the last statement the role record holds.
+    last_said = (600 - SCRAPE_S) // sc.eval_s * sc.eval_s
+    k_forgotten = sc.k(last_said + ROLE_MEMORY_S)
+    assert m.etcd_role(lost, sc.t(k_forgotten - 1) * MS)
+    assert not m.etcd_role(lost, sc.t(k_forgotten) * MS)
+    sc.role(lost, k_forgotten - 1, k_forgotten)
+    for stream in (cp0, cp2):
+        sc.role(stream, sc.k(300), sc.k(gap[0] + 30), sc.k(1800))
+    sc.role(cp1, sc.k(gap[0] + 30), k_flip - 1, k_flip)
+    # Exactly the paged disk's alerts in the gap (promtool compares the whole list).
+    for name in (BURN, STALL, HANG):
+        sc.check(name, sc.k(gap[0] + 30))
+    sc.never(BURN, sc.k(1800))
+    return sc
+
+
+def failing_scenario(timing: Timing = IN_ORDER) -> Scenario:
+    """Streams that fail every operation page (etcd disks) or warn, naming the reason; one
+    failed operation, a minute and a half of failures, or a restart do not."""
+    cp0, cp1, cp2, gp2, gp3 = all_expected()
+    cp0.failures = [(600, 3600, "io_error")]  # the disk returns EIO from 10 minutes on
+    cp1.failures = [(900, 901, "io_error"), (1200, 1290, "io_error")]  # one, then 90 s
+    cp2.restarts = [1200]
+    # A tenant planted .fioprobe-continuous: the stream refuses its directory from the start.
+    gp3.failures = [(0, 3600, "unsafe_target")]
+    sc = Scenario(
+        "continuous: streams that fail every operation, and ones that fail for a moment",
+        40 * 60,
+        [cp0, cp1, cp2, gp2, gp3],
+        timing=timing,
+    )
+    page = sc.timeline(FAILING, node="control-plane-0", reason="io_error", severity="critical")
+    planted = sc.timeline(FAILING, storageclass="gp3", reason="unsafe_target")
+    assert planted.alert.labels["severity"] == "warning"
+    # From the first failed operation, firing at the first evaluation that sees 2 minutes of it.
+    first_failure = 600.5 + FAILED_US / US
+    assert 0 <= sc.t(page.firing()[0]) - first_failure - FAILING_AFTER_S <= SCRAPE_S + sc.eval_s
+    assert page.firing()[-1] == sc.evaluations - 1
+    assert sc.t(planted.firing()[0]) <= 0.5 + FAILING_AFTER_S + SCRAPE_S + sc.eval_s
+    active = {tl.alert.name for tl in sc.timelines if tl.ever_active()}
+    assert active == {FAILING}, active
+    assert [tl for tl in sc.timelines if tl.alert.name == FAILING and tl.ever_active()] == [
+        page,
+        planted,
+    ]
+    sc.fires(page, also_at=[sc.k(1800)])
+    sc.fires(planted)
+    # Exactly those two at every check (promtool compares the whole list): control-plane-1's
+    # single failure and its 90 s of failures, and control-plane-2's restart, raise nothing.
+    for t in (905, 1215, 1290, 1300):
+        sc.check(FAILING, sc.k(t))
     return sc
 
 
@@ -1083,7 +1466,7 @@ def busy_streams(offset: int) -> tuple[list[Stream], list[tuple[int, int]]]:
     return streams, [(down, down + 180)]
 
 
-def busy_hour_scenario() -> Scenario:
+def busy_hour_scenario(timing: Timing = IN_ORDER) -> Scenario:
     streams, down = busy_streams(0)
     sc = Scenario(
         "continuous: a busy but healthy hour through a new pod, a counter reset, "
@@ -1091,6 +1474,7 @@ def busy_hour_scenario() -> Scenario:
         3600,
         streams,
         prometheus_gaps=down,
+        timing=timing,
     )
     assert not any(tl.ever_active() for tl in sc.timelines)
     times = [*BUSY_EVENTS.values(), 1500]
@@ -1145,7 +1529,7 @@ def burn_scenario() -> Scenario:
         "continuous: 100 %, 20 % and 5 % of fdatasyncs slow after 6 healthy hours",
         horizon,
         [cp0, cp1, cp2, gp2, gp3, worker, fresh],
-        eval_s=BURN_EVAL_S,
+        timing=Timing(BURN_EVAL_S),
     )
 
     def fired_after(tl: Timeline) -> float:
@@ -1173,7 +1557,7 @@ def burn_scenario() -> Scenario:
     late = fired_after(page) - expect(0.2, "1h", 14.4)
     assert 0 <= late <= BURN_EVAL_S, late
     without = Stream(ETCD_SC, "control-plane-1", latency=burning(0.2, 15 * MS), **b)
-    twin = Scenario("(without failed scrapes)", horizon, [without], eval_s=BURN_EVAL_S)
+    twin = Scenario("(without failed scrapes)", horizon, [without], timing=Timing(BURN_EVAL_S))
     assert twin.timeline(BURN, node="control-plane-1", long="1h").states == page.states
     sc.fires(page)
     # The new stream's early slow fdatasync raises nothing.
@@ -1214,7 +1598,7 @@ def busy_day_scenario() -> Scenario:
         25 * 3600,
         streams,
         prometheus_gaps=down,
-        eval_s=BURN_EVAL_S,
+        timing=Timing(BURN_EVAL_S),
     )
     assert not any(tl.ever_active() for tl in sc.timelines)
     events = [12 * 3600 + t + d for t in BUSY_EVENTS.values() for d in (0, 60, 180, 300)]
@@ -1223,18 +1607,36 @@ def busy_day_scenario() -> Scenario:
 
 
 GROUPS: dict[str, tuple[int, list[Callable[[], Scenario]]]] = {
-    "continuous": (SCRAPE_S, [hang_scenario, stall_scenario, missing_scenario, busy_hour_scenario]),
+    "continuous": (
+        SCRAPE_S,
+        [
+            hang_scenario,
+            stall_scenario,
+            missing_scenario,
+            role_scenario,
+            failing_scenario,
+            busy_hour_scenario,
+        ],
+    ),
     "continuous-burn": (BURN_EVAL_S, [burn_scenario, busy_day_scenario]),
 }
 
 
-def document(group: str) -> dict[str, Any]:
+def document(group: str, timing: Timing | None = None) -> dict[str, Any]:
+    """The promtool test file of `group`, evaluated as its scenarios are (every eval_s, the
+    recording groups first) or with `timing` (the "continuous" group's scenarios only)."""
     eval_s, scenarios = GROUPS[group]
+    if timing is None:
+        timing = Timing(eval_s)
+        made = [scenario() for scenario in scenarios]
+    else:
+        assert group == "continuous", "only the continuous group's scenarios take a timing"
+        made = [scenario(timing) for scenario in scenarios]  # type: ignore[call-arg]
     return {
         "rule_files": DEPLOYMENTS["named-etcd"],
-        "evaluation_interval": f"{eval_s}s",
-        "group_eval_order": GROUP_ORDER,
-        "tests": [scenario().test() for scenario in scenarios],
+        "evaluation_interval": f"{timing.eval_s}s",
+        "group_eval_order": timing.group_eval_order(),
+        "tests": [sc.test() for sc in made],
     }
 
 

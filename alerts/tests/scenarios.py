@@ -190,7 +190,8 @@ class KubeNode:
         out = [{"series": "kube_node_info" + fmt_labels(info), "values": compress(values)}]
         for role in self.roles:
             labels = {**KSM_LABELS, "pod": pod, **node, "role": role}
-            out.append({"series": "kube_node_role" + fmt_labels(labels), "values": compress(values)})
+            series = "kube_node_role" + fmt_labels(labels)
+            out.append({"series": series, "values": compress(values)})
         for key, effect in self.taints:
             taint = {**KSM_LABELS, "pod": pod, **node, "key": key, "value": "", "effect": effect}
             out.append(

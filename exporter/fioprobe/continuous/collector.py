@@ -87,6 +87,12 @@ def _add(families: dict[str, Metric], target: StreamTarget, snap: Snapshot) -> N
     for reason, count in sorted(snap.errors_total.items()):
         put("fioprobe_continuous_errors_total", count, {"reason": reason})
     put("fioprobe_continuous_success", 1.0 if snap.success else 0.0)
+    # One series: the reason label is empty (absent) while the stream works.
+    put(
+        "fioprobe_continuous_failing_seconds",
+        snap.failing_seconds,
+        {"reason": snap.failing_reason} if snap.failing_reason else {},
+    )
     device = snap.device
     put(
         "fioprobe_continuous_info",

@@ -36,6 +36,10 @@ class Snapshot:
     errors_total: dict[str, int]
     success: bool
     device: BlockDevice | None
+    #: Seconds since the stream's first failure after its last success (0 while it works),
+    #: and the reason of its latest failure ("" while it works).
+    failing_seconds: float = 0.0
+    failing_reason: str = ""
     #: The writer found the target directory off etcd's filesystem (or etcd's data
     #: directory missing) at its last check: the stream must not claim an etcd disk.
     etcd_refused: bool = False
@@ -62,6 +66,8 @@ class StreamState:
     _open_stall_exported: float = 0.0
     _success: bool = False
     _failing: tuple[str, str] | None = None
+    #: When the stream started failing (its first failure after a success), or None.
+    _failing_since_ns: int | None = None
     _device: BlockDevice | None = None
     #: The writer's last verdict on etcd's filesystem; kept across its restarts until the
     #: next one (none before the first: the configuration's role stands until refused).
@@ -86,6 +92,7 @@ class StreamState:
             self._operations += 1
             self._bytes += event.size
             self._success = True
+            self._failing_since_ns = None
             if self._failing is not None:
                 self._failing = None
                 return (None, "")
@@ -137,6 +144,8 @@ class StreamState:
     def _failed(self, reason: str, message: str) -> tuple[str | None, str] | None:
         self._errors[reason] = self._errors.get(reason, 0) + 1
         self._success = False
+        if self._failing_since_ns is None:
+            self._failing_since_ns = self.clock_ns()
         if self._failing is None or self._failing[0] != reason:
             self._failing = (reason, message)
             return (reason, message)
@@ -170,7 +179,9 @@ class StreamState:
 
     def snapshot(self) -> Snapshot:
         with self._lock:
-            inflight = self._inflight(self.clock_ns())
+            now_ns = self.clock_ns()
+            inflight = self._inflight(now_ns)
+            failing_since = self._failing_since_ns
             open_stall = max(0.0, inflight - self.stall_threshold_seconds)
             self._open_stall_exported = max(self._open_stall_exported, open_stall)
             stall = self._stall_done + open_stall
@@ -190,4 +201,8 @@ class StreamState:
                 success=self._success,
                 device=self._device,
                 etcd_refused=self._etcd_refused,
+                failing_seconds=(
+                    0.0 if failing_since is None else max(0, now_ns - failing_since) / NS_PER_SECOND
+                ),
+                failing_reason=self._failing[0] if self._failing is not None else "",
             )

@@ -275,6 +275,14 @@ METRICS: tuple[MetricDef, ...] = (
         "1 while the stream's last operation succeeded, else 0",
     ),
     MetricDef(
+        "fioprobe_continuous_failing_seconds",
+        "gauge",
+        "How long the stream has been failing: seconds since its first failed operation or "
+        "set-up after its last success, with the reason of the latest failure; 0 (and no "
+        "reason) while its operations succeed",
+        ("reason",),
+    ),
+    MetricDef(
         "fioprobe_continuous_info",
         "gauge",
         "Facts about the stream's target: whether the disk holds etcd (from the "
