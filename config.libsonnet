@@ -215,9 +215,10 @@
     // Missing if an expected probe has none. Data older than this is never alerted on.
     staleAfterRuns: 3,
     // A probe's group that disappeared from the Pushgateway (a restart without persistence, a
-    // new pod, `fioprobe gc`) is remembered by its last push time this long: a probe that
-    // pushes again within it changed nothing, one that had stopped stays Stale (and turns
-    // Missing only after this, in the same evaluation). At least twice the stale threshold.
+    // new pod, `fioprobe gc`) is remembered this long after the last scrape that saw it: a
+    // probe that pushes again within it changed nothing, one that had stopped stays Stale (and
+    // turns Missing only after this, in the same evaluation), however long ago it stopped. At
+    // least twice the stale threshold.
     // A group deleted with `fioprobe gc` stays Stale as long, unless it is no longer expected
     // or its node has left the node inventory (docs/MIXIN.md, "Restarts and gaps").
     lostGroupMemory: '1d',

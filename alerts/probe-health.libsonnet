@@ -38,12 +38,13 @@ local u = import '../lib/util.libsonnet';
     local perNodeIdentity = std.join(', ', [c.clusterLabel] + u.groupingLabels),
     local staleAfter = u.num(w.staleAfterSeconds),
     // A group the Pushgateway lost (restart without persistence, `fioprobe gc`) is remembered
-    // by its push time (probe:push_time_seconds:max) for lostGroupMemory: Stale while it is,
-    // and Missing from the moment it is forgotten, its `for` (the stale threshold) already
-    // served by then. Before that, a probe is not Missing.
+    // (probe:push_time_seconds:max) for lostGroupMemory after it was last seen there
+    // (probe:push_seen_time_seconds:max): Stale while it is, and Missing from the moment it
+    // is forgotten, its `for` (the stale threshold) already served by then. Before that, a
+    // probe is not Missing.
     local forgetting = u.num(w.lostGroupMemorySeconds - w.staleAfterSeconds),
-    local remembered = '(%s > time() - %s)' % [u.pushTimeRecord, forgetting],
-    local rememberedPerNode = '(%s{node!=""} > time() - %s)' % [u.pushTimeRecord, forgetting],
+    local remembered = '(%s > time() - %s)' % [u.pushSeenRecord, forgetting],
+    local rememberedPerNode = '(%s{node!=""} > time() - %s)' % [u.pushSeenRecord, forgetting],
     // Listed probes whose groups stopped pushing; per-node groups only on the nodes that
     // should run the probes (with the node inventory, a removed node's groups are not a probe
     // to repair; without it, every node that pushed is such a node); and, where the

@@ -11,6 +11,8 @@
 //   probe:fioprobe_last_sync_latency_seconds:p99       the last run's own fsync p99 (fio's)
 //   probe:push_time_seconds:max                        when the probe last pushed anything
 //       (remembered for lostGroupMemory once its group is gone)
+//   probe:push_seen_time_seconds:max                   when its group was last seen on the
+//       Pushgateway (the memory's clock, remembered as long)
 //   probe:fioprobe_success:min                         the last run's success, carried
 //       through a push gap while fresh
 //   probe:fioprobe_runs_total:failed                   the run number while the last run failed
@@ -321,14 +323,15 @@ local u = import '../lib/util.libsonnet';
           for op in u.ops
           for quantile in quantiles
         ] + [
-          // When the probe last pushed, remembered for lostGroupMemory after its group left
-          // the Pushgateway (a restart without persistence, a new pod): a probe whose group
-          // is gone only until its next push is neither Stale nor Missing meanwhile, and one
-          // that had stopped stays Stale instead of turning Missing.
+          // When Prometheus last saw the probe's group on the Pushgateway (the scrape's time),
+          // remembered for lostGroupMemory after that: the clock of the memory below starts
+          // when the group left (a restart without persistence, a new pod, `fioprobe gc`), not
+          // at the probe's last push, so a probe that stopped long ago stays what it was through
+          // a failed scrape of the Pushgateway or a restart of it.
           {
-            record: u.pushTimeRecord,
+            record: u.pushSeenRecord,
             expr: |||
-              max by (%(by)s) (push_time_seconds{%(matchers)s})
+              max by (%(by)s) (timestamp(push_time_seconds{%(matchers)s}))
               or
               (
                 last_over_time(%(record)s[%(chain)s])
@@ -337,9 +340,31 @@ local u = import '../lib/util.libsonnet';
             ||| % {
               by: by,
               matchers: u.matchers(c),
-              record: u.pushTimeRecord,
+              record: u.pushSeenRecord,
               chain: c.windows.memoryChain,
               memory: u.num(c.windows.lostGroupMemorySeconds),
+            },
+          },
+          // When the probe last pushed, remembered while its group is (lostGroupMemory after it
+          // left the Pushgateway): a probe whose group is gone only until its next push is
+          // neither Stale nor Missing meanwhile, and one that had stopped stays Stale instead of
+          // turning Missing.
+          {
+            record: u.pushTimeRecord,
+            expr: |||
+              max by (%(by)s) (push_time_seconds{%(matchers)s})
+              or
+              (
+                last_over_time(%(record)s[%(chain)s])
+                and on (%(by)s)
+                %(seen)s
+              )
+            ||| % {
+              by: by,
+              matchers: u.matchers(c),
+              record: u.pushTimeRecord,
+              chain: c.windows.memoryChain,
+              seen: u.pushSeenRecord,
             },
           },
           // Whether the last run succeeded, the last known value carried through a push gap

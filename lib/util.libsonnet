@@ -195,6 +195,9 @@
   // The recorded time of the probe's last push (any outcome), from the Pushgateway's own
   // push_time_seconds of the probe's group(s).
   pushTimeRecord:: 'probe:push_time_seconds:max',
+  // When the probe's group was last scraped from the Pushgateway: the lost-group memory counts
+  // from there.
+  pushSeenRecord:: 'probe:push_seen_time_seconds:max',
   // The probe's last fioprobe_success (min over its series), carried through a push gap.
   successRecord:: 'probe:fioprobe_success:min',
   // The probe's run number while its last run failed (and is fresh).

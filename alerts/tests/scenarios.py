@@ -1318,31 +1318,70 @@ LOST_GROUP_MEMORY_S = 86400
 
 
 def lost_group_scenario(i: int) -> Scenario:
-    """A stopped probe whose group is lost is Stale while remembered, then Missing."""
-    lost = etcd_probe("control-plane-1", runs((5, FAST)), deleted_at=6 * i * 2)
+    """A stopped probe whose group is lost is Stale while remembered, then Missing; one that
+    stopped a day ago and whose group stays is Stale through a failed scrape of the Pushgateway
+    and a restart of it without persistence (the day counts from when a group left, not from
+    the probe's last push)."""
+    deleted = 6 * i * 2
+    lost = etcd_probe("control-plane-1", runs((5, FAST)), deleted_at=deleted)
+    stopped = etcd_probe("control-plane-2", runs((5, FAST)))
     last_push = pushed_at(i, 4)
-    # Remembered while its push time is younger than the memory: Stale up to the last
-    # evaluation before last_push + memory, Missing (its `for` served meanwhile) from there.
-    forgotten = (last_push + LOST_GROUP_MEMORY_S + SCRAPE_S - 1) // SCRAPE_S * SCRAPE_S
-    samples = forgotten // SCRAPE_S + 4
+    # Remembered for the memory after the group was last seen (the scrape before it was
+    # deleted): Stale up to the last evaluation before that, Missing (its `for` served
+    # meanwhile) from there.
+    forgotten = (deleted - 1) * SCRAPE_S + LOST_GROUP_MEMORY_S
+    # Ten minutes after the stopped probe's last push is a day old: two failed scrapes of the
+    # Pushgateway; twenty minutes later it restarts without persistence (every group is gone
+    # until its probe pushes again; the stopped probe never does).
+    failed_scrapes = (last_push + LOST_GROUP_MEMORY_S + 600) // SCRAPE_S
+    restart = failed_scrapes + 40
+    after_restart = restart * SCRAPE_S + 1050 + 2 * SCRAPE_S  # past the old rules' 17m30s
+    samples = after_restart // SCRAPE_S + 4
+    assert forgotten < failed_scrapes * SCRAPE_S
     running = [
-        p for p in cronjob_and_etcd_probes(samples // (i * 2) + 1) if p.labels() != lost.labels()
+        p
+        for p in cronjob_and_etcd_probes(samples // (i * 2) + 1)
+        if p.labels() not in (lost.labels(), stopped.labels())
     ]
+
+    def stale(t: int) -> dict[str, Any]:
+        return check(STALE, t, stale_alert(stopped, t - last_push))
+
     return Scenario(
         "a stopped probe whose group the Pushgateway lost (or `fioprobe gc` deleted) is Stale "
-        "for lostGroupMemory (a day) after its last push, then Missing from the same "
-        "evaluation on: never both, never neither",
+        "for lostGroupMemory (a day) after its group left, then Missing from the same "
+        "evaluation on: never both, never neither; a probe stopped for a day whose group stays "
+        "is Stale through a failed Pushgateway scrape and a Pushgateway restart",
         i,
-        [lost, *running],
+        [lost, stopped, *running],
         samples,
+        gateway_restarts=[
+            GatewayRestart(failed_scrapes, new_pod=False, persistence=True, down=2),
+            GatewayRestart(restart),
+        ],
         memory=True,
         checks=[
-            check(STALE, 7 * 3600, stale_alert(lost, 7 * 3600 - last_push)),
+            check(
+                STALE,
+                7 * 3600,
+                stale_alert(lost, 7 * 3600 - last_push),
+                stale_alert(stopped, 7 * 3600 - last_push),
+            ),
             check(MISSING, 7 * 3600),
-            check(STALE, forgotten - SCRAPE_S, stale_alert(lost, forgotten - SCRAPE_S - last_push)),
+            check(
+                STALE,
+                forgotten - SCRAPE_S,
+                stale_alert(lost, forgotten - SCRAPE_S - last_push),
+                stale_alert(stopped, forgotten - SCRAPE_S - last_push),
+            ),
             check(MISSING, forgotten - SCRAPE_S),
-            check(STALE, forgotten),
+            stale(forgotten),
             check(MISSING, forgotten, missing_alert(lost, i)),
+            # Neither resolved nor re-fired by the failed scrapes, nor by the restart.
+            *[stale((failed_scrapes + k) * SCRAPE_S) for k in range(-1, 4)],
+            *[stale((restart + k) * SCRAPE_S) for k in range(0, 3)],
+            stale(after_restart),
+            check(MISSING, after_restart, missing_alert(lost, i)),
         ],
     )
 
