@@ -51,6 +51,7 @@ ALERT_NAMES = {
     "FioProbeContinuousErrorBudgetBurn",
     "FioProbeContinuousStall",
     "FioProbeContinuousMissing",
+    "FioProbeContinuousFailing",
 }
 #: The continuous stream's alerts: a stream is (cluster, storageclass, node), without a
 #: profile; their descriptions name the stream instead (test_alert_hygiene).
@@ -61,6 +62,9 @@ RECORD_NAMES = {
     for q in ("p50", "p99", "p999")
 } | {
     "probe:push_time_seconds:max",
+    "probe:push_seen_time_seconds:max",
+    "probe:fioprobe_etcd_disk_stated:push_time_seconds",
+    "stream:fioprobe_etcd_disk_stated:scrape_time_seconds",
     "probe:fioprobe_last_sync_latency_seconds:p99",
     "probe:fioprobe_last_sync_latency_seconds:p99_threshold",
     "probe:fioprobe_etcd_disk:info",
@@ -167,6 +171,7 @@ OVERRIDES: dict[str, Any] = {
     "continuousStallSeconds": 4.5,
     "continuousGapTolerance": "3m",
     "continuousMissingAfter": "11m",
+    "continuousFailingAfter": "4m",
 }
 
 #: The only alert whose $value means nothing to a reader (it is always 0: the last run
@@ -328,6 +333,7 @@ MUTATIONS = [
     ("continuous", {"continuousStallSeconds": 5.5}, "an fdatasync stuck 5.01 s is silent"),
     ("continuous", {"continuousGapTolerance": "30s"}, "failed scrapes interrupt the hang page"),
     ("continuous", {"continuousMissingAfter": "10m"}, "the stream gone is missing too late"),
+    ("continuous", {"continuousFailingAfter": "3m"}, "EIO on every operation pages too late"),
     ("continuous-burn", {"continuousObjectiveRatio": 0.98}, "100 % slow pages later than stated"),
     ("continuous-burn", {"continuousBurnMinSyncs": 1}, "a new stream's early slow fsync warns"),
     (
@@ -538,15 +544,28 @@ def test_etcd_disks_are_selected_by_their_published_role(rules: Path) -> None:
     by_name = {r.get("record") or r.get("alert"): r for r in rules_of(rules.read_text())}
     role = by_name["probe:fioprobe_etcd_disk:info"]["expr"]
     assert 'etcd_disk="true"' in role and 'etcd_disk="false"' in role, role
+    # Each source's statements, with their times: the probes' pushes and the streams' scrapes.
+    stated = 'etcd_disk=~"true|false"'
+    pushed = by_name["probe:fioprobe_etcd_disk_stated:push_time_seconds"]["expr"]
+    assert f'fioprobe_info{{storageclass!="", benchmark="", {stated}}}' in pushed
+    assert "probe:push_time_seconds:max" in pushed
+    scraped = by_name["stream:fioprobe_etcd_disk_stated:scrape_time_seconds"]["expr"]
+    assert f'timestamp(fioprobe_continuous_info{{storageclass!="", benchmark="", {stated}}})' in (
+        scraped
+    )
     for check in ("etcd_fsync_warning", "etcd_fsync_critical"):
         expr = by_name[f"probe:fioprobe_runs_total:{check}_slow"]["expr"]
         assert "and on (cluster, storageclass, node)\nprobe:fioprobe_etcd_disk:info" in expr
     sc = by_name["probe:fioprobe_runs_total:storageclass_fsync_slow"]["expr"]
     assert "unless on (cluster, storageclass, node)\nprobe:fioprobe_etcd_disk:info" in sc
-    # A continuous stream's own role is enough, and its etcd_disk="false" wins as a probe's.
+    # A continuous stream's own role is enough, and its etcd_disk="false" wins as a probe's
+    # (and while any of its pods says so).
     for value in ("true", "false"):
-        stream = f'fioprobe_continuous_info{{storageclass!="", benchmark="", etcd_disk="{value}"}}'
-        assert stream in role, role
+        for record in ("probe:fioprobe_etcd_disk_stated:push_time_seconds",
+                       "stream:fioprobe_etcd_disk_stated:scrape_time_seconds"):  # fmt: skip
+            assert f'{record}{{etcd_disk="{value}"}}' in role, role
+    said_now = 'fioprobe_continuous_info{storageclass!="", benchmark="", etcd_disk="false"}'
+    assert said_now in role, role
     # The stream alerts: on etcd disks (critical hang, stall, pages) only by the role, and
     # the StorageClass variants only without it.
     stream_rules = [
@@ -738,6 +757,7 @@ def test_derived_keys_change_the_rules(key: str) -> None:
             {"continuousMissingAfter": "1m"},
             "continuousMissingAfter (1m) must be at least continuousGapTolerance",
         ),
+        ({"continuousFailingAfter": "0s"}, "continuousFailingAfter must be positive"),
     ],
 )
 def test_windows_shorter_than_two_runs_fail_to_render(config: dict[str, Any], message: str) -> None:

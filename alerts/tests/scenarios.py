@@ -1333,9 +1333,12 @@ def lost_group_scenario(i: int) -> Scenario:
     # Ten minutes after the stopped probe's last push is a day old: two failed scrapes of the
     # Pushgateway; twenty minutes later it restarts without persistence (every group is gone
     # until its probe pushes again; the stopped probe never does).
-    failed_scrapes = (last_push + LOST_GROUP_MEMORY_S + 600) // SCRAPE_S
+    # (After the lost group is forgotten too, at every schedule.)
+    failed_scrapes = (max(last_push + LOST_GROUP_MEMORY_S, forgotten) + 600) // SCRAPE_S
     restart = failed_scrapes + 40
-    after_restart = restart * SCRAPE_S + 1050 + 2 * SCRAPE_S  # past the old rules' 17m30s
+    # Past the memory's chain (3.5 intervals: 17m30s at 5 minutes), where a memory counted
+    # from the last push would have ended after the restart.
+    after_restart = restart * SCRAPE_S + 210 * i + 2 * SCRAPE_S
     samples = after_restart // SCRAPE_S + 4
     assert forgotten < failed_scrapes * SCRAPE_S
     running = [
