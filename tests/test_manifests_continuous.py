@@ -521,9 +521,11 @@ def test_the_flags_follow_the_continuous_keys(tmp_path: Path) -> None:
         assert args.write_size == 4096 and args.file_size == 1536 * 1024
         assert args.stall_threshold == 0.005
         assert container["ports"][0]["containerPort"] == 9500
+        # No CPU limit by default: a CFS quota would throttle the writer's fdatasync wake-ups
+        # along with the server's work (docs/CONTINUOUS.md); the memory limit is merged in.
         assert container["resources"] == {
             "requests": {"cpu": "10m", "memory": "48Mi"},
-            "limits": {"cpu": "200m", "memory": "96Mi"},
+            "limits": {"memory": "96Mi"},
         }
     for policy in of_kind(objects, "NetworkPolicy"):
         if policy["metadata"]["name"] == "fioprobe-continuous":
