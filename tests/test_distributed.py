@@ -27,7 +27,7 @@ import pytest
 from conftest import fioprobe, gateway_group, wait_for
 from fioprobe.fio.clientserver import parse_client_server
 from support import services
-from support.fioservers import LOCALHOST6, FioServer, fio_servers, listening
+from support.fioservers import LOCALHOST6, FioServer, fio_clients, fio_servers, listening
 
 PLAN = """\
 name: accept
@@ -69,19 +69,7 @@ def _zombie(server: FioServer) -> bool:
 
 def _clients_of(servers: list[FioServer]) -> list[str]:
     """Command lines of fio clients still talking to these servers."""
-    wanted = [f"--client=127.0.0.1,{server.port}".encode() for server in servers]
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/cmdline", "rb") as handle:
-                cmdline = handle.read()
-        except OSError:
-            continue
-        if any(w in cmdline for w in wanted):
-            found.append(cmdline.replace(b"\0", b" ").decode(errors="replace"))
-    return found
+    return fio_clients([server.port for server in servers])
 
 
 def _nothing_left(servers: list[FioServer]) -> None:

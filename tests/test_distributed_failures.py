@@ -29,7 +29,7 @@ from fioprobe.distributed.plan import parse_plan
 from fioprobe.distributed.servers import parse_servers
 from fioprobe.errors import FailureReason, ProbeFailure
 from support import services
-from support.fioservers import FioServer, fio_servers
+from support.fioservers import FioServer, fio_clients, fio_servers
 
 PREPARE_RUNTIME = 2
 PLAN = f"""\
@@ -112,21 +112,13 @@ def frozen(server: FioServer) -> Iterator[None]:
         os.killpg(server.process.pid, signal.SIGCONT)
 
 
-def _fio_clients(ports: list[int]) -> list[str]:
-    """Command lines of fio clients still talking to any of these ports."""
-    wanted = [f"--client=127.0.0.1,{port}".encode() for port in ports]
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/cmdline", "rb") as handle:
-                cmdline = handle.read()
-        except OSError:
-            continue
-        if any(w in cmdline for w in wanted):
-            found.append(cmdline.replace(b"\0", b" ").decode(errors="replace"))
-    return found
+def _pushed_failure(pushgateway: services.Service) -> tuple[str, dict[str, float]]:
+    """The failed benchmark's pushed reason, and each server's success by its label."""
+    group = gateway_group(pushgateway, benchmark="failing", storageclass="local-disk")
+    assert group is not None
+    (reason,) = group["fioprobe_distributed_failure_reason_info"]
+    servers = group["fioprobe_distributed_server_success"]
+    return reason["labels"]["reason"], {m["labels"]["server"]: float(m["value"]) for m in servers}
 
 
 def test_the_check_tells_answering_servers_from_silent_ones(tmp_path: Path) -> None:
@@ -210,7 +202,7 @@ def test_a_frozen_and_a_silent_server_are_named_pushed_and_waited_on_once(
 
         assert live.files() == [] and stopped.files() == []
         wait_for(lambda: not live.children(), timeout=15, what="server jobs to end")
-        assert _fio_clients([live.port, stopped.port, port]) == []
+        assert fio_clients([live.port, stopped.port, port]) == []
 
 
 def test_a_server_that_refuses_is_pushed_with_its_reason(
@@ -233,14 +225,7 @@ def test_a_server_that_refuses_is_pushed_with_its_reason(
             f"Connection refused; no answer from {absent} (refused the connection)\n"
         )
         assert live.files() == []
-    group = gateway_group(pushgateway, benchmark="failing", storageclass="local-disk")
-    assert group is not None
-    (reason,) = group["fioprobe_distributed_failure_reason_info"]
-    assert reason["labels"]["reason"] == "fio_error"
-    assert {
-        m["labels"]["server"]: float(m["value"])
-        for m in group["fioprobe_distributed_server_success"]
-    } == {live.address: 1.0, absent: 0.0}
+    assert _pushed_failure(pushgateway) == ("fio_error", {live.address: 1.0, absent: 0.0})
 
 
 def test_servers_that_never_listen_are_pushed_by_name(
@@ -258,14 +243,7 @@ def test_servers_that_never_listen_are_pushed_by_name(
             "--wait-for-servers", "2",
         )  # fmt: skip
         assert done.returncode == 1, done.stderr.decode()
-    group = gateway_group(pushgateway, benchmark="failing", storageclass="local-disk")
-    assert group is not None
-    (reason,) = group["fioprobe_distributed_failure_reason_info"]
-    assert reason["labels"]["reason"] == "timeout"
-    assert {
-        m["labels"]["server"]: float(m["value"])
-        for m in group["fioprobe_distributed_server_success"]
-    } == {live.address: 1.0, absent: 0.0}
+    assert _pushed_failure(pushgateway) == ("timeout", {live.address: 1.0, absent: 0.0})
 
 
 def test_a_successful_benchmark_pushes_every_server_as_successful(
@@ -301,4 +279,4 @@ def test_a_client_held_up_by_silent_servers_is_killed_after_one_grace(tmp_path: 
             took = time.monotonic() - started
         assert caught.value.reason is FailureReason.TIMEOUT
         assert took < 1 + STOP_GRACE_SECONDS + 3, f"{took:.1f}s"
-        assert _fio_clients([stopped.port, port]) == []
+        assert fio_clients([stopped.port, port]) == []

@@ -40,7 +40,7 @@ from typing import Any
 import yaml
 from fioprobe import __version__
 from fioprobe.metrics.table import LATENCY_BUCKETS_SECONDS
-from scenarios import DEPLOYMENTS, GROUP_ORDER, RUNBOOKS
+from scenarios import DEPLOYMENTS, GROUP_ORDER, OPERATOR_LABELS, POD, RUNBOOKS
 
 SCRAPE_S = 15
 #: What the committed rules use (config.libsonnet's defaults; the manifests' continuous.*).
@@ -443,17 +443,7 @@ PUSH_EVERY_S = 300
 def pushed(s: Stream, slots: int, down: set[int]) -> dict[tuple[str, str], SeriesData]:
     """The probe's group on the Pushgateway, as Prometheus scrapes it: its fioprobe_info
     with the role it pushes, and its push time (the last push at or before the scrape)."""
-    labels = {
-        "job": "fioprobe",
-        "instance": "",
-        "namespace": "fioprobe",
-        "service": "fioprobe-pushgateway",
-        "endpoint": "http",
-        "container": "pushgateway",
-        "pod": "fioprobe-pushgateway-7c9d6b5f4-x2x9q",
-        **s.identity(),
-        "profile": "etcd-fsync",
-    }
+    labels = {**OPERATOR_LABELS, "pod": POD, **s.identity(), "profile": "etcd-fsync"}
     info = SeriesData(
         "fioprobe_info",
         {**labels, "etcd_disk": "true" if s.pushed_role else "false", "volume_type": s.volume_type},

@@ -104,3 +104,21 @@ def fio_servers(
         yield servers
     finally:
         stop_servers(servers)
+
+
+def fio_clients(ports: list[int]) -> list[str]:
+    """Command lines of fio clients still talking to any of these ports on 127.0.0.1: what a
+    test asserts is empty once fioprobe has ended."""
+    wanted = [f"--client=127.0.0.1,{port}".encode() for port in ports]
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/cmdline", "rb") as handle:
+                cmdline = handle.read()
+        except OSError:
+            continue
+        if any(w in cmdline for w in wanted):
+            found.append(cmdline.replace(b"\0", b" ").decode(errors="replace"))
+    return found
