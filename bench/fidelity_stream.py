@@ -491,9 +491,11 @@ def measure(
         t_off = time.time()
         log(f"{condition.name}: etcd alone for {off_seconds:g} s")
         time.sleep(off_seconds)
-        t_on = time.time()
+        t_off_end = time.time()
         for handle in handles:
             handle.start(disk.root / f"stream-{handle.name}", disk.prefix, workdir)
+        # The streams' windows begin once they serve (their set-up writes are not measured).
+        t_on = time.time()
         cpu0 = {h.name: cpu_seconds(h.process.pid) for h in handles if h.process}
         log(f"{condition.name}: streams {', '.join(streams)} on for {on_seconds:g} s")
         stalls: list[Stall] = []
@@ -517,7 +519,7 @@ def measure(
             if handle.process is None or handle.process.poll() is not None:
                 raise services.ServiceError(f"stream {handle.name} exited early")
         return analyse(
-            condition, prom, streams, (t_off, t_on), (t_on, t_end), window_seconds, step_seconds,
+            condition, prom, streams, (t_off, t_off_end), (t_on, t_end), window_seconds, step_seconds,
             scrape_s, cpu, stalls, load, loadavg_before,
         )  # fmt: skip
     raise AssertionError("unreachable")  # pragma: no cover
