@@ -4,7 +4,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup setup-core demo test image e2e e2e-first-install e2e-upgrade ceph lint generate bench soak
+.PHONY: setup setup-core demo test image e2e e2e-first-install e2e-upgrade ceph lint generate bench soak \
+	fidelity-stream
 setup:
 	@bash scripts/setup.sh
 
@@ -77,6 +78,13 @@ generate: setup
 
 bench: setup
 	@bash scripts/run-bench.sh
+
+## The continuous stream against real etcd on the same filesystem (bench/fidelity_stream.py):
+## eight disk conditions of 8 minutes each, about 75 minutes; root, alone on the machine; not in
+## `make test` or CI. Writes its section of docs/FIDELITY.md. ARGS='--conditions tmpfs' for a
+## subset (about 9 minutes per condition).
+fidelity-stream: setup
+	@PYTHONPATH=$(CURDIR)/tests:$(CURDIR)/bench $(PY) bench/fidelity_stream.py $(ARGS)
 
 ## Tests too long for `make test` (pytest marker `soak`, minutes each; root for the FUSE disk):
 ## 60 etcd-fsync probes in a row on the slow FUSE disk with both CPUs busy.

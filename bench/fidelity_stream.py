@@ -518,9 +518,10 @@ def measure(
         for handle in handles:
             if handle.process is None or handle.process.poll() is not None:
                 raise services.ServiceError(f"stream {handle.name} exited early")
+        off, on = (t_off, t_off_end), (t_on, t_end)
         return analyse(
-            condition, prom, streams, (t_off, t_off_end), (t_on, t_end), window_seconds, step_seconds,
-            scrape_s, cpu, stalls, load, loadavg_before,
+            condition, prom, streams, off, on, window_seconds, step_seconds, scrape_s, cpu,
+            stalls, load, loadavg_before,
         )  # fmt: skip
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -732,9 +733,9 @@ def agreement(result: Result, stream: str) -> Agreement:
     return Agreement(len(comparable), len(clear), len(agree), len(result.windows))
 
 
-def render(results: list[Result], header: str) -> str:
+def render(results: list[Result], header: str, heading: str = HEADING) -> str:
     lines = [
-        HEADING,
+        heading,
         "",
         header,
         "",
@@ -890,7 +891,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     if failed:
         header += "\n\nNot measured: " + "; ".join(failed)
-    text = render(results, header)
+    # A subset writes a section of its own, so that it never replaces the whole run's.
+    heading = HEADING if names == list(CONDITIONS) else f"{HEADING}: {', '.join(names)}"
+    text = render(results, header, heading)
     print(text)
     if not args.no_write:
         write_section(text, DOC)
