@@ -80,7 +80,7 @@ bench: setup
 	@bash scripts/run-bench.sh
 
 ## The continuous stream against real etcd on the same filesystem (bench/fidelity_stream.py):
-## eight disk conditions of 8 minutes each, about 75 minutes; root, alone on the machine; not in
+## eight disk conditions of 8 minutes each, about 70 minutes; root, alone on the machine; not in
 ## `make test` or CI. Writes its section of docs/FIDELITY.md. ARGS='--conditions tmpfs' for a
 ## subset (about 9 minutes per condition).
 fidelity-stream: setup
