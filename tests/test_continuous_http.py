@@ -142,26 +142,113 @@ class FakeClient:
         self.closed = True
 
 
-def test_a_burst_never_closes_a_connection_for_another_of_the_same_burst() -> None:
-    """At the hard cap, a connection past the grace goes first, silent or not (a request sent
-    a byte at a time); one younger than the grace never goes for another (it may hold an
-    unread request): with none past the grace, the newcomer is closed."""
+def test_at_the_hard_cap_the_order_of_who_goes() -> None:
+    """At the hard cap: a silent connection past the grace first, then one past the grace
+    that sent part of a request (a byte at a time), then a silent one however young; the
+    newcomer only when every waiting connection has spoken and none is past the grace."""
     server = http.MetricsServer(lambda: b"", CONTENT_TYPE)
     server._soft_cap, server._hard_cap = 2, 4
-    old = [FakeClient(age=2.0, spoken=True) for _ in range(4)]
-    for client in old:
+    old_partial = [FakeClient(age=2.0, spoken=True) for _ in range(2)]
+    young_silent = [FakeClient(age=0.0, spoken=False) for _ in range(2)]
+    for client in [*old_partial, *young_silent]:
         server.admit(client)  # type: ignore[arg-type]
-    burst = [FakeClient(age=0.0, spoken=False) for _ in range(3)]
-    for client in burst:
+    assert not any(c.closed for c in [*old_partial, *young_silent])
+    newcomers = [FakeClient(age=0.0, spoken=False) for _ in range(3)]
+    server.admit(newcomers[0])  # type: ignore[arg-type]
+    assert old_partial[0].closed and not any(c.closed for c in young_silent)
+    server.admit(newcomers[1])  # type: ignore[arg-type]
+    assert old_partial[1].closed and not any(c.closed for c in young_silent)
+    server.admit(newcomers[2])  # type: ignore[arg-type]
+    assert young_silent[0].closed and not young_silent[1].closed
+    assert not any(c.closed for c in newcomers)
+    spoken = [FakeClient(age=0.0, spoken=True) for _ in range(4)]
+    server._waiting.clear()
+    for client in spoken:
         server.admit(client)  # type: ignore[arg-type]
-    assert [c.closed for c in old] == [True, True, True, False]
-    assert not any(c.closed for c in burst)
-    late = FakeClient(age=0.0, spoken=False)
-    server.admit(late)  # type: ignore[arg-type]
-    assert old[3].closed and not any(c.closed for c in burst) and not late.closed
-    newest = FakeClient(age=0.0, spoken=False)
-    server.admit(newest)  # type: ignore[arg-type]
-    assert newest.closed and not any(c.closed for c in [*burst, late])
+    last = FakeClient(age=0.0, spoken=False)
+    server.admit(last)  # type: ignore[arg-type]
+    assert last.closed and not any(c.closed for c in spoken)
+
+
+def test_under_the_hard_cap_only_a_silent_connection_past_the_grace_goes() -> None:
+    server = http.MetricsServer(lambda: b"", CONTENT_TYPE)
+    server._soft_cap, server._hard_cap = 2, 10
+    waiting = [FakeClient(age=2.0, spoken=True), FakeClient(age=0.0, spoken=False)]
+    for client in waiting:
+        server.admit(client)  # type: ignore[arg-type]
+    newcomer = FakeClient(age=0.0, spoken=False)
+    server.admit(newcomer)  # type: ignore[arg-type]
+    assert not any(c.closed for c in [*waiting, newcomer])
+    silent_old = FakeClient(age=2.0, spoken=False)  # the longest waiting
+    server._waiting = {silent_old: None, **server._waiting}  # type: ignore[dict-item]
+    server.admit(FakeClient(age=0.0, spoken=False))  # type: ignore[arg-type]
+    assert silent_old.closed and not any(c.closed for c in waiting)
+
+
+class SocketTransport:
+    """What `_Client.silent` reads of its transport: the socket (a real one here)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+
+    def get_extra_info(self, name: str) -> socket.socket | None:
+        return self.sock if name == "socket" else None
+
+
+def silence(client: http._Client) -> bool:
+    return client.silent
+
+
+def test_a_request_waiting_unread_in_the_socket_is_not_silence() -> None:
+    """A connection accepted in a burst may hold its whole request before the loop reads it:
+    it has spoken, and is never closed as silent."""
+    server = http.MetricsServer(lambda: b"", CONTENT_TYPE)
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        client = http._Client(server)
+        client.transport = SocketTransport(ours)  # type: ignore[assignment]
+        assert silence(client)
+        theirs.sendall(b"GET /metrics HTTP/1.1\r\n\r\n")
+        for _ in range(500):  # 5 s at most for the bytes to cross the pair
+            if not silence(client):
+                break
+            time.sleep(0.01)
+        assert not silence(client)
+
+
+def test_a_young_client_that_sends_its_request_gets_in_at_the_hard_cap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The hard cap full of silent connections, all younger than the grace: a scrape is
+    answered (a young silent connection makes room for it), where closing the newcomer
+    turned away every scrape that arrived in a flood faster than the grace."""
+    monkeypatch.setattr(http, "SILENT_GRACE_SECONDS", 600.0)
+    s = http.MetricsServer(lambda: b"x 1\n", CONTENT_TYPE)
+    s._soft_cap, s._hard_cap = 4, 8
+    port = s.listen("127.0.0.1", 0)
+    s.start()
+    silent: list[socket.socket] = []
+    try:
+        for _ in range(8):
+            silent.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+        deadline = time.monotonic() + 10
+        while len(s._waiting) < 8 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(s._waiting) == 8
+        for _ in range(3):
+            assert raw(port, b"GET /metrics HTTP/1.1\r\n\r\n").endswith(b"x 1\n")
+        closed = 0
+        for sock in silent[:3]:
+            sock.settimeout(5)
+            try:
+                closed += sock.recv(1) == b""
+            except ConnectionResetError:
+                closed += 1
+        assert closed == 3, "the three longest-waiting silent connections made room"
+    finally:
+        for sock in silent:
+            sock.close()
+        s.stop()
 
 
 def test_a_rendering_that_fails_is_answered_with_500() -> None:

@@ -9,12 +9,15 @@ port can do that: not every network plugin enforces NetworkPolicy.
 Here one thread runs one event loop, so a connection costs a socket and a few hundred bytes,
 never a thread:
 - connections that have not sent a whole request yet are at most MAX_WAITING; one more closes
-  the one that has waited longest without a byte, once it has been silent for
-  SILENT_GRACE_SECONDS (idle connections make room: a new client gets in, and one that has
-  spoken is not closed for a silent one); a burst may pass MAX_WAITING up to a hard cap below
-  the descriptor limit, where the longest-waiting one past the grace goes (a request sent a
-  byte at a time), and no connection younger than the grace is ever closed for another (one
-  accepted in the same burst may not have been read yet);
+  the one that has waited longest in silence (nothing received, nothing unread in its
+  socket), once it has been silent for SILENT_GRACE_SECONDS: idle connections make room. A
+  burst may pass MAX_WAITING up to a hard cap below the descriptor limit; there the
+  longest-waiting one past the grace goes even if it sent part of a request (a byte at a
+  time), and failing that a silent one however young. A client whose request has arrived,
+  read or still unread in its socket, is never closed for another: Prometheus and the kubelet
+  send theirs as they connect, so a flood of silent connections, however fast, cannot turn
+  them away (closing the newcomer at the hard cap did: a flood that reopened connections
+  faster than the grace turned away one scrape in four);
 - a request must arrive whole within REQUEST_DEADLINE_SECONDS and fit in MAX_REQUEST_BYTES;
 - responses being sent are at most MAX_SENDING, each taken within RESPONSE_DEADLINE_SECONDS;
   one more closes the one that has been sending longest (a slow reader, not Prometheus,
@@ -30,8 +33,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import resource
 import socket
+import sys
+import termios
 import threading
 import time
 from collections.abc import Callable
@@ -64,7 +70,19 @@ class _Client(asyncio.Protocol):
 
     @property
     def silent(self) -> bool:
-        return not self.request
+        """Nothing received, and nothing waiting in the socket to be read: a connection
+        accepted in the same burst as hundreds of others holds its request unread until the
+        loop comes round to it, and is not silent."""
+        if self.request or self.transport is None:
+            return False
+        sock = self.transport.get_extra_info("socket")
+        if sock is None:
+            return True
+        try:
+            pending = fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0\0\0\0")
+        except OSError:
+            return True  # closed under us: nothing will be read from it
+        return int.from_bytes(pending, sys.byteorder) == 0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -174,16 +192,16 @@ class MetricsServer:
 
     def admit(self, client: _Client) -> None:
         """A new connection. Over MAX_WAITING, the longest-waiting connection that has been
-        silent for SILENT_GRACE_SECONDS is closed; at the hard cap, the longest-waiting one
-        past that grace, silent or not (a request sent a byte at a time). No connection
-        younger than the grace is ever closed for another: one accepted in the same burst may
-        not have been read yet, though its request is there; at the hard cap with none past
-        the grace, the new one is closed instead. `_waiting` is in arrival order."""
+        silent (nothing received, nothing unread in its socket) for SILENT_GRACE_SECONDS is
+        closed. At the hard cap, failing that, the longest-waiting one past the grace that has
+        sent part of a request (a byte at a time), then the longest-waiting silent one however
+        young, then the newcomer. A client whose request has arrived is never closed for
+        another, read or not: under a flood of silent connections, Prometheus and the kubelet,
+        which send theirs as they connect, are always let in. `_waiting` is in arrival order."""
         if len(self._waiting) >= self._soft_cap:
-            grace = time.monotonic() - SILENT_GRACE_SECONDS
-            victim = next((c for c in self._waiting if c.silent and c.since <= grace), None)
+            victim = self._victim(at_hard_cap=len(self._waiting) >= self._hard_cap)
             if victim is None and len(self._waiting) >= self._hard_cap:
-                victim = next((c for c in self._waiting if c.since <= grace), client)
+                victim = client
             if victim is client:
                 client.abort()
                 return
@@ -191,6 +209,21 @@ class MetricsServer:
                 del self._waiting[victim]
                 victim.abort()
         self._waiting[client] = None
+
+    def _victim(self, at_hard_cap: bool) -> _Client | None:
+        """The waiting connection to close for a newcomer, if any, in admit's order."""
+        grace = time.monotonic() - SILENT_GRACE_SECONDS
+        partial: _Client | None = None
+        for waiting in self._waiting:
+            if waiting.since <= grace:
+                if waiting.silent:
+                    return waiting
+                partial = partial or waiting
+            elif not at_hard_cap:
+                return None  # in arrival order: none after it is past the grace either
+            elif partial is not None or waiting.silent:
+                return partial or waiting
+        return partial if at_hard_cap else None
 
     def respond(self, client: _Client, head: bytes) -> None:
         """A whole request: its response written, room made among the responses being sent
