@@ -565,7 +565,25 @@ function(c) {
         h=h,
       ),
 
-    errors(w=20)::
+    failingFor(w=10)::
+      k.timeSeries(
+        'Streams failing for',
+        'How long each stream has been failing: seconds since its first failed operation or '
+        + 'set-up after its last success (fioprobe_continuous_failing_seconds), with the reason '
+        + 'of its latest failure, %s; no line while it succeeds. unsafe_target is a ' % what
+        + 'directory the stream refuses (planted or foreign), io_error the disk itself: the '
+        + 'fixes differ. FioProbeContinuousFailing fires once it passes %s (critical on etcd '
+          % c.continuousFailingAfter
+        + 'disks).' + etcdText,
+        's',
+        k.target(
+          onEtcd('max by (%s, reason) (fioprobe_continuous_failing_seconds%s > 0)' % [by, sel]),
+          legend + ' {{reason}}'
+        ),
+        w=w,
+      ),
+
+    errors(w=10)::
       k.timeSeries(
         'Stream errors per hour by reason',
         'Failed operations and set-ups of each stream in the hour before each point, by reason '

@@ -131,6 +131,8 @@ function(c)
   // beside the sum of the servers', each in its own column, never one for the other.
   local benchBy = '%s, storageclass, benchmark, phase' % c.clusterLabel;
   local benchSel = k.bench();
+  // The servers' success and the failure reason are per benchmark, not per phase.
+  local benchByServer = '%s, storageclass, benchmark' % c.clusterLabel;
   local benchmarks = [
     k.row('Distributed benchmarks (fioprobe distributed)'),
     k.table(
@@ -183,6 +185,30 @@ function(c)
     )
     + tb.standardOptions.thresholds.withMode('absolute')
     + tb.standardOptions.thresholds.withSteps(k.latencySteps)
+    + tb.standardOptions.color.withMode('thresholds')
+    + tb.fieldConfig.defaults.custom.withCellOptions({ type: 'color-background', mode: 'basic' }),
+    k.table(
+      'Last benchmark per StorageClass: servers and why it failed',
+      'Every server of the last distributed benchmark of every name and StorageClass: 1 if it '
+      + 'ran every phase, 0 if the failure names it (no answer, no result, a job error, over '
+      + 'the budget, its data set not laid out; fioprobe_distributed_server_success), with the '
+      + "benchmark's failure reason when it failed (fioprobe_distributed_failure_reason_info). "
+      + "A failure that is no server's own (SIGTERM, unreadable output) keeps every server at 1 "
+      + 'with the reason beside it. The failed phase has no figures in the tables above (the '
+      + 'phases before it do): docs/DISTRIBUTED.md.',
+      'none',
+      k.tableTarget(
+        '%(success)s * on (%(by)s) group_left (reason) %(reason)s or on (%(by)s, server) %(success)s' % {
+          by: benchByServer,
+          success: 'max by (%s, server) (fioprobe_distributed_server_success%s)' % [benchByServer, benchSel],
+          reason: 'max by (%s, reason) (fioprobe_distributed_failure_reason_info%s)' % [benchByServer, benchSel],
+        }
+      ),
+      [k.organize(exclude=['Time', '__name__'], rename={ Value: 'ran every phase' })],
+      w=24,
+    )
+    + tb.standardOptions.thresholds.withMode('absolute')
+    + tb.standardOptions.thresholds.withSteps([{ color: 'red', value: null }, { color: 'green', value: 1 }])
     + tb.standardOptions.color.withMode('thresholds')
     + tb.fieldConfig.defaults.custom.withCellOptions({ type: 'color-background', mode: 'basic' }),
   ];

@@ -155,6 +155,7 @@ function(c)
       streamP99,
       stream.inflight(),
       stream.stall(),
+      stream.failingFor(w=24),
       stream.writeAwait(),
       stream.utilisation(),
       k.row('Stream fdatasync latency distribution per etcd disk node'),

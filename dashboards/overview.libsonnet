@@ -285,6 +285,7 @@ function(c)
       k.row('Probe health'),
     ] + health + [
       stream.failing(),
+      stream.failingFor(),
       stream.errors(),
       stream.info(),
       k.row('Probe cost'),

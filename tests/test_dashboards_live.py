@@ -445,9 +445,13 @@ def test_every_variable_query_returns_values(live: tuple[LiveStack, dict[str, An
     assert "etcd-fsync" in etcd["profile"]
 
 
-#: Copies of repeated panels that must be empty here: the probe of broken-symlink never
-#: succeeded, so its StorageClass has no fsync histogram to draw.
-EMPTY_BY_DESIGN = {"fioprobe-overview.json": {f"fsync latency distribution: {BROKEN}"}}
+#: Panels that must be empty here: the probe of broken-symlink never succeeded, so its
+#: StorageClass has no fsync histogram to draw; the one failing stream is not an etcd disk's,
+#: so the etcd disks dashboard has no stream failing (the Overview's panel shows it).
+EMPTY_BY_DESIGN = {
+    "fioprobe-overview.json": {f"fsync latency distribution: {BROKEN}"},
+    "fioprobe-etcd-disks.json": {"Streams failing for"},
+}
 
 
 def test_every_panel_query_returns_data(live: tuple[LiveStack, dict[str, Any]]) -> None:
@@ -575,6 +579,15 @@ def test_panels_show_what_the_disks_did(live: tuple[LiveStack, dict[str, Any]]) 
             [PLAIN, SLOW, BROKEN]
         ), prefix
 
+    # The distributed benchmark succeeded: both its servers ran every phase, no reason.
+    servers = panel_series(
+        results,
+        "fioprobe-comparison.json",
+        "Last benchmark per StorageClass: servers and why it failed",
+    )
+    assert len(servers) == 2 and all(last_value(s) == 1 for s in servers), servers
+    assert not any("reason" in s["metric"] for s in servers), servers
+
     # The etcd disks dashboard's stream panel: beside the stream, the probe's last run and
     # etcd's own WAL fsync p99, the member joined to its node through its pod (etcd-cp-0).
     title = "Stream fdatasync p99, probe and etcd"
@@ -619,6 +632,12 @@ def check_streams(results: dict[str, Any]) -> None:
     assert stalls[SLOW] > 0, stalls  # every fdatasync takes 15 ms, the threshold is 10 ms
     (failing,) = panel_series(results, overview, "Failing streams")
     assert last_value(failing) == 1
+    (failing_for,) = panel_series(results, overview, "Streams failing for")
+    assert (failing_for["metric"]["storageclass"], failing_for["metric"]["reason"]) == (
+        BROKEN,
+        "unsafe_target",
+    )
+    assert last_value(failing_for) > 0
     reasons = {
         (s["metric"]["storageclass"], s["metric"]["reason"])
         for s in panel_series(results, overview, "Stream errors per hour by reason")
