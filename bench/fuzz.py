@@ -44,9 +44,9 @@ from fioprobe.fio.model import Run
 from fioprobe.fio.parse import FioOutputError, parse_text
 from fioprobe.metrics.collector import ProbeOutcome, registry_for
 from fioprobe.metrics.totals import GroupTotals, merge_run
-from fioprobe.probe.config import Config, ConfigError, load_config
-from fioprobe.probe.volumes import VOLUME_TYPES
 from fioprobe.publish.state import totals_from_json
+from fioprobe.target.config import Config, ConfigError, load_config
+from fioprobe.target.volumes import VOLUME_TYPES
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 from prometheus_client import generate_latest

@@ -11,7 +11,7 @@ Measured in one process, one after the other, on the same files (warm page cache
 done before any clock starts):
 - pandas, the way a notebook does it: `json.load` per file, `pd.json_normalize(doc["jobs"])`
   with the file's cluster/node columns, one `pd.concat`, one p99 pivot table (job x cluster);
-- fioprobe's reader and grouping alone (`report.load`);
+- fioprobe's reader and grouping alone (`results.load`);
 - the whole report (tables, charts, Markdown, HTML, JSON);
 - the whole backfill (OpenMetrics, then promtool's blocks), and promtool's share of it.
 Files per second for each, and each fioprobe figure as a ratio of the pandas one.
@@ -156,7 +156,7 @@ def main() -> int:
     import pandas  # noqa: F401
     from fioprobe.offline.backfill import backfill
     from fioprobe.report.build import ReportOptions, build_report
-    from fioprobe.report.load import load
+    from fioprobe.results.load import load
 
     with tempfile.TemporaryDirectory(prefix="fioprobe-bench-") as tmp:
         work = Path(tmp)
@@ -206,7 +206,7 @@ def main() -> int:
         row("pandas, as a notebook: json.load + json_normalize + concat + p99 pivot",
             w_pandas, c_pandas),
         row("pandas as above, json+ bins dropped before json_normalize", w_lean, c_lean),
-        row("fioprobe reader + grouping (`report.load`)", w_load, c_load),
+        row("fioprobe reader + grouping (`results.load`)", w_load, c_load),
         row(f"`fioprobe report`: load, tables, {len(result.charts)} charts, md + html + json",
             w_report, c_report),
         row("of which everything after loading (tables, charts, writing)", w_tables,

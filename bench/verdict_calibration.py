@@ -33,7 +33,7 @@ from collections import Counter
 from pathlib import Path
 
 from fioprobe.report import verdict as vd
-from fioprobe.report.load import load
+from fioprobe.results.load import load
 
 JOB = ["--name=etcd-fsync", "--ioengine=sync", "--rw=write", "--bs=2300", "--fdatasync=1",
        "--size=256k", "--unlink=1"]  # fmt: skip

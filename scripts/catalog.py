@@ -3,7 +3,7 @@
 Why: a volume type the chart accepts but fioprobe does not (`gp4`), or a profile name that is
 misspelt (`etcd-fsnyc`), installs cleanly and then fails every run with the reason only in a
 pod log. The lists have one home each, the package's volume models
-(`fioprobe.probe.volumes.MODELS` and `NEEDS`) and the profiles shipped in jobs/ (the image's
+(`fioprobe.target.volumes.MODELS` and `NEEDS`) and the profiles shipped in jobs/ (the image's
 /usr/share/fioprobe/jobs); this file copies them for the manifests' jsonnet
 (lib/defaults.libsonnet), which the chart's values.schema.json is generated from, so that
 `helm install`, `helm template` and the jsonnet configuration refuse what fioprobe would.
@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from fioprobe.fio.profiles import load_profile
-from fioprobe.probe.volumes import NEEDS, VOLUME_TYPES
+from fioprobe.target.volumes import NEEDS, VOLUME_TYPES
 
 REPO = Path(__file__).resolve().parents[1]
 CATALOG = REPO / "manifests" / "lib" / "catalog.json"

@@ -1,7 +1,7 @@
 """Regenerate (or --check) the parts of the docs that are copies of a Python table.
 
 Why: the metric table, the volume types and the failure reasons each have one home in the
-package (`fioprobe.metrics.table.METRICS`, `fioprobe.probe.volumes.MODELS`,
+package (`fioprobe.metrics.table.METRICS`, `fioprobe.target.volumes.MODELS`,
 `fioprobe.errors.FailureReason`);
 every doc that lists them holds a generated copy between markers, so adding a metric, a
 volume type or a reason is one edit plus `make generate`, and CI (`--check`) notices a copy
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from fioprobe.errors import FailureReason
 from fioprobe.metrics.table import METRICS
-from fioprobe.probe.volumes import VOLUME_TYPES
+from fioprobe.target.volumes import VOLUME_TYPES
 
 REPO = Path(__file__).resolve().parents[1]
 _MARKED = re.compile(

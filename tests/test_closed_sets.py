@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 from fioprobe.errors import FailureReason
-from fioprobe.probe.volumes import MODELS, VOLUME_TYPES, model
+from fioprobe.target.volumes import MODELS, VOLUME_TYPES, model
 
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 PUSHED = [reason.value for reason in FailureReason if reason.pushed]

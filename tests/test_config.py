@@ -6,8 +6,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from fioprobe.probe.config import ConfigError, load_config
-from fioprobe.probe.volumes import VOLUME_TYPES
+from fioprobe.target.config import ConfigError, load_config
+from fioprobe.target.volumes import VOLUME_TYPES
 
 GOOD = """\
 pushgateway:

@@ -18,7 +18,7 @@ import pytest
 from conftest import corpus_files, fioprobe
 from fioprobe.cli import main as cli
 from fioprobe.fio.parse import FioOutputError, parse_text
-from fioprobe.probe.config import ConfigError, load_config
+from fioprobe.target.config import ConfigError, load_config
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from support import services

@@ -26,8 +26,8 @@ import pytest
 from conftest import CORPUS, fioprobe
 from fioprobe.fio import parse as fioparse
 from fioprobe.fio.parse import FioOutputError
-from fioprobe.report import discover
-from fioprobe.report import load as load_module
+from fioprobe.results import discover
+from fioprobe.results import load as load_module
 
 JSON_PLUS = CORPUS / "fio3.39-jsonplus-bins-macos-posixaio-randwrite-extracted.json"
 PLAIN = CORPUS / "fio3.36-randrw-psync-128k-no-global-options.json"
@@ -425,14 +425,14 @@ def test_grafana_token_never_follows_a_redirect(redirect_to_recorder) -> None:
 def test_a_readiness_check_with_credentials_never_follows_a_redirect(
     redirect_to_recorder, tmp_path: Path
 ) -> None:
-    from fioprobe.demo import servers as demo_services
+    from fioprobe.services import servers
 
     url, seen = redirect_to_recorder
-    service = demo_services.Service(
+    service = servers.Service(
         "redirecting", ["true"], int(url.rsplit(":", 1)[1]), tmp_path,
         ready_headers={"Authorization": "Basic c2VjcmV0"},
     )  # fmt: skip
-    with pytest.raises(demo_services.ServiceError, match="did not answer"):
+    with pytest.raises(servers.ServiceError, match="did not answer"):
         service.wait_ready(timeout=2)
     assert seen == []
 

@@ -29,7 +29,7 @@ from conftest import fioprobe, gateway_group, gauge, wait_for
 from fioprobe.errors import FailureReason
 from fioprobe.probe.directory import RunDir, open_probe_directory
 from fioprobe.probe.prober import PUBLISH_ON_VOLUME_SECONDS
-from fioprobe.probe.stuck import Marker
+from fioprobe.target.stuck import Marker
 from support import services
 from support.fixtures import slow_dir_factory
 from support.slowfs import SlowFs, force_unmount

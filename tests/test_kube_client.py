@@ -43,8 +43,8 @@ from fioprobe.kube.client import (
 )
 from fioprobe.kube.nodes import CONTROL_PLANE_LABELS, nodes_with_any_label
 from fioprobe.probe import stagger
-from fioprobe.probe.config import load_config
 from fioprobe.probe.schedule import MEMBERS_FILE, KnownMembers, LabelledMembers, members_file
+from fioprobe.target.config import load_config
 from support import kubeapi, services
 from test_stagger import jobs_dir, write_config
 
@@ -492,7 +492,7 @@ import json, sys
 from pathlib import Path
 from fioprobe.kube.client import KubeClient
 from fioprobe.probe import schedule
-from fioprobe.probe.config import load_config
+from fioprobe.target.config import load_config
 
 a = json.loads(sys.argv[1])
 jobs = Path(a["jobs"])

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 import yaml
 from conftest import REPO
-from fioprobe.probe.config import load_config
 from fioprobe.probe.prober import PUBLISH_ON_VOLUME_SECONDS, VOLUME_MARGIN_SECONDS
+from fioprobe.target.config import load_config
 from support import services
 
 MANIFESTS = REPO / "manifests"

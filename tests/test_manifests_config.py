@@ -22,7 +22,7 @@ import pytest
 import yaml
 from conftest import REPO
 from fioprobe.fio.profiles import OVERRIDABLE
-from fioprobe.probe.config import ConfigError, load_config
+from fioprobe.target.config import ConfigError, load_config
 
 GO_JSONNET = REPO / ".tools" / "bin" / "go-jsonnet"
 GENERATE = REPO / "scripts" / "generate.d" / "30-manifests.sh"

@@ -28,7 +28,7 @@ import pytest
 import yaml
 from conftest import REPO
 from fioprobe.cli.main import build_parser
-from fioprobe.probe.config import load_config
+from fioprobe.target.config import load_config
 from support import services
 from test_manifests import GENERATED, MANIFESTS, load_objects, pod_spec, render
 

@@ -9,8 +9,8 @@ import sys
 import textwrap
 
 from conftest import REPO
-from fioprobe.probe.stuck import Stuck
 from fioprobe.processes import alive, start_ticks
+from fioprobe.target.stuck import Stuck
 
 
 def test_a_live_process_a_zombie_and_a_reaped_one() -> None:
@@ -39,7 +39,7 @@ def test_a_proc_that_cannot_be_read_says_nothing() -> None:
         """
         import os, resource
         from fioprobe.processes import alive, start_ticks
-        from fioprobe.probe.stuck import Stuck
+        from fioprobe.target.stuck import Stuck
         me = os.getpid()
         ticks = start_ticks(me)
         used = len(os.listdir("/proc/self/fd"))

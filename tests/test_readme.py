@@ -31,7 +31,7 @@ def test_two_commands_and_ci_agree() -> None:
 
 
 def test_readme_config_example_is_valid(tmp_path: Path) -> None:
-    from fioprobe.probe.config import load_config
+    from fioprobe.target.config import load_config
 
     readme = (REPO / "README.md").read_text()
     example = readme.split("```yaml\n", 1)[1].split("```", 1)[0]

@@ -28,9 +28,10 @@ import pytest
 from conftest import CORPUS, REPO, corpus_files, fioprobe
 from fioprobe.metrics.histogram import cumulative
 from fioprobe.metrics.table import LATENCY_BUCKETS_SECONDS
-from fioprobe.report import analysis, discover
+from fioprobe.report import analysis
 from fioprobe.report.format import fmt_ms
-from fioprobe.report.load import Grouping, load
+from fioprobe.results import discover
+from fioprobe.results.load import Grouping, load
 from test_corpus import EXPECTED_ERRORS, raw_document
 
 GOOD = corpus_files(negative=False)

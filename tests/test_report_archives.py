@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 from conftest import corpus_files
-from fioprobe.report import discover
-from fioprobe.report.load import load
+from fioprobe.results import discover
+from fioprobe.results.load import load
 
 GOOD = corpus_files(negative=False)
 #: What the CLI may use on a hostile archive. Reading the 1 GiB nested .tar into memory, as

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 from conftest import fioprobe
 from fioprobe.report import verdict as vd
-from fioprobe.report.load import Entry, load
+from fioprobe.results.load import Entry, load
 from support import slowfs
 from support.fixtures import fuse_unavailable
 from test_report import html_cells

@@ -19,7 +19,7 @@ from typing import cast
 import pytest
 from fioprobe.report import significance as sig
 from fioprobe.report import verdict as vd
-from fioprobe.report.load import Entry
+from fioprobe.results.load import Entry
 
 
 def test_exact_u_complete_separation() -> None:

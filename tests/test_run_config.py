@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import fioprobe, gateway_group, gauge
-from fioprobe.probe.volumes import GIB
+from fioprobe.target.volumes import GIB
 from support import fixtures as fx
 from support import services
 

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from conftest import gateway_group, gauge
 from fioprobe.fio.profiles import load_profile
-from fioprobe.probe.config import load_config
 from fioprobe.probe.runner import run_config
 from fioprobe.probe.slot import FIO_STOP_SECONDS
+from fioprobe.target.config import load_config
 from support import services
 from support.slowfs import SlowFs, slow_fs
 

@@ -23,11 +23,11 @@ from fioprobe.gateway.transport import Transport
 from fioprobe.grouping import JOB
 from fioprobe.metrics.collector import ProbeOutcome
 from fioprobe.probe import gc
-from fioprobe.probe.config import Config, load_config
 from fioprobe.probe.schedule import spread_offset
 from fioprobe.publish import state
 from fioprobe.publish.outcome import publish
 from fioprobe.publish.statefile import StateDir, StateFile
+from fioprobe.target.config import Config, load_config
 from support import services
 
 SAMPLE = (

@@ -23,7 +23,6 @@ from conftest import fioprobe, gateway_group, gauge
 from fioprobe.errors import Interrupted
 from fioprobe.fio.profiles import load_profile
 from fioprobe.probe import stagger
-from fioprobe.probe.config import load_config
 from fioprobe.probe.schedule import (
     RECHECK_SECONDS,
     Membership,
@@ -37,6 +36,7 @@ from fioprobe.probe.schedule import (
 )
 from fioprobe.probe.slot import FIO_STOP_SECONDS
 from fioprobe.publish.state import GroupState
+from fioprobe.target.config import load_config
 from support import services
 
 #: A profile that fits a short slot: 1 s of budget (etcd-fsync's pattern, 64 KiB). With a

@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 import yaml
 from conftest import REPO
-from fioprobe.probe.config import ConfigError, load_config
-from fioprobe.probe.volumes import NEEDS, VOLUME_TYPES
+from fioprobe.target.config import ConfigError, load_config
+from fioprobe.target.volumes import NEEDS, VOLUME_TYPES
 from support.chart import HELM, HELM4, helm_template
 from test_manifests_config import problems
 

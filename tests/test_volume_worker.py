@@ -198,7 +198,7 @@ def test_a_stop_signal_while_the_child_reads_its_request_is_an_interruption(
     """SIGTERM while the child is still reading its request (and importing the call's
     modules: a prober stopped right after it started its worker): the child answers with
     the interruption, as at any later moment, and prints no traceback."""
-    from fioprobe.probe.childproc import python_command
+    from fioprobe.target.childproc import python_command
 
     process = subprocess.Popen(
         python_command(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from fioprobe.probe.volumes import GIB, GP2_CREDIT_BUCKET, MIB, TIB, model, next_gp2_balance
+from fioprobe.target.volumes import GIB, GP2_CREDIT_BUCKET, MIB, TIB, model, next_gp2_balance
 
 
 @pytest.mark.parametrize(

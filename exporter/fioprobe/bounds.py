@@ -3,7 +3,7 @@ take: one home, so `--timeout 0.01` and `timeout_seconds: 0.01` are refused alik
 
 Each is (lowest, highest), inclusive. The command line checks them with the types of
 `fioprobe.cli.argtypes`, the configuration file where it reads the key
-(`fioprobe.probe.config`).
+(`fioprobe.target.config`).
 """
 
 from __future__ import annotations

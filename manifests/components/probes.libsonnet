@@ -1,6 +1,6 @@
 // Probes: a CronJob per StorageClass (its own persistent PVC) and a DaemonSet on the nodes
 // that hold etcd (hostPath). The entrypoint is `fioprobe run --config ...`, whose
-// YAML (exporter/fioprobe/probe/config.py) is generated here from the same config, so the two
+// YAML (exporter/fioprobe/target/config.py) is generated here from the same config, so the two
 // cannot drift. Returns {object key: Kubernetes object}.
 local common = import '../lib/common.libsonnet';
 local sizing = import '../lib/sizing.libsonnet';

@@ -67,7 +67,7 @@
     seccompProfile: { type: 'RuntimeDefault' },
   },
 
-  // Bytes of a size as fioprobe reads one (exporter/fioprobe/probe/config.py): a number with an
+  // Bytes of a size as fioprobe reads one (exporter/fioprobe/target/config.py): a number with an
   // optional suffix Ki, Mi, Gi, Ti (powers of 1024) or K, M, G, T (of 1000), e.g. 4Mi or
   // 1.5Gi; null when the text is none. Checked here so that a bad size stops the rendering
   // instead of every pod that would be given it.

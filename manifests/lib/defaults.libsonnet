@@ -90,7 +90,7 @@ local resources(requests, limits) = {
   limits: p.map(limits),
 };
 
-// fioprobe's volume model (exporter/fioprobe/probe/volumes.py), copied into the probe's config.
+// fioprobe's volume model (exporter/fioprobe/target/volumes.py), copied into the probe's config.
 // Its types and what each needs come from there (lib/catalog.json, generated).
 local volumeType = p.check('unknown', function(v) std.member(catalog.volumeTypes, v), 'must be one of ' + either(catalog.volumeTypes), {
   enum: catalog.volumeTypes,
@@ -119,7 +119,7 @@ local volume(sizeRequired) = p.check({
   dedicated: p.optional('boolean'),
 }, function(v) missing(v) == [], function(v)
   // A type that cannot be modelled without a setting (gp2 without its size) would fail every
-  // run: the message is fioprobe's own (probe/volumes.py NEEDS).
+  // run: the message is fioprobe's own (target/volumes.py NEEDS).
   std.join('; ', ['%s needs %s: set %s' % [typeOf(v), needsOf(typeOf(v))[k], k] for k in missing(v)]), {
   allOf: [
     {

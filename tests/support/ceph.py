@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fioprobe.demo.servers import LOCALHOST, free_port
+from fioprobe.services.servers import LOCALHOST, free_port
 
 #: The pool the scenarios' images live in.
 POOL = "rbd"

@@ -1,6 +1,6 @@
 """Real Pushgateway, Prometheus, Alertmanager and etcd processes for tests and benchmarks.
 
-The first three come from the demo's launcher in the package (`fioprobe.demo.servers`), so
+The first three come from the demo's launcher in the package (`fioprobe.services.servers`), so
 a test starts them exactly as `fioprobe demo` does. etcd, its write load and `wait_for` are
 only needed here: they stay out of the package and its wheel. Every process gets a free port
 on 127.0.0.1 and is stopped by PID; every wait is bounded.
@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from fioprobe.demo.servers import (
+from fioprobe.services.servers import (
     LOCALHOST,
     Service,
     ServiceError,

@@ -6,7 +6,7 @@ command sensible whatever is passed: a value below the range would make a loop s
 --every 1e300`), and NaN or infinity compare false with every bound. A refused value is one
 line through argparse (`fioprobe: error: run: argument --every: ...`), exit 2, before
 anything runs. The bounds of each option live beside the option (the command's module,
-cli/options.py for the shared ones, cli/continuous_options.py); the types, and so the messages,
+cli/options.py for the shared ones); the types, and so the messages,
 are these.
 """
 
@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
+
+from fioprobe.target.quantity import quantity_bytes
 
 
 def number(low: float, high: float, unit: str) -> Callable[[str], float]:
@@ -61,8 +63,6 @@ def size_bytes(low: int, high: int) -> Callable[[str], int]:
     """A whole number of bytes from `low` to `high`: a number or a quantity like 4Mi."""
 
     def parse(text: str) -> int:
-        from fioprobe.probe.config import quantity_bytes  # yaml: only when a size is actually given
-
         value = quantity_bytes(text)
         if value is None:
             raise argparse.ArgumentTypeError(

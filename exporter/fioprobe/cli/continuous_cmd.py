@@ -1,15 +1,30 @@
 """`fioprobe continuous`: the low-rate write + fdatasync stream, served on /metrics.
 
-Only the command line lives here; the stream itself, and the bounds of its options, are
+The command line and the bounds of its options live here; the stream itself is
 `fioprobe.continuous` (docs/CONTINUOUS.md), which reads the parsed options as they are.
+Bounds keep the stream a light, safe probe whatever is passed: no faster than 10 writes a
+second, no write larger than 1 MiB, no file larger than 1 GiB.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 
-from fioprobe.cli import continuous_options as bounded
+from fioprobe.cli.argtypes import seconds, size_bytes
 from fioprobe.cli.options import add_etcd_disk_option
+
+INTERVAL_SECONDS = (0.1, 3600.0)
+WRITE_SIZE_BYTES = (512, 1024 * 1024)
+FILE_SIZE_BYTES = (64 * 1024, 1024**3)
+STALL_THRESHOLD_SECONDS = (0.0001, 60.0)
+
+interval_seconds = seconds(*INTERVAL_SECONDS)
+stall_threshold_seconds = seconds(*STALL_THRESHOLD_SECONDS)
+write_size_bytes = size_bytes(*WRITE_SIZE_BYTES)
+file_size_bytes = size_bytes(*FILE_SIZE_BYTES)
+
+_LISTEN = re.compile(r"^(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<host>[A-Za-z0-9.-]*)):(?P<port>\d{1,5})$")
 
 DESCRIPTION = (
     "Write etcd's WAL pattern (a small write, then fdatasync) about once a second on every "
@@ -30,27 +45,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_etcd_disk_option(parser, "no")
     parser.add_argument(
-        "--listen", type=bounded.listen_address, default=("0.0.0.0", 9436),
+        "--listen", type=listen_address, default=("0.0.0.0", 9436),
         metavar="[HOST]:PORT", help="where /metrics is served (default :9436)",
     )  # fmt: skip
     parser.add_argument(
-        "--interval", type=bounded.interval_seconds, default=1.0, metavar="S",
+        "--interval", type=interval_seconds, default=1.0, metavar="S",
         help="seconds between two operations per target, 0.1 to 3600 (default 1)",
     )  # fmt: skip
     parser.add_argument(
-        "--write-size", type=bounded.write_size_bytes, default=2300, metavar="BYTES",
+        "--write-size", type=write_size_bytes, default=2300, metavar="BYTES",
         help="bytes per write, 512 to 1Mi (default 2300, as fio's etcd check)",
     )  # fmt: skip
     parser.add_argument(
-        "--file-size", type=bounded.file_size_bytes, default=4 * 1024 * 1024, metavar="BYTES",
+        "--file-size", type=file_size_bytes, default=4 * 1024 * 1024, metavar="BYTES",
         help="the one preallocated file per target, 64Ki to 1Gi: its bytes on disk "
         "(default 4Mi)",
     )  # fmt: skip
     parser.add_argument(
-        "--stall-threshold", type=bounded.stall_threshold_seconds, default=0.01, metavar="S",
+        "--stall-threshold", type=stall_threshold_seconds, default=0.01, metavar="S",
         help="an operation outstanding longer counts into fioprobe_continuous_stall_seconds_total "
         "(default 0.01)",
     )  # fmt: skip
+
+
+def listen_address(text: str) -> tuple[str, int]:
+    """[HOST]:PORT, [IPv6]:PORT; an empty host listens on every address; port 0 picks one."""
+    match = _LISTEN.match(text)
+    port = int(match.group("port")) if match else -1
+    if match is None or not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(
+            f"must be [HOST]:PORT, e.g. :9436 or 127.0.0.1:9436: {text!r}"
+        )
+    host = match.group("v6") or match.group("host") or "0.0.0.0"
+    return host, port
 
 
 def run(args: argparse.Namespace) -> int:

@@ -52,8 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from fioprobe.gateway.transport import redact
-    from fioprobe.probe.config import load_config
     from fioprobe.probe.gc import collect, transport_for
+    from fioprobe.target.config import load_config
 
     jobs_dir = options.jobs_dir(args)
     configs = [load_config(Path(path), jobs_dir) for path in dict.fromkeys(args.config)]

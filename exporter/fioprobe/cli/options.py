@@ -24,7 +24,7 @@ from fioprobe.grouping import probe_key
 
 if TYPE_CHECKING:
     from fioprobe.gateway.transport import Transport
-    from fioprobe.report.load import Grouping
+    from fioprobe.results.load import Grouping
 
 #: `run --every`, the demo's `--interval`: below a second `run --every` runs fio back to back
 #: (with an unreachable gateway, for as long as it runs); above a day nothing is meant.
@@ -100,7 +100,7 @@ def add_owner_option(parser: argparse.ArgumentParser) -> None:
 
 def owner(args: argparse.Namespace) -> str | None:
     """--owner, checked as a configuration's `owner:` is."""
-    from fioprobe.probe.config import valid_owner
+    from fioprobe.target.config import valid_owner
 
     if args.owner is not None and not valid_owner(args.owner):
         raise UsageError(
@@ -198,7 +198,7 @@ def add_results_options(parser: argparse.ArgumentParser, output: str, output_hel
     )
     parser.add_argument(
         "--folder-pattern",
-        default=None,  # report.load.DEFAULT_FOLDER_PATTERN, resolved in `grouping`: every
+        default=None,  # results.load.DEFAULT_FOLDER_PATTERN, resolved in `grouping`: every
         metavar="REGEX",  # other command would pay for importing the report package here
         help="matched against each folder name; named groups group (or cluster), node (or "
         "host), battery (default: <battery>_<group>-fio-<node>)",
@@ -207,7 +207,7 @@ def add_results_options(parser: argparse.ArgumentParser, output: str, output_hel
 
 def grouping(args: argparse.Namespace) -> Grouping:
     """How the results options group the results, checked."""
-    from fioprobe.report.load import DEFAULT_FOLDER_PATTERN, Grouping
+    from fioprobe.results.load import DEFAULT_FOLDER_PATTERN, Grouping
 
     result = Grouping(args.group_by, args.folder_pattern or DEFAULT_FOLDER_PATTERN)
     result.validate()

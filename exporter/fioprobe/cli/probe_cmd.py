@@ -68,9 +68,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fioprobe.probe.config import VolumeConfig, paths_overlap
     from fioprobe.probe.prober import ProbeTarget
     from fioprobe.probe.runner import probe_once
+    from fioprobe.target.config import VolumeConfig, paths_overlap
 
     options.grouping_key(args)  # checked before anything is opened
     transport = options.transport(args)

@@ -67,8 +67,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fioprobe.probe.config import load_config
     from fioprobe.probe.runner import run_config
+    from fioprobe.target.config import load_config
 
     staggered = bool(args.members_label or args.member)
     _check_members(args.members_label or [], args.member or [])

@@ -13,7 +13,7 @@ from pathlib import Path
 from fioprobe.continuous.collector import StreamTarget
 from fioprobe.continuous.stream import WriterSettings, make_state, serve
 from fioprobe.errors import ExitCode, UsageError
-from fioprobe.probe.config import load_config
+from fioprobe.target.config import load_config
 
 
 def settings_of(args: argparse.Namespace) -> WriterSettings:

@@ -37,8 +37,8 @@ from fioprobe.continuous.device import block_device
 from fioprobe.continuous.http import MetricsServer
 from fioprobe.continuous.state import StreamState
 from fioprobe.errors import FailureReason, UsageError
-from fioprobe.probe.childproc import python_command
-from fioprobe.probe.stuck import Marker, StateError, Stuck
+from fioprobe.target.childproc import python_command
+from fioprobe.target.stuck import Marker, StateError, Stuck
 
 #: How long stopping writers may take before the rest are killed and abandoned: the whole
 #: process is meant to exit within 2 s of SIGTERM.

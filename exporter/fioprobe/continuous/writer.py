@@ -2,7 +2,7 @@
 
 Runs as its own process (`python -I -c ... writer.main`), started by `stream`, so that a
 write stuck in the kernel holds only this process. It imports only the standard library,
-`fioprobe.errors` and `fioprobe.probe.etcd_filesystem` (standard library only too), so each
+`fioprobe.errors` and `fioprobe.target.etcd_filesystem` (standard library only too), so each
 target costs one small interpreter.
 
 What it does, and the safety rules it keeps (docs/CONTINUOUS.md, "Safety"):
@@ -41,9 +41,9 @@ from typing import TextIO
 
 from fioprobe.continuous import protocol
 from fioprobe.errors import FailureReason, ProbeFailure, reason_for_errno
-from fioprobe.probe.etcd_filesystem import NotEtcdsFilesystem
-from fioprobe.probe.etcd_filesystem import check as check_etcd_filesystem
 from fioprobe.processes import alive
+from fioprobe.target.etcd_filesystem import NotEtcdsFilesystem
+from fioprobe.target.etcd_filesystem import check as check_etcd_filesystem
 
 SUBDIR = ".fioprobe-continuous"
 _FILE = re.compile(r"wal-(\d{1,10})")

@@ -36,11 +36,11 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from fioprobe.demo import servers as demo_services
 from fioprobe.errors import FioprobeError, Interrupted
 from fioprobe.gateway.transport import Transport
 from fioprobe.grouping import PROBE_LABELS
 from fioprobe.probe.prober import ProbeTarget, run_and_publish
+from fioprobe.services import servers
 from fioprobe.thresholds import ETCD_FSYNC_P99_SECONDS
 
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ class Stack:
     """Everything the demo started, for the summary and for the cleanup."""
 
     root: Path
-    services: list[demo_services.Service] = field(default_factory=list)
+    services: list[servers.Service] = field(default_factory=list)
     targets: list[DemoTarget] = field(default_factory=list)
     prometheus_url: str = ""
     alertmanager_url: str = ""
@@ -136,7 +136,7 @@ def render_rules(path: Path, interval_seconds: float, targets: list[DemoTarget])
         capture_output=True, text=True, timeout=120, check=False, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     if result.returncode != 0:
-        raise demo_services.ServiceError(f"rendering the mixin's rules failed: {result.stderr}")
+        raise servers.ServiceError(f"rendering the mixin's rules failed: {result.stderr}")
     path.write_text(result.stdout)
     return path
 
@@ -187,17 +187,17 @@ def _targets(
     return targets, slow, reason
 
 
-def stream_service(target: DemoTarget, workdir: Path) -> demo_services.Service:
+def stream_service(target: DemoTarget, workdir: Path) -> servers.Service:
     """The disk's continuous stream, labelled as its probe (storageclass, node, etcd role)."""
-    port = demo_services.free_port()
+    port = servers.free_port()
     probe = target.probe
     command = [
         sys.executable, "-m", "fioprobe", "continuous",
         "--dir", str(probe.directory), "--storageclass", probe.storageclass,
         "--node", str(probe.node), "--etcd-disk",
-        "--listen", f"{demo_services.LOCALHOST}:{port}",
+        "--listen", f"{servers.LOCALHOST}:{port}",
     ]  # fmt: skip
-    return demo_services.Service(
+    return servers.Service(
         f"continuous-{target.name}", command, port, workdir, ready_path="/metrics"
     )
 
@@ -243,11 +243,11 @@ def alert_states(stack: Stack) -> dict[str, str]:
 
 def _last_p99(stack: Stack) -> dict[str, float]:
     try:
-        result = demo_services.query(
+        result = servers.query(
             stack.prometheus_url,
             f'fioprobe_last_sync_latency_seconds{{profile="{PROFILE}",quantile="0.99"}}',
         )
-    except demo_services.ServiceError:
+    except servers.ServiceError:
         return {}
     return {r["metric"].get("storageclass", ""): float(r["value"][1]) for r in result}
 
@@ -258,8 +258,8 @@ def _stream_worst_wait(stack: Stack, seconds: float) -> dict[str, float]:
     window = f"{max(2, round(seconds))}s"
     inflight = f"max_over_time(fioprobe_continuous_inflight_seconds[{window}])"
     try:
-        result = demo_services.query(stack.prometheus_url, f"max by (storageclass) ({inflight})")
-    except demo_services.ServiceError:
+        result = servers.query(stack.prometheus_url, f"max by (storageclass) ({inflight})")
+    except servers.ServiceError:
         return {}
     return {r["metric"].get("storageclass", ""): float(r["value"][1]) for r in result}
 
@@ -319,7 +319,7 @@ def provision_grafana(url: str, token: str | None, prometheus_url: str) -> list[
             url.rstrip("/") + path, data=json.dumps(body).encode(), headers=headers, method="POST"
         )
         try:  # the token is never sent on to wherever a redirect points
-            demo_services.open_without_redirects(request, timeout=10).close()
+            servers.open_without_redirects(request, timeout=10).close()
         except urllib.error.HTTPError as exc:
             if exc.code != 409:  # the datasource exists already: a second demo run
                 raise
@@ -354,7 +354,7 @@ def run_demo(
         print("\nfioprobe demo: stopped; every process, mount and file it made is gone",
               flush=True)  # fmt: skip
         return 0
-    except (demo_services.ServiceError, FioprobeError, OSError) as exc:
+    except (servers.ServiceError, FioprobeError, OSError) as exc:
         print(f"fioprobe demo: {exc}", file=sys.stderr)
         return 1
 
@@ -369,7 +369,7 @@ def _run(
 ) -> int:
     root = stack.root
 
-    def start(service: demo_services.Service) -> demo_services.Service:
+    def start(service: servers.Service) -> servers.Service:
         service.start()
         cleanup.callback(service.stop)
         return service
@@ -377,12 +377,12 @@ def _run(
     targets, stack.slow, no_fuse = _targets(root, cleanup)
     stack.targets = targets
     rules = render_rules(root / "rules.json", interval, targets)
-    gateway = start(demo_services.pushgateway(root / "pushgateway"))
-    alertmanager = start(demo_services.alertmanager(root / "alertmanager"))
+    gateway = start(servers.pushgateway(root / "pushgateway"))
+    alertmanager = start(servers.alertmanager(root / "alertmanager"))
     streams = [start(stream_service(t, root / "continuous")) for t in targets]
-    scraped = {"pushgateway": f"{demo_services.LOCALHOST}:{gateway.port}"}
-    scraped |= {s.name: f"{demo_services.LOCALHOST}:{s.port}" for s in streams}
-    prometheus = start(demo_services.prometheus(
+    scraped = {"pushgateway": f"{servers.LOCALHOST}:{gateway.port}"}
+    scraped |= {s.name: f"{servers.LOCALHOST}:{s.port}" for s in streams}
+    prometheus = start(servers.prometheus(
         root / "prometheus", scraped,
         scrape_interval=f"{SCRAPE_SECONDS:g}s", evaluation_interval=f"{SCRAPE_SECONDS:g}s",
         rule_files=[rules], alertmanager_url=alertmanager.url,

@@ -23,7 +23,7 @@ import yaml
 
 from fioprobe.errors import UsageError
 from fioprobe.fio.profiles import OPTIONS, ProfileError, parse_size
-from fioprobe.probe.config import quantity_bytes
+from fioprobe.target.quantity import quantity_bytes
 
 #: The phases, in the order they run: the data set is laid out, then read, then written.
 PHASES = ("prepare", "randread", "randwrite")

@@ -1,7 +1,7 @@
 """Where the Pushgateway is and how to talk to it: the part of a configuration the gateway
 code reads.
 
-Its own module, below the configuration loader (`fioprobe.probe.config`, which builds it
+Its own module, below the configuration loader (`fioprobe.target.config`, which builds it
 from YAML and checks every value), so that the transport and the shard picker take it without
 importing the probe layer.
 """

@@ -36,7 +36,7 @@ _QUANTILE_PERCENTS = [(f"{q:g}", round(q * 100, 6)) for q in SUMMARY_QUANTILES]
 
 @dataclass(frozen=True, slots=True)
 class VolumeGauges:
-    """Volume model values in base units (see `fioprobe.probe.volumes`); None = not modelled."""
+    """Volume model values in base units (see `fioprobe.target.volumes`); None = not modelled."""
 
     size_bytes: float | None = None
     baseline_iops: float | None = None

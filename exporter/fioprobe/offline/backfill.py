@@ -14,7 +14,7 @@ a Prometheus data directory (whose retention must reach back to the oldest run).
 Runs of one series at the same millisecond are one push (the totals hold both; the last-run
 series show the later one), since a series cannot hold two values at one time.
 
-Every run time must be one a fio run can have (`fioprobe.report.run_time`): Prometheus
+Every run time must be one a fio run can have (`fioprobe.results.run_time`): Prometheus
 counts retention from its newest block, so a single result stamped in 2100 would make it
 delete every real block. One such result refuses the whole backfill before anything is
 written; the span of what will be written is printed before promtool runs. So does a series
@@ -46,9 +46,9 @@ from fioprobe.grouping import BENCHMARK, JOB, PROBE_LABELS, probe_key
 from fioprobe.metrics.collector import ProbeOutcome, registry_for
 from fioprobe.metrics.totals import GroupTotals, merge_run
 from fioprobe.offline.convert import refuse_inexact
-from fioprobe.report.discover import Unreadable
-from fioprobe.report.load import Entry, Grouping, load_with_progress
-from fioprobe.report.run_time import format_run_time, run_time_problem
+from fioprobe.results.discover import Unreadable
+from fioprobe.results.load import Entry, Grouping, load_with_progress
+from fioprobe.results.run_time import format_run_time, run_time_problem
 from fioprobe.text import printable
 
 #: Labels the exporter sets itself; --label may not override them.

@@ -16,8 +16,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from fioprobe.demo import servers as demo_services
 from fioprobe.errors import FioprobeError
+from fioprobe.services import servers
 
 #: The committed dashboards (generated from dashboards/*.libsonnet).
 DASHBOARDS = Path(__file__).resolve().parents[3] / "dashboards" / "out"
@@ -44,8 +44,8 @@ def panels(dashboard: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def api(prometheus: str, path: str, params: dict[str, Any] | list[tuple[str, str]]) -> Any:
-    """GET a Prometheus HTTP API endpoint (`fioprobe.demo.servers.prometheus_api`)."""
-    return demo_services.prometheus_api(prometheus, path, params)
+    """GET a Prometheus HTTP API endpoint (`fioprobe.services.servers.prometheus_api`)."""
+    return servers.prometheus_api(prometheus, path, params)
 
 
 def require(condition: object, message: str) -> None:

@@ -52,7 +52,7 @@ from fioprobe.gateway.shards import Shards, identity
 from fioprobe.gateway.transport import Transport
 from fioprobe.grouping import JOB, NODE, PROBE_LABELS, PROFILE, STORAGECLASS, WRITER
 from fioprobe.metrics.totals import COUNT_LIMIT
-from fioprobe.probe.config import Config
+from fioprobe.target.config import Config
 
 OWNER_INFO = "fioprobe_owner_info"
 _SHARED_KEY = frozenset({"job", STORAGECLASS, PROFILE})

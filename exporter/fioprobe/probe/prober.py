@@ -33,11 +33,8 @@ from fioprobe.grouping import PROFILE, probe_key
 from fioprobe.metrics.collector import ProbeOutcome
 from fioprobe.metrics.totals import GroupTotals
 from fioprobe.probe import slot, volume_worker
-from fioprobe.probe.config import VolumeConfig
 from fioprobe.probe.signals import Signals
-from fioprobe.probe.stuck import Marker, Stuck
 from fioprobe.probe.volume_part import VolumeRequest, VolumeResult
-from fioprobe.probe.volumes import GP2_CREDIT_BUCKET, credit_units, model, next_gp2_balance
 from fioprobe.publish import state
 from fioprobe.publish.outcome import (
     WRITER_LEASE_SECONDS,
@@ -47,6 +44,9 @@ from fioprobe.publish.outcome import (
     push_failure,
 )
 from fioprobe.publish.statefile import StateDir, StateError, StateFile, file_name, state_directory
+from fioprobe.target.config import VolumeConfig
+from fioprobe.target.stuck import Marker, Stuck
+from fioprobe.target.volumes import GP2_CREDIT_BUCKET, credit_units, model, next_gp2_balance
 
 # The deadline of one run (docs/FAULTS.md, "How long a run can take"). The volume part runs
 # in a child (`volume_worker`) that is abandoned when its deadline passes; the run then

@@ -37,7 +37,6 @@ from fioprobe.fio.profiles import load_profile
 from fioprobe.kube.client import KubeClient, KubeError
 from fioprobe.kube.nodes import nodes_with_any_label
 from fioprobe.probe import stagger
-from fioprobe.probe.config import Config
 from fioprobe.probe.runner import probe_target, run_config, say
 from fioprobe.probe.signals import Signals
 from fioprobe.probe.slot import FIO_STOP_SECONDS
@@ -49,6 +48,7 @@ from fioprobe.publish.statefile import (
     state_directory,
     untrusted,
 )
+from fioprobe.target.config import Config
 from fioprobe.text import printable
 
 

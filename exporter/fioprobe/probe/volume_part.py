@@ -23,9 +23,10 @@ from fioprobe.errors import FailureReason, Interrupted, ProbeFailure
 from fioprobe.fio.execute import run_fio
 from fioprobe.fio.model import Run
 from fioprobe.fio.profiles import Profile
-from fioprobe.probe import etcd_filesystem, slot
+from fioprobe.probe import slot
 from fioprobe.probe.directory import ProbeDirectory, open_probe_directory
 from fioprobe.probe.volume_worker import Report
+from fioprobe.target import etcd_filesystem
 
 if TYPE_CHECKING:  # the publishing side, imported only by the child that publishes
     from fioprobe.gateway.shards import Shards

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from fioprobe.errors import ExitCode, FailureReason, FioprobeError, Interrupted, ProbeFailure
-from fioprobe.probe.childproc import python_command
+from fioprobe.target.childproc import python_command
 
 #: The calls a child can make: name -> "module:function" inside the fioprobe package.
 CALLS = {

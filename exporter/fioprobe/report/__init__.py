@@ -1,21 +1,14 @@
 """`fioprobe report`: comparison reports over folders and archives of fio results.
 
-Pipeline: `discover` (files, nested folders, tar archives read in place) -> `load` (the
-exporter's own reader, `fioprobe.fio.parse`, plus grouping) -> `analysis` (fio's numbers into
-grids, baseline ratios, sweeps, steps; the contract's buckets via `fioprobe.metrics.histogram`)
-and `verdict` (repeated runs against the baseline: `significance`'s exact Mann-Whitney U,
-Holm's correction, a minimum effect) -> `content` (every table of the report, computed once)
--> `sections` + `tables` + `verdict_view` (the document: one model, rendered as Markdown and
-self-contained HTML by `document`, with `charts` as PNG) and `report_json` (the same numbers
-for machines). `build` writes report.md, report.html, report.json and charts/*.png into one
-folder.
+Pipeline: `fioprobe.results` (`discover`: files, nested folders, tar archives read in
+place; `load`: the exporter's own reader, `fioprobe.fio.parse`, plus grouping) ->
+`analysis` (fio's numbers into grids, baseline ratios, sweeps, steps; the contract's
+buckets via `fioprobe.metrics.histogram`) and `verdict` (repeated runs against the
+baseline: `significance`'s exact Mann-Whitney U, Holm's correction, a minimum effect) ->
+`content` (every table of the report, computed once) -> `sections` + `tables` +
+`verdict_view` (the document: one model, rendered as Markdown and self-contained HTML by
+`document`, with `charts` as PNG) and `report_json` (the same numbers for machines).
+`build` writes report.md, report.html, report.json and charts/*.png into one folder.
 
-Importing this package does not import matplotlib (`fioprobe backfill` shares `load`
-without it); `fioprobe.report.build` does.
+Importing this package does not import matplotlib; `fioprobe.report.build` does.
 """
-
-from __future__ import annotations
-
-from fioprobe.report.load import DEFAULT_FOLDER_PATTERN, Grouping, GroupingError
-
-__all__ = ["DEFAULT_FOLDER_PATTERN", "Grouping", "GroupingError"]

@@ -23,7 +23,7 @@ from fioprobe.fio.model import OPERATIONS, OpStats
 # and fioprobe_<op>_iops agree.
 from fioprobe.metrics.collector import operation_iops as exporter_iops
 from fioprobe.metrics.histogram import BUCKET_BOUNDS_SECONDS, cumulative, op_histogram
-from fioprobe.report.load import SWEEP_OPTIONS, Entry
+from fioprobe.results.load import SWEEP_OPTIONS, Entry
 
 #: Latency metrics per operation, in table order, with fio's percentile key.
 LATENCY_METRICS: tuple[str, ...] = ("p99", "p99.9", "mean", "max", "stddev")

@@ -18,12 +18,12 @@ from fioprobe.errors import UsageError
 from fioprobe.report import analysis as an
 from fioprobe.report import sections
 from fioprobe.report.content import collect
-from fioprobe.report.discover import Unreadable
 from fioprobe.report.document import to_html, to_markdown
-from fioprobe.report.load import Loaded, load_with_progress
 from fioprobe.report.options import ReportOptions
 from fioprobe.report.report_json import report_data
 from fioprobe.report.verdict_view import command_lines
+from fioprobe.results.discover import Unreadable
+from fioprobe.results.load import Loaded, load_with_progress
 
 __all__ = ["BaselineError", "ReportOptions", "ReportResult", "build_report"]
 

@@ -18,8 +18,8 @@ from fioprobe.metrics.table import EXPORTED_OPS
 from fioprobe.report import analysis as an
 from fioprobe.report import significance as sig
 from fioprobe.report import verdict as vd
-from fioprobe.report.load import Entry, Loaded
 from fioprobe.report.options import ReportOptions
+from fioprobe.results.load import Entry, Loaded
 
 _METRIC_TITLES = {
     "p99": "p99",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fioprobe.report.load import Grouping
+from fioprobe.results.load import Grouping
 from fioprobe.thresholds import ETCD_FSYNC_P99_SECONDS, LATENCY_YELLOW_SECONDS
 
 

@@ -10,8 +10,8 @@ from fioprobe.metrics.histogram import cumulative, op_histogram
 from fioprobe.metrics.table import EXPORTED_OPS
 from fioprobe.report import analysis as an
 from fioprobe.report.content import ComparisonTable, Content, GridTable
-from fioprobe.report.load import Entry
 from fioprobe.report.verdict_view import spread_data, verdict_data
+from fioprobe.results.load import Entry
 
 #: Raised when the layout of report.json changes in a way its readers must know.
 JSON_VERSION = 1

@@ -17,11 +17,11 @@ from fioprobe.report import charts
 from fioprobe.report.content import Content
 from fioprobe.report.document import Bullets, Cell, Document, Image, Paragraph, Section, Table
 from fioprobe.report.format import fmt_count, fmt_ms, slug
-from fioprobe.report.load import Entry
 from fioprobe.report.options import ReportOptions
-from fioprobe.report.run_time import format_run_time, run_time_problem
 from fioprobe.report.tables import comparison_table, grid_table, level
 from fioprobe.report.verdict_view import spread_section, summary_lines, verdict_section
+from fioprobe.results.load import Entry
+from fioprobe.results.run_time import format_run_time, run_time_problem
 
 #: At most this many charts of one kind (tables always hold everything).
 MAX_CHARTS_PER_KIND = 12

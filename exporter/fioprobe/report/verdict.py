@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from fioprobe.metrics.histogram import BUCKET_BOUNDS_SECONDS, op_histogram
 from fioprobe.report import analysis as an
 from fioprobe.report import significance as sig
-from fioprobe.report.load import Entry
+from fioprobe.results.load import Entry
 from fioprobe.thresholds import ETCD_FSYNC_P99_SECONDS
 
 REGRESSION = "regression"

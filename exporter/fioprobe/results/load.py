@@ -28,8 +28,8 @@ from fioprobe.errors import UsageError
 from fioprobe.fio import parse as fioparse
 from fioprobe.fio.model import Job, Run
 from fioprobe.fio.parse import FioOutputError
-from fioprobe.report.discover import Source, Unreadable, count_candidates, discover
-from fioprobe.report.progress import Progress
+from fioprobe.results.discover import Source, Unreadable, count_candidates, discover
+from fioprobe.results.progress import Progress
 
 #: `<battery>_<group>-fio-<node>`, e.g. `etcdbench_gp3-single-fio-master-0`.
 DEFAULT_FOLDER_PATTERN = r"^(?P<battery>[^_/]+)_(?P<group>.+)-fio-(?P<node>[^/]+)$"

@@ -56,20 +56,8 @@ from fioprobe.errors import UsageError
 from fioprobe.fio.profiles import OVERRIDABLE, ProfileError, load_profile
 from fioprobe.gateway import defaults as push_defaults
 from fioprobe.gateway.settings import PushgatewayConfig
-from fioprobe.probe.volumes import VOLUME_TYPES, model
-
-_QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)\s*(Ki|Mi|Gi|Ti|K|M|G|T)?$")
-_QUANTITY_SCALE = {
-    None: 1,
-    "Ki": 1024,
-    "Mi": 1024**2,
-    "Gi": 1024**3,
-    "Ti": 1024**4,
-    "K": 10**3,
-    "M": 10**6,
-    "G": 10**9,
-    "T": 10**12,
-}
+from fioprobe.target.quantity import quantity_bytes
+from fioprobe.target.volumes import VOLUME_TYPES, model
 
 
 class ConfigError(UsageError):
@@ -226,15 +214,6 @@ def _kind_name(kind: type | tuple[type, ...]) -> str:
         dict: "a mapping",
     }
     return " or ".join(dict.fromkeys(names.get(k, k.__name__) for k in kinds))
-
-
-def quantity_bytes(text: str) -> float | None:
-    """A Kubernetes-style quantity (100Gi, 500Mi, 4096) in bytes; None if it is not one.
-    May be fractional or infinite: callers decide what they accept."""
-    match = _QUANTITY.match(text.strip()) if len(text) <= 64 else None
-    if not match:
-        return None
-    return float(match.group(1)) * _QUANTITY_SCALE[match.group(2)]
 
 
 def _quantity(reader: _Reader, name: str) -> int | None:
