@@ -12,7 +12,9 @@ local u = import '../lib/util.libsonnet';
 + (import 'probe-health.libsonnet')
 + (import 'continuous.libsonnet')
 + {
+  prometheusRules+:: { assert u.configChecked($._configProblems) },
   prometheusAlerts+:: {
+    assert u.configChecked($._configProblems),
     groups: [
       group {
         rules: [

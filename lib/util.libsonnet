@@ -281,4 +281,43 @@
     + (if pushed then $.matchers(c, probe) else $.matcherList(probe))
     + '}` $labels.' + c.clusterLabel + ' $labels.storageclass $labels.profile $labels.node | query }}'
     + format + '{{ end }}',
+
+  // --- Unknown keys ---------------------------------------------------------------------
+
+  // Edit distance, for "did you mean": only computed for a key that is already wrong. Each
+  // cell is computed before it is appended (the `>= 0` test): left lazy, the last cell would
+  // be a chain of len(a) x len(b) thunks, beyond jsonnet's stack for two 30-letter keys.
+  local distance(a, b) =
+    local n = std.length(b);
+    local row(prev, i) = std.foldl(
+      function(cur, j)
+        local cell = std.min(std.min(cur[j - 1] + 1, prev[j] + 1), prev[j - 1] + (if a[i - 1] == b[j - 1] then 0 else 1));
+        if cell >= 0 then cur + [cell] else error 'unreachable',
+      std.range(1, n),
+      [i],
+    );
+    std.foldl(row, std.range(1, std.length(a)), std.range(0, n))[n],
+  // ", did you mean <the nearest allowed key>?" when one is near enough, else ''.
+  suggestion(key, allowed)::
+    local scored = std.sort(
+      [{ d: distance(std.asciiLower(key), std.asciiLower(a)), key: a } for a in allowed],
+      function(s) s.d,
+    );
+    // Else the one key that begins with it: a key that gained a unit or a suffix
+    // (latencyWindow, now latencyWindowRuns) is too far by edit distance.
+    local longer = [a for a in allowed if std.startsWith(std.asciiLower(a), std.asciiLower(key))];
+    if std.length(scored) > 0 && scored[0].d <= std.max(2, std.floor(std.length(key) / 4)) then
+      ', did you mean %s?' % scored[0].key
+    else if std.length(longer) == 1 then ', did you mean %s?' % longer[0]
+    else '',
+  // The one message for a key that is not known, wherever a configuration is checked (the
+  // mixin's and the manifests'), naming its path, the nearest known key and every known one.
+  unknownKey(at, key, allowed)::
+    '%s: unknown key%s (expected one of: %s)' % [at, $.suggestion(key, allowed), std.join(', ', allowed)],
+  // One message per key of `value` that is not in `allowed`, each named `prefix` + key.
+  unknownKeys(prefix, value, allowed)::
+    [$.unknownKey(prefix + key, key, allowed) for key in std.objectFieldsAll(value) if !std.member(allowed, key)],
+  // An object assertion for each output of the mixin (rules, alerts, dashboards): the
+  // configuration's key problems, if any, stop the rendering with all of them named.
+  configChecked(problems):: std.length(problems) == 0 || error 'fioprobe mixin config: ' + std.join('; ', problems),
 }

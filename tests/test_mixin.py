@@ -123,7 +123,7 @@ OVERRIDES: dict[str, Any] = {
     "etcdFsyncOfRuns": 4,
     "storageClassLatencyProfile": "sync-latency",
     # Bucket boundaries: the continuous stream's objectives use them (alerts/windows.libsonnet).
-    "storageClassFsyncP99WarningSeconds": {"pd-ssd": 0.008, "pd-balanced": 0.128},
+    "storageClassFsyncP99WarningSeconds": {"gp2": 0.008, "sc1": 0.128},
     "storageClassFsyncP99DefaultWarningSeconds": 2.048,
     "storageClassSlowRuns": 4,
     "storageClassOfRuns": 6,
@@ -219,10 +219,12 @@ def alerts_of(text: str) -> list[dict[str, Any]]:
 
 def default_config() -> dict[str, Any]:
     """The rules' keys of config.libsonnet's _config, as jsonnet evaluates them. The
-    dashboards' own keys (`dashboards`) reach no rule: tests/test_dashboards.py checks them."""
+    dashboards' own keys (`dashboards`) reach no rule: tests/test_dashboards.py checks them;
+    refuseUnknownKeys decides whether the others are checked (test_unknown_keys_*)."""
     out = run(tool("go-jsonnet"), "-J", ".", "-e", "(import 'config.libsonnet')._config").stdout
     config: dict[str, Any] = json.loads(out)
     del config["dashboards"]
+    del config["refuseUnknownKeys"]
     return config
 
 
@@ -768,6 +770,57 @@ def test_windows_shorter_than_two_runs_fail_to_render(config: dict[str, Any], me
     )  # fmt: skip
     assert proc.returncode != 0
     assert "fioprobe mixin config: " + message in proc.stderr, proc.stderr
+
+
+#: Keys the mixin does not know, each with the start of its message: a misspelt key and the
+#: retired ones older docs still name would otherwise be ignored and their defaults used.
+UNKNOWN_KEYS = [
+    (
+        {"latencyWindow": "1m"},
+        "latencyWindow: unknown key, did you mean latencyWindowRuns? (expected one of: ",
+    ),
+    ({"etcdFsyncWarningFor": "0s"}, "etcdFsyncWarningFor: unknown key (expected one of: "),
+    (
+        {"dashboards": {"refrsh": "1m"}},
+        "dashboards.refrsh: unknown key, did you mean refresh? (expected one of: ",
+    ),
+    (
+        {"storageClassFsyncP99WarningSeconds": {"gp4": 0.016}},
+        "storageClassFsyncP99WarningSeconds.gp4: unknown key, did you mean gp2? (expected one "
+        "of: gp2, gp3, io1, io2, st1, sc1, ceph-rbd, unknown)",
+    ),
+]
+
+
+@pytest.mark.parametrize(("config", "message"), UNKNOWN_KEYS, ids=lambda v: str(v)[:40])
+@pytest.mark.parametrize("output", ["rules", "dashboards"])
+def test_unknown_keys_stop_the_rendering(config: dict[str, Any], message: str, output: str) -> None:
+    """The rules (alerts/rules.jsonnet) and the dashboards alike refuse a key the mixin does
+    not have, naming it and the nearest known one."""
+    if output == "rules":
+        args = ["--tla-code", f"config={json.dumps(config)}", "alerts/rules.jsonnet"]
+    else:
+        plus = "+" if "dashboards" in config else ""
+        value = json.dumps(config).replace('"dashboards":', f'"dashboards"{plus}:')
+        code = f"((import 'mixin.libsonnet') + {{ _config+:: {value} }}).grafanaDashboards"
+        args = ["-e", code]
+    proc = run(tool("go-jsonnet"), "-J", ".", *args, check=False)
+    assert proc.returncode != 0
+    first = proc.stderr.splitlines()[0]
+    assert first.startswith("RUNTIME ERROR: fioprobe mixin config: " + message), proc.stderr
+
+
+def test_unknown_keys_are_all_named_at_once_and_can_be_let_through() -> None:
+    both = {"latencyWindow": "1m", "etcdFsyncWarningFor": "0s"}
+    proc = run(
+        tool("go-jsonnet"), "-J", ".", "--tla-code", f"config={json.dumps(both)}",
+        "alerts/rules.jsonnet", check=False,
+    )  # fmt: skip
+    assert "etcdFsyncWarningFor: unknown key" in proc.stderr
+    assert "; latencyWindow: unknown key, did you mean latencyWindowRuns?" in proc.stderr
+    # Where another mixin's keys share the object (mixins merged with `+`), the check is off.
+    config = {**both, "refuseUnknownKeys": False}
+    assert json.loads(render(config)) == json.loads(render({}))
 
 
 def test_the_mixin_alone_knows_no_deployment() -> None:

@@ -23,6 +23,8 @@
 //   type(name)           a value of a type given by name, without a default
 // A key `'#name'::` beside `name` documents it (the generated table in docs/MANIFESTS.md); an
 // object with a `'#title'::` (a Kubernetes type) is named by it instead of listing its keys.
+local u = import '../../lib/util.libsonnet';
+
 {
   local prefix = 'fioprobe manifests config: ',
   local node(kind, fields) = { '#kind':: kind } + fields,
@@ -84,30 +86,7 @@
 
   // --- checking --------------------------------------------------------------------------
 
-  // Edit distance, for "did you mean": only computed for a key that is already wrong. Each
-  // cell is computed before it is appended (the `>= 0` test): left lazy, the last cell would
-  // be a chain of len(a) x len(b) thunks, beyond jsonnet's stack for two 30-letter keys.
-  local distance(a, b) =
-    local n = std.length(b);
-    local row(prev, i) = std.foldl(
-      function(cur, j)
-        local cell = std.min(std.min(cur[j - 1] + 1, prev[j] + 1), prev[j - 1] + (if a[i - 1] == b[j - 1] then 0 else 1));
-        if cell >= 0 then cur + [cell] else error 'unreachable',
-      std.range(1, n),
-      [i],
-    );
-    std.foldl(row, std.range(1, std.length(a)), std.range(0, n))[n],
-  local suggestion(key, allowed) =
-    local scored = std.sort(
-      [{ d: distance(std.asciiLower(key), std.asciiLower(a)), key: a } for a in allowed],
-      function(s) s.d,
-    );
-    if std.length(scored) > 0 && scored[0].d <= std.max(2, std.floor(std.length(key) / 4)) then
-      ', did you mean %s?' % scored[0].key
-    else '',
-
-  local unknownKey(at, key, allowed) =
-    '%s: unknown key%s (expected one of: %s)' % [at, suggestion(key, allowed), std.join(', ', allowed)],
+  local unknownKey(at, key, allowed) = u.unknownKey(at, key, allowed),
 
   // The jsonnet type every value of a node has, or null when it may have several.
   local baseType(schema) =
