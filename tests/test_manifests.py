@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 import yaml
 from conftest import REPO
-from fioprobe.probe.prober import PUBLISH_ON_VOLUME_SECONDS, VOLUME_MARGIN_SECONDS
+from fioprobe.probe.prober import PUBLISH_ON_VOLUME_SECONDS
+from fioprobe.probe.volume_run import VOLUME_MARGIN_SECONDS
 from fioprobe.target.config import load_config
 from support import services
 
@@ -340,7 +341,7 @@ def test_cronjobs_are_bounded_and_spread() -> None:
         job = spec["jobTemplate"]["spec"]
         assert job["backoffLimit"] == 0, name
         # Every profile may run to its deadline and publish on its volume, every push take
-        # all its attempts (probe/prober.py's limits, the manifests' defaults: 60 s profiles,
+        # all its attempts (the prober's limits, the manifests' defaults: 60 s profiles,
         # 3 x 10 s).
         profiles = len(_config_of(cj)["targets"][0]["profiles"])
         worst = VOLUME_MARGIN_SECONDS + PUBLISH_ON_VOLUME_SECONDS + 60 + 2 * 3 * 10

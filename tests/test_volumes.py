@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from fioprobe.target.volumes import GIB, GP2_CREDIT_BUCKET, MIB, TIB, model, next_gp2_balance
+from fioprobe.probe.credits import next_gp2_balance
+from fioprobe.target.volumes import GIB, GP2_CREDIT_BUCKET, MIB, TIB, model
 
 
 @pytest.mark.parametrize(

@@ -58,11 +58,12 @@ function(config) {
 
   // --- pod template -------------------------------------------------------------------
   // Worst case of one run, per profile: fio to its timeout plus the volume worker's margin
-  // (VOLUME_MARGIN_SECONDS in exporter/fioprobe/probe/prober.py, 25 s), the publish on a dedicated
-  // volume (its worker's limit, PUBLISH_ON_VOLUME_SECONDS, 60 s), and two Pushgateway calls
+  // (VOLUME_MARGIN_SECONDS in exporter/fioprobe/probe/volume_run.py, 25 s), the publish on a
+  // dedicated volume (its worker's limit, PUBLISH_ON_VOLUME_SECONDS in probe/prober.py, 60 s),
+  // and two Pushgateway calls
   // (the read-back and the push), every attempt to its timeout; then a minute for the pod.
   // Past it the Job ends even while a pod stuck on a hung volume stays Terminating, and the
-  // next scheduled run starts (tests/test_manifests.py keeps these in step with probe/prober.py).
+  // next scheduled run starts (tests/test_manifests.py keeps these in step with the two).
   local volumeMarginSeconds = 25,
   local publishOnVolumeSeconds = 60,
   local activeDeadline(profiles) =

@@ -68,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fioprobe.probe.prober import ProbeTarget
+    from fioprobe.probe.model import ProbeTarget
     from fioprobe.probe.runner import probe_once
     from fioprobe.target.config import VolumeConfig, paths_overlap
 

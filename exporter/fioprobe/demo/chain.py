@@ -39,7 +39,8 @@ from typing import TYPE_CHECKING, Any
 from fioprobe.errors import FioprobeError, Interrupted
 from fioprobe.gateway.transport import Transport
 from fioprobe.grouping import PROBE_LABELS
-from fioprobe.probe.prober import ProbeTarget, run_and_publish
+from fioprobe.probe.model import ProbeTarget
+from fioprobe.probe.prober import run_and_publish
 from fioprobe.services import servers
 from fioprobe.thresholds import ETCD_FSYNC_P99_SECONDS
 

@@ -13,7 +13,8 @@ from pathlib import Path
 from fioprobe.errors import ExitCode, FailureReason, FioprobeError, Interrupted
 from fioprobe.gateway.shards import Shards
 from fioprobe.gateway.transport import PushError, Transport
-from fioprobe.probe.prober import ProbeTarget, run_and_publish
+from fioprobe.probe.model import ProbeTarget
+from fioprobe.probe.prober import run_and_publish
 from fioprobe.publish.outcome import StateNotKept, WriterConflict
 from fioprobe.target.config import Config, TargetConfig
 

@@ -10,11 +10,14 @@ A run directory that FUSE keeps "not empty" for a moment (`.fuse_hidden*` files 
 released after fio exits) is `probedir`'s to wait for and, if they stay, to leave for the
 next run.
 
-`publish_on_volume`: the publish of a probe whose state lives on the probed volume.
+`publish_on_volume`: the publish of a probe whose state lives on the probed volume. The
+prober hands it the publish function (pickled by reference, so the child imports it when it
+reads its request), as this module stands below the prober and imports nothing of it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,8 +35,14 @@ if TYPE_CHECKING:  # the publishing side, imported only by the child that publis
     from fioprobe.gateway.shards import Shards
     from fioprobe.gateway.transport import Transport
     from fioprobe.metrics.collector import ProbeOutcome
-    from fioprobe.probe.prober import ProbeTarget, RunResult
+    from fioprobe.probe.model import ProbeTarget, RunResult
     from fioprobe.publish.statefile import StateFile
+
+    #: What publishes one run's outcome (`prober.publish_result`): what was pushed, and the
+    #: run's message.
+    Publish = Callable[
+        [RunResult, ProbeTarget, Transport | Shards, StateFile], tuple[ProbeOutcome, str]
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +141,7 @@ def _run_in_run_dir(
 
 
 def publish_on_volume(
+    publish: Publish,
     result: RunResult,
     target: ProbeTarget,
     transport: Transport | Shards,
@@ -139,8 +149,7 @@ def publish_on_volume(
     *,
     report: Report,
 ) -> tuple[ProbeOutcome, str]:
-    """`probe.publish_result` for a probe whose state lives on the probed volume."""
-    from fioprobe.probe.prober import publish_result
-
+    """`publish` (the prober's `publish_result`) for a probe whose state lives on the
+    probed volume."""
     report("publishing (the state is on the probed volume)")
-    return publish_result(result, target, transport, state_file)
+    return publish(result, target, transport, state_file)

@@ -3,12 +3,12 @@
 The exporter turns a target's configured type and size (or provisioned values) into the
 baseline/burst gauges, so dashboards can draw the lines the measured ceiling should meet and
 alerts can tell "out of burst credits" from "slow". For a dedicated, persistent gp2 probe
-volume whose only IO is the probe's own, the credit balance is modelled run by run.
+volume whose only IO is the probe's own, the credit balance is modelled run by run
+(`fioprobe.probe.credits`).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -152,31 +152,3 @@ NEEDS: dict[str, dict[str, str]] = {
     "st1": {"size": "the volume size: its throughput is per TiB"},
     "sc1": {"size": "the volume size: its throughput is per TiB"},
 }
-
-
-def credit_units(ios: int, io_bytes: int) -> float:
-    """IOs as EBS counts them for credits: one per IO of up to 256 KiB."""
-    return float(max(ios, math.ceil(io_bytes / CREDIT_IO_BYTES)))
-
-
-def next_gp2_balance(
-    volume: VolumeModel,
-    balance: float | None,
-    balance_at: float | None,
-    run_started: float,
-    run_seconds: float,
-    run_credit_units: float,
-) -> float:
-    """The modelled credit balance after one run of a dedicated gp2 probe volume.
-
-    Credits accrue at the baseline rate while the volume idles between runs (up to the
-    bucket), and a run spends what it used above the baseline during its own runtime.
-    """
-    assert volume.baseline_iops is not None
-    if balance is None or balance_at is None:
-        balance = GP2_CREDIT_BUCKET  # full at creation
-    else:
-        idle = max(0.0, run_started - balance_at)
-        balance = min(GP2_CREDIT_BUCKET, balance + volume.baseline_iops * idle)
-    spent = run_credit_units - volume.baseline_iops * run_seconds  # negative: a net gain
-    return min(GP2_CREDIT_BUCKET, max(0.0, balance - spent))
