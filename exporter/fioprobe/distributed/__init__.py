@@ -8,6 +8,6 @@ server is contacted (`jobs.py`), runs one `fio --client` per phase (`client.py`)
 every phase's output where `report` and `backfill` read it (`archive.py`), prints each
 server's figures beside fio's aggregate (`summary.py`) and pushes the benchmark once as its
 own group (`benchmark.py`). A failure names its servers (`failures.py`), those that do not
-answer fio's probe included (`liveness.py`), which the clean-up then skips. A fio server runs
-whatever job a client sends it: nothing but a checked job file is ever sent.
+answer fio's probe included (`liveness.py`, `silence.py`), which the clean-up then skips. A
+fio server runs whatever job a client sends it: nothing but a checked job file is ever sent.
 """

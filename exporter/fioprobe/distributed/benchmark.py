@@ -34,11 +34,12 @@ from fioprobe.distributed.archive import (
     check_archive_writable,
 )
 from fioprobe.distributed.client import STOP_GRACE_SECONDS, ClientOutput, complaint, run_client
-from fioprobe.distributed.failures import PhaseTimedOut, ServersFailed, failed_servers, named
+from fioprobe.distributed.failures import PhaseTimedOut, ServersFailed, failed_servers
 from fioprobe.distributed.jobs import PhaseJob, cleanup_job, phase_jobs, phase_kind
 from fioprobe.distributed.liveness import NoAnswer, unanswered
 from fioprobe.distributed.plan import Plan, PlanError, prepare_bytes
 from fioprobe.distributed.servers import Server, reported_key, wait_until_listening
+from fioprobe.distributed.silence import named
 from fioprobe.distributed.summary import phase_table
 from fioprobe.errors import FailureReason, FioprobeError, Interrupted, ProbeFailure
 from fioprobe.fio.clientserver import ClientServerRun, ServerRun, parse_client_server
