@@ -43,7 +43,7 @@ from fioprobe.kube.client import (
 )
 from fioprobe.kube.nodes import CONTROL_PLANE_LABELS, nodes_with_any_label
 from fioprobe.probe import stagger
-from fioprobe.probe.schedule import MEMBERS_FILE, KnownMembers, LabelledMembers, members_file
+from fioprobe.probe.members import MEMBERS_FILE, KnownMembers, LabelledMembers, members_file
 from fioprobe.target.config import load_config
 from support import kubeapi, services
 from test_stagger import jobs_dir, write_config
@@ -491,14 +491,14 @@ DRIVER = """
 import json, sys
 from pathlib import Path
 from fioprobe.kube.client import KubeClient
-from fioprobe.probe import schedule
+from fioprobe.probe import members as kept, schedule
 from fioprobe.target.config import load_config
 
 a = json.loads(sys.argv[1])
 jobs = Path(a["jobs"])
 config = load_config(Path(a["config"]), jobs)
 client = KubeClient(a["server"], Path(a["token"]), Path(a["ca"]))
-members = schedule.LabelledMembers(client, a["labels"], schedule.members_file(config))
+members = kept.LabelledMembers(client, a["labels"], kept.members_file(config))
 sys.exit(schedule.run_staggered(config, a["every"], members, node=a["node"], jobs_dir=jobs,
                                 quiet=False, cycles=a.get("cycles", 1)))
 """

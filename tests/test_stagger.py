@@ -23,9 +23,8 @@ from conftest import fioprobe, gateway_group, gauge
 from fioprobe.errors import Interrupted
 from fioprobe.fio.profiles import load_profile
 from fioprobe.probe import stagger
+from fioprobe.probe.members import RECHECK_SECONDS, Membership
 from fioprobe.probe.schedule import (
-    RECHECK_SECONDS,
-    Membership,
     known_before,
     pass_seconds,
     recorded_since,

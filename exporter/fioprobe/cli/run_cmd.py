@@ -83,16 +83,17 @@ def run(args: argparse.Namespace) -> int:
     jobs_dir = options.jobs_dir(args)
     config = load_config(Path(args.config), jobs_dir)
     if staggered:
+        from fioprobe.probe import members as kept
         from fioprobe.probe import schedule
 
-        members: schedule.Members
+        members: kept.Members
         if args.member:
-            members = schedule.ListedMembers(tuple(args.member))
+            members = kept.ListedMembers(tuple(args.member))
         else:
             from fioprobe.kube.client import KubeConfigError
 
             try:
-                members = schedule.labelled_members(config, args.members_label)
+                members = kept.labelled_members(config, args.members_label)
             except KubeConfigError as exc:
                 raise UsageError(f"run: --members-label reads the Kubernetes API: {exc}") from None
         return schedule.run_staggered(config, args.every, members, node=args.node,
