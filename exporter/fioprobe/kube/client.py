@@ -28,22 +28,19 @@ from __future__ import annotations
 
 import contextlib
 import http.client
-import ipaddress
 import json
 import math
 import os
-import socket
 import ssl
 import stat
-import threading
-import time
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any
 
 from fioprobe.errors import FioprobeError, UsageError
+from fioprobe.kube.exchange import Answer, Connection, Expired, TooLarge, Watchdog, read_body
 from fioprobe.text import printable
 
 #: Where the kubelet mounts the pod's service account: token, CA and namespace.
@@ -237,11 +234,11 @@ class KubeClient:
             raise KubeRefused(_hide(str(error), token), error.status)
         raise type(error)(_hide(str(error), token))
 
-    def _send(self, target: str, accept: str, token: str, asked: str) -> _Answer:
+    def _send(self, target: str, accept: str, token: str, asked: str) -> Answer:
         host, port = _split_server(self.server)
         context = self._tls(asked)  # before the deadline: reading files is not network time
-        watchdog = _Watchdog(self.timeout_seconds)
-        connection = _Connection(host, port, context=context, watchdog=watchdog)
+        watchdog = Watchdog(self.timeout_seconds)
+        connection = Connection(host, port, context=context, watchdog=watchdog)
         try:
             connection.request(
                 "GET",
@@ -251,16 +248,16 @@ class KubeClient:
             )  # fmt: skip
             response = connection.getresponse()
             ok = response.status == 200
-            body = _read_body(response, self.max_answer_bytes if ok else _REFUSAL_BYTES, ok)
+            body = read_body(response, self.max_answer_bytes if ok else _REFUSAL_BYTES, ok)
             location = response.getheader("Location") or ""
-            return _Answer(response.status, response.reason, location, body)
-        except _TooLarge:
+            return Answer(response.status, response.reason, location, body)
+        except TooLarge:
             raise KubeBadAnswer(
                 f"{asked}: the answer of {self.server} is larger than "
                 f"{self.max_answer_bytes} bytes, more than fioprobe reads"
             ) from None
         except (OSError, http.client.HTTPException) as exc:
-            if watchdog.hit() or isinstance(exc, _Expired):
+            if watchdog.hit() or isinstance(exc, Expired):
                 raise KubeUnreachable(
                     f"{asked}: no complete answer from {self.server} within "
                     f"{self.timeout_seconds:g}s"
@@ -270,7 +267,7 @@ class KubeClient:
             connection.close()
             watchdog.close()
 
-    def _refusal(self, answer: _Answer, asked: str) -> KubeError:
+    def _refusal(self, answer: Answer, asked: str) -> KubeError:
         status = f"HTTP {answer.status}" + (
             f" {printable(answer.reason, 60)}" if answer.reason else ""
         )
@@ -351,176 +348,6 @@ class KubeClient:
             raise KubeConfigError(
                 f"{asked}: cannot read the CA file {self.ca_file}: {printable(str(problem), 200)}"
             ) from None
-
-
-# --- one exchange -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Answer:
-    status: int
-    reason: str
-    location: str
-    body: bytes
-
-
-class _TooLarge(Exception):
-    pass
-
-
-class _Expired(TimeoutError):
-    """The deadline passed before a step of the exchange could start."""
-
-
-#: One answer of socket.getaddrinfo.
-_AddressInfo: TypeAlias = tuple[
-    socket.AddressFamily,
-    socket.SocketKind,
-    int,
-    str,
-    tuple[str, int] | tuple[str, int, int, int] | tuple[int, bytes],
-]
-
-
-class _Watchdog:
-    """The end of one exchange, enforced: at the deadline a timer shuts the connection's
-    socket down, so every blocked or later read and write returns at once, whatever
-    http.client or ssl was doing. The technique of `fioprobe.gateway.deadline.Deadline`
-    (which this stage cannot import); it holds a duplicate of the socket's descriptor, so it
-    never shuts down a descriptor number that was closed and reused meanwhile."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.end = time.monotonic() + seconds
-        self._lock = threading.Lock()
-        self._watched: list[socket.socket] = []
-        self._expired = False
-        self._closed = False
-        self._timer = threading.Timer(seconds, self._fire)
-        self._timer.daemon = True
-        self._timer.start()
-
-    def hit(self) -> bool:
-        return self._expired or time.monotonic() >= self.end
-
-    def remaining(self) -> float:
-        left = self.end - time.monotonic()
-        if left <= 0 or self._expired:
-            raise _Expired(f"no answer within {self.seconds:g}s")
-        return left
-
-    def _fire(self) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self._expired = True
-            for sock in self._watched:
-                with contextlib.suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
-
-    def close(self) -> None:
-        self._timer.cancel()
-        with self._lock:
-            self._closed = True
-            for sock in self._watched:
-                sock.close()
-            self._watched.clear()
-
-    def connect(
-        self,
-        address: tuple[str, int],
-        timeout: object = None,
-        source_address: tuple[str, int] | None = None,
-    ) -> socket.socket:
-        """socket.create_connection within the deadline, the socket under the watchdog."""
-        host, port = address
-        last: OSError | None = None
-        for family, kind, proto, _, sockaddr in self._resolve(host, port):
-            sock = socket.socket(family, kind, proto)
-            try:
-                duplicate = sock.dup()
-                with self._lock:
-                    if self._closed or self._expired:
-                        duplicate.close()
-                        raise _Expired(f"no answer within {self.seconds:g}s")
-                    self._watched.append(duplicate)
-                sock.settimeout(self.remaining())
-                if source_address:
-                    sock.bind(source_address)
-                sock.connect(sockaddr)
-                sock.settimeout(self.remaining())
-                return sock
-            except OSError as exc:
-                sock.close()
-                if isinstance(exc, _Expired) or self.hit():
-                    raise
-                last = exc
-        raise last or OSError(f"no address for {host}")
-
-    def _resolve(self, host: str, port: int) -> Sequence[_AddressInfo]:
-        """The addresses of `host`; an IP address (a pod's case) needs no resolver. A name
-        is resolved in a helper thread given up on at the deadline (getaddrinfo cannot be
-        interrupted; the thread ends when the resolver's own timeout does)."""
-        with contextlib.suppress(ValueError):
-            ip = ipaddress.ip_address(host)
-            if ip.version == 6:
-                return [(socket.AF_INET6, socket.SOCK_STREAM, 0, "", (host, port, 0, 0))]
-            return [(socket.AF_INET, socket.SOCK_STREAM, 0, "", (host, port))]
-        result: list[Sequence[_AddressInfo] | OSError] = []
-
-        def run() -> None:
-            try:
-                result.append(socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM))
-            except OSError as exc:
-                result.append(exc)
-
-        thread = threading.Thread(target=run, name="fioprobe-kube-resolve", daemon=True)
-        thread.start()
-        thread.join(self.remaining())
-        if not result:
-            raise _Expired(f"name resolution took longer than {self.seconds:g}s")
-        found = result[0]
-        if isinstance(found, OSError):
-            raise found
-        return found
-
-
-class _Connection(http.client.HTTPSConnection):
-    """An HTTPS connection whose socket is made and watched by one `_Watchdog`."""
-
-    def __init__(
-        self, host: str, port: int, *, context: ssl.SSLContext, watchdog: _Watchdog
-    ) -> None:
-        super().__init__(host, port, timeout=watchdog.seconds, context=context)
-        self._create_connection = watchdog.connect
-
-
-def _read_body(answer: http.client.HTTPResponse, limit: int, strict: bool) -> bytes:
-    """The body, at most `limit` bytes. `strict` (the answer to use): more is _TooLarge, and
-    a body that stops short of its announced length is an IncompleteRead. Otherwise (a
-    refusal, read for its message) what fits is kept."""
-    length = answer.length  # http.client's reading of Content-Length (None if absent)
-    if strict and length is not None and length > limit:
-        raise _TooLarge
-    chunks: list[bytes] = []
-    size = 0
-    while size <= limit:  # each pass adds at least one byte or ends: at most limit + 1 passes
-        try:
-            chunk = answer.read(min(256 * 1024, limit + 1 - size))
-        except ValueError:  # http.client's answer to a chunk size that is not hex
-            raise http.client.HTTPException("invalid chunked encoding") from None
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    body = b"".join(chunks)
-    if not strict:
-        return body[:limit]
-    if size > limit:
-        raise _TooLarge
-    if length is not None and size < length:
-        raise http.client.IncompleteRead(body, length - size)
-    return body
 
 
 # --- names and messages -------------------------------------------------------------------
