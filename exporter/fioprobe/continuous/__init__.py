@@ -7,6 +7,7 @@ child can be abandoned. The parent (`stream`) never touches a probed volume; it 
 its writers tell it (`state`) and turns that into metrics at scrape time (`collector`).
 
 Modules, in the order data flows: writer -> protocol -> state -> collector -> stream (the
-command), with `device` (which block device a file lands on) and `options` (bounded CLI
-values) beside them. docs/CONTINUOUS.md has the design.
+serving process) -> command (the command's run), with `device` (which block device a file
+lands on) and `http` (/metrics served) beside them; the command's options and their bounds
+are `fioprobe.cli.continuous_cmd`'s. docs/CONTINUOUS.md has the design.
 """

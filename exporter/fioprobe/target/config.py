@@ -1,4 +1,4 @@
-"""Strict YAML configuration of `fioprobe run`.
+"""Strict YAML configuration of the targets, as `fioprobe run`, `continuous` and `gc` read it.
 
 Unknown keys, duplicate keys and wrong types are errors that name the file and the key:
 a typo in a monitoring config must not silently turn a probe off. Defaults are applied at
