@@ -1,4 +1,4 @@
-// Recording rules shared by alerts and dashboards (docs/CONTRACT-NOTES.md, docs/MIXIN.md).
+// Recording rules shared by alerts and dashboards (docs/DESIGN.md, docs/MIXIN.md).
 // Every probe series is first reduced to one series per probe (cluster, StorageClass, node,
 // profile): the labels prometheus-operator adds (pod, service, endpoint, namespace) change
 // when the Pushgateway pod is replaced, and per-probe series keep range functions

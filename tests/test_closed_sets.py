@@ -67,7 +67,7 @@ def test_no_doc_names_a_reason_that_is_never_produced(path: Path) -> None:
 
 def test_volume_types_are_listed_from_the_one_table() -> None:
     parts = generated("volume-types")
-    assert set(parts) == {"README.md", "docs/MANIFESTS.md", "docs/CONTRACT-NOTES.md"}
+    assert set(parts) == {"README.md", "docs/MANIFESTS.md", "docs/DESIGN.md"}
     for text in parts.values():
         assert re.findall(r"`([\w-]+)`", text) == list(VOLUME_TYPES)
 

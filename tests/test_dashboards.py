@@ -257,7 +257,7 @@ def test_every_panel_and_target_uses_the_datasource_variable() -> None:
 
 
 def test_every_dashboard_has_the_probe_variables() -> None:
-    """DESIGN.md: datasource, cluster, storageclass, node and profile variables."""
+    """docs/DESIGN.md: datasource, cluster, storageclass, node and profile variables."""
     for name, dashboard in _dashboards().items():
         names = {v["name"] for v in _variables(dashboard)}
         storageclass = (
@@ -373,7 +373,7 @@ def _all_metric_names() -> dict[str, set[str]]:
 
 
 def test_every_metric_is_exported_or_documented_external() -> None:
-    """DESIGN.md: each metric a dashboard queries is produced by the exporter (its one
+    """docs/DESIGN.md: each metric a dashboard queries is produced by the exporter (its one
     metric table) or listed in dashboards/external-metrics.json."""
     from fioprobe.metrics.table import exposed_series_names
 
@@ -885,7 +885,7 @@ def test_node_exporter_join_uses_the_configured_labels() -> None:
 
 
 def test_only_the_configured_exceptions_use_job_or_instance() -> None:
-    """DESIGN.md: nothing depends on job or instance, except node_exporter's host label and
+    """docs/DESIGN.md: nothing depends on job or instance, except node_exporter's host label and
     etcd's member label, both configurable. With those set to other labels, no query, legend
     or variable of any dashboard names job or instance at all."""
     rendered = _render(

@@ -23,7 +23,7 @@ LATENCY_BUCKETS_SECONDS: tuple[float, ...] = (
 #: Quantiles of the last-run summaries, as fio's percentile keys give them.
 SUMMARY_QUANTILES: tuple[float, ...] = (0.5, 0.9, 0.99, 0.999)
 
-#: Operations exported as separate metric names (DESIGN: read, write and sync are names,
+#: Operations exported as separate metric names (docs/DESIGN.md: read, write and sync are names,
 #: not a label). fio's trim and unified "mixed" sections stay in the model only.
 EXPORTED_OPS: tuple[str, ...] = ("sync", "write", "read")
 

@@ -1,7 +1,7 @@
 """Cumulative totals of one probe group, as plain data, and how a run adds to them.
 
 A Pushgateway keeps only the last push, so every push carries totals over all runs of its
-group (DESIGN: "Why cumulative"). This module is what those totals are and how they grow:
+group (docs/DESIGN.md, "Why cumulative"). This module is what those totals are and how they grow:
 `merge_run` adds one run, `combine` adds runs to totals read back from the Pushgateway. It
 knows no file and no gateway: `fioprobe.publish.state` saves the totals between runs, the
 gateway reads and pushes them, and the offline commands (`convert`, `backfill`) merge runs

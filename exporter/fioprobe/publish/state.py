@@ -1,7 +1,7 @@
 """What one writer keeps about its probe groups between runs, on disk.
 
 A Pushgateway keeps only the last push, so every push carries totals over all runs of its
-group (DESIGN: "Why cumulative"); the totals themselves, and how a run adds to them, are
+group (docs/DESIGN.md, "Why cumulative"); the totals themselves, and how a run adds to them, are
 `fioprobe.metrics.totals`. This module keeps them: they are saved *before* the push, so a push
 that fails leaves them on disk and the next successful push carries them. No run is lost.
 Who may push a group's totals, and when the Pushgateway is read again, is `publish`'s part.
