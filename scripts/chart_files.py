@@ -4,7 +4,8 @@ scripts/generate.d/32-chart.sh runs it: values.yaml with every key's doc as its 
 docs of manifests/lib/defaults.libsonnet, as docs/MANIFESTS.md's table has them),
 values.schema.json, the mixin's rules and dashboards per probe interval under files/, and
 files/derived.json (what the templates look up rather than compute), and Chart.yaml (its
-versions are fioprobe's). Deterministic: keys in
+versions are fioprobe's). Deterministic: values.yaml's top-level keys in the reader's order
+manifests/chart.jsonnet gives (`order`), `enabled` first inside an object and the rest in
 jsonnet's sorted order, one YAML writer with no freedom left, so regenerating changes nothing.
 """
 
@@ -52,12 +53,22 @@ def _comment(doc: str, indent: str) -> list[str]:
     return [f"{indent}# {line}" for line in textwrap.wrap(doc, width, break_on_hyphens=False)]
 
 
+def ordered(values: dict[str, Any], order: list[str]) -> dict[str, Any]:
+    """`values` with the keys of `order` first, in its order, then `enabled`, then the rest."""
+    unknown = sorted(set(order) - set(values))
+    if unknown:
+        raise SystemExit(f"chart.jsonnet's order names keys the values do not have: {unknown}")
+    first = [*order, *(["enabled"] if "enabled" in values and "enabled" not in order else [])]
+    return {k: values[k] for k in [*first, *(k for k in values if k not in first)]}
+
+
 def values_yaml(values: dict[str, Any], docs: dict[str, str], path: str = "") -> list[str]:
     """Lines of `values` with each key's doc above it; objects with docs of their own keys
-    are written key by key, everything else (lists, maps, scalars) as YAML under its key."""
+    are written key by key, `enabled` first, everything else (lists, maps, scalars) as YAML
+    under its key."""
     indent = "  " * path.count(".") + ("  " if path else "")
     lines: list[str] = []
-    for key, value in values.items():
+    for key, value in (ordered(values, []) if path else values).items():
         at = f"{path}.{key}" if path else key
         if not path and lines:
             lines.append("")
@@ -74,8 +85,15 @@ def values_yaml(values: dict[str, Any], docs: dict[str, str], path: str = "") ->
 
 def write(out: Path, bundle: dict[str, Any]) -> None:
     out.mkdir(parents=True, exist_ok=True)
+    values = bundle["values"]
+    missing = sorted(set(values) - set(bundle["order"]))
+    if missing:
+        raise SystemExit(f"values.yaml: give {missing} a place in manifests/chart.jsonnet's order")
     (out / "values.yaml").write_text(
-        HEADER + "\n" + "\n".join(values_yaml(bundle["values"], bundle["docs"])) + "\n"
+        HEADER
+        + "\n"
+        + "\n".join(values_yaml(ordered(values, bundle["order"]), bundle["docs"]))
+        + "\n"
     )
     (out / "values.schema.json").write_text(json.dumps(bundle["schema"], indent=2) + "\n")
     files = out / "files"

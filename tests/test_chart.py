@@ -392,6 +392,19 @@ def test_the_app_version_is_fioprobes() -> None:
     assert values["version"] == values["image"]["tag"] == chart["appVersion"]
 
 
+def test_values_yaml_opens_with_what_a_new_user_sets() -> None:
+    """values.yaml is in the reader's order (manifests/chart.jsonnet `order`), not jsonnet's
+    alphabetical one: the image, what to probe, the etcd disks, how often and where the
+    results go first; inside an object, `enabled` first."""
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert list(values)[:6] == [
+        "image", "storageClasses", "defaultStorageClass", "etcd", "everyMinutes", "monitoring",
+    ]  # fmt: skip
+    assert list(values)[-1] == "version"
+    for key in ("etcd", "continuous", "perNode", "defaultStorageClass"):
+        assert next(iter(values[key])) == "enabled", key
+
+
 # --- one source for rules and dashboards ------------------------------------------------------
 
 
