@@ -4,7 +4,7 @@
 //   - a rate window must hold at least two pushes, or rate() sees no increase at all;
 //   - "N of the last M runs" looks back (M - 1) intervals plus the push margin: the last M
 //     runs are always in view, and the run before them only during the margin after a push
-//     (the rules subtract it by its run number, see alerts/latency.libsonnet);
+//     (the rules subtract it by its run number, see lib/util.libsonnet's slowRunsAtLeast);
 //   - a `for` that waits for N consecutive runs holds (N - 1) intervals plus the margin, so
 //     it ends after the N-th run had time to push, never just before.
 // Rendering fails with the reason when a configuration breaks one of these. The continuous

@@ -5,7 +5,7 @@ misspelt (`etcd-fsnyc`), installs cleanly and then fails every run with the reas
 pod log. The lists have one home each, the package's volume models
 (`fioprobe.target.volumes.MODELS` and `NEEDS`) and the profiles shipped in jobs/ (the image's
 /usr/share/fioprobe/jobs); this file copies them for the manifests' jsonnet
-(lib/defaults.libsonnet), which the chart's values.schema.json is generated from, so that
+(manifests/lib/defaults.libsonnet), which the chart's values.schema.json is generated from, so that
 `helm install`, `helm template` and the jsonnet configuration refuse what fioprobe would.
 """
 

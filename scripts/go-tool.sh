@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# Sourced by the setup steps that build one Go tool (scripts/setup.d/33, 35, 36):
+# Sourced by the setup steps that build one Go tool (scripts/setup.d/33-lint-tools.sh,
+# 35-actionlint.sh, 36-dashboard-linter.sh):
 #   go_tool NAME VERSION PACKAGE [LDFLAGS]
 # builds PACKAGE at VERSION into .tools/bin/NAME from a module of its own in a temporary
 # directory: the module proxy serves exact versions that `go install pkg@version` refuses (it

@@ -355,8 +355,8 @@ def _schema_paths(schema: dict[str, Any], path: str = "") -> set[str]:
 
 
 def test_the_chart_has_the_manifests_keys_but_the_helm_ones() -> None:
-    """Every key of lib/defaults.libsonnet is a value, but the two the chart leaves to Helm
-    (the namespace, the mixin's config); its own are releaseLabel, defaultStorageClass (what
+    """Every key of manifests/lib/defaults.libsonnet is a value, but the two the chart leaves to
+    Helm (the namespace, the mixin's config); its own are releaseLabel, defaultStorageClass (what
     it probes when storageClasses names none) and benchmarks (the argument of
     components/distributed.libsonnet, not a configuration key)."""
     rows = subprocess.run(

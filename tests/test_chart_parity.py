@@ -105,7 +105,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
         ]
     },
     "per-node": PER_NODE,
-    # An optional key given as null is left out, in lists too (lib/params.libsonnet).
+    # An optional key given as null is left out, in lists too (manifests/lib/params.libsonnet).
     "nulls": {
         "storageClasses": [
             {

@@ -34,7 +34,7 @@ throttled_loop_mount = fx.throttled_loop_mount
 
 MS = 1_000_000  # ns per ms
 
-# The etcd disk check (and jobs/etcd-fsync): 2300-byte sequential writes, fdatasync each.
+# The etcd disk check (and jobs/etcd-fsync.fio): 2300-byte sequential writes, fdatasync each.
 ETCD_FSYNC = [
     "--ioengine=sync",
     "--rw=write",

@@ -6,7 +6,7 @@
 // An explicit null is the same as leaving a nullable key out.
 //
 // `'#key'::` documents `key`: docs/MANIFESTS.md's table of keys is generated from it
-// (scripts/generate.d/35-manifests-params.sh); comments say why a default is what it is.
+// (scripts/generate.d/31-manifests-params.sh); comments say why a default is what it is.
 local publish = import '../../publish.json';
 local catalog = import 'catalog.json';
 local common = import 'common.libsonnet';
