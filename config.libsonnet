@@ -302,7 +302,7 @@ local configProblems(c) =
     // volume_type), storageClassFsyncP99WarningSeconds and its default above. Every one of
     // these must be a bucket boundary of the histogram (lib/util.libsonnet's latencyBuckets):
     // the fsyncs meeting the objective are a bucket's count, exact, never an interpolation.
-    continuousEtcdObjectiveSeconds: 0.01,
+    continuousEtcdObjectiveSeconds: $._config.etcdFsyncP99WarningSeconds,
 
     // Multiwindow, multi-burn-rate alerts (Google SRE workbook, chapter "Alerting on SLOs",
     // section "Multiwindow, Multi-Burn-Rate Alerts"): an alert fires while the slow fraction

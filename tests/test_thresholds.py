@@ -1,5 +1,8 @@
-"""fioprobe.thresholds holds the mixin's latency thresholds for the Python side; here they are
-checked against the mixin's own configuration, so a change of one fails until both agree.
+"""Each latency fact has one home per language, and this file ties the homes together: the
+10 ms etcd threshold (fioprobe.thresholds; the mixin's etcdFsyncP99WarningSeconds, from which
+its stream objective and the dashboards' red follow), the latency buckets (metrics/table.py;
+lib/util.libsonnet's latencyBuckets) and the stream's stall threshold (fioprobe.thresholds;
+the manifests' continuous.stallThresholdSeconds). A change of one side fails until both agree.
 """
 
 from __future__ import annotations
@@ -35,8 +38,46 @@ def values_of(key: str, tree: object) -> Iterator[object]:
             yield from values_of(key, item)
 
 
+def jsonnet(code: str) -> object:
+    result = subprocess.run(
+        ["jsonnet", "-J", str(REPO), "-e", code],
+        capture_output=True, text=True, timeout=120, check=True, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    return json.loads(result.stdout)
+
+
 def test_etcd_threshold_is_the_mixins(mixin_config: dict[str, object]) -> None:
     assert mixin_config["etcdFsyncP99WarningSeconds"] == thresholds.ETCD_FSYNC_P99_SECONDS
+    # Derived there from it, not written again.
+    assert mixin_config["continuousEtcdObjectiveSeconds"] == thresholds.ETCD_FSYNC_P99_SECONDS
+    assert set(values_of("latencyRedSeconds", mixin_config)) == {thresholds.ETCD_FSYNC_P99_SECONDS}
+    moved = jsonnet(
+        "(import 'mixin.libsonnet') + { _config+:: { etcdFsyncP99WarningSeconds: 0.016 } }"
+        " + { out: { objective: $._config.continuousEtcdObjectiveSeconds,"
+        " red: $._config.dashboards.latencyRedSeconds } }"
+    )
+    assert moved == {"out": {"objective": 0.016, "red": 0.016}}
+
+
+def test_latency_buckets_are_the_exporters() -> None:
+    """The stream's objectives must be bucket boundaries (alerts/windows.libsonnet refuses
+    others): the mixin's list of them is the exporter's."""
+    from fioprobe.metrics.table import LATENCY_BUCKETS_SECONDS
+
+    buckets = jsonnet("(import 'lib/util.libsonnet').latencyBuckets")
+    assert isinstance(buckets, list) and tuple(buckets) == LATENCY_BUCKETS_SECONDS
+
+
+def test_stall_threshold_is_the_manifests_and_the_commands() -> None:
+    from fioprobe.cli.main import build_parser
+    from fioprobe.continuous.stream import WriterSettings
+
+    manifests = jsonnet("(import 'manifests/main.libsonnet')().config.continuous")
+    assert isinstance(manifests, dict)
+    assert manifests["stallThresholdSeconds"] == thresholds.STREAM_STALL_THRESHOLD_SECONDS
+    args = build_parser().parse_args(["continuous", "--dir", "/x", "--storageclass", "y"])
+    assert args.stall_threshold == thresholds.STREAM_STALL_THRESHOLD_SECONDS
+    assert WriterSettings().stall_threshold_seconds == thresholds.STREAM_STALL_THRESHOLD_SECONDS
 
 
 def test_yellow_threshold_is_the_dashboards(mixin_config: dict[str, object]) -> None:

@@ -15,3 +15,8 @@ ETCD_FSYNC_P99_SECONDS = 0.010
 #: Where latency turns yellow in dashboards and reports (the mixin's `latencyYellowSeconds`):
 #: half of etcd's budget spent by the disk alone.
 LATENCY_YELLOW_SECONDS = 0.005
+
+#: The continuous stream's default stall threshold (`--stall-threshold`, the manifests'
+#: `continuous.stallThresholdSeconds`): an fdatasync outstanding longer than etcd's budget
+#: counts as stalling.
+STREAM_STALL_THRESHOLD_SECONDS = ETCD_FSYNC_P99_SECONDS

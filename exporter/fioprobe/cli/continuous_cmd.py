@@ -13,6 +13,7 @@ import re
 
 from fioprobe.cli.argtypes import seconds, size_bytes
 from fioprobe.cli.options import add_etcd_disk_option
+from fioprobe.thresholds import STREAM_STALL_THRESHOLD_SECONDS
 
 INTERVAL_SECONDS = (0.1, 3600.0)
 WRITE_SIZE_BYTES = (512, 1024 * 1024)
@@ -62,9 +63,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(default 4Mi)",
     )  # fmt: skip
     parser.add_argument(
-        "--stall-threshold", type=stall_threshold_seconds, default=0.01, metavar="S",
+        "--stall-threshold", type=stall_threshold_seconds, default=STREAM_STALL_THRESHOLD_SECONDS,
+        metavar="S",
         help="an operation outstanding longer counts into fioprobe_continuous_stall_seconds_total "
-        "(default 0.01)",
+        f"(default {STREAM_STALL_THRESHOLD_SECONDS:g})",
     )  # fmt: skip
 
 

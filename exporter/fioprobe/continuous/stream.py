@@ -39,6 +39,7 @@ from fioprobe.continuous.state import StreamState
 from fioprobe.errors import FailureReason, UsageError
 from fioprobe.target.childproc import python_command
 from fioprobe.target.stuck import Marker, StateError, Stuck
+from fioprobe.thresholds import STREAM_STALL_THRESHOLD_SECONDS
 
 #: How long stopping writers may take before the rest are killed and abandoned: the whole
 #: process is meant to exit within 2 s of SIGTERM.
@@ -61,7 +62,7 @@ class WriterSettings:
     interval_seconds: float = 1.0
     write_size: int = 2300
     file_size: int = 4 * 1024 * 1024
-    stall_threshold_seconds: float = 0.01
+    stall_threshold_seconds: float = STREAM_STALL_THRESHOLD_SECONDS
 
 
 def say(message: str) -> None:
