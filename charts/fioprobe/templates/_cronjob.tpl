@@ -5,13 +5,16 @@ A probe CronJob (components/probes.libsonnet cronJob): (dict "root" $ "name" n "
 */}}
 {{- define "fioprobe.cronJob" -}}
 {{- $v := .root.Values -}}
-{{- $security := include "fioprobe.podSecurity" (dict "root" .root "user" $v.probeUser "hostPath" (hasKey .probe "hostPath")) | fromJson -}}
+{{- $security := include "fioprobe.podSecurity" (dict "root" .root "user" $v.probeUser "hostPath"
+  (hasKey .probe "hostPath")) | fromJson -}}
 {{- $labels := include "fioprobe.podLabels" (dict "root" .root "component" "probe" "instance" .instance) -}}
 {{- $container := .container | default (include "fioprobe.probeContainer" (dict "root" .root) | fromJson) -}}
-{{- $volumes := concat (include "fioprobe.probeVolumes" (dict "root" .root "configKey" .configKey "probe" .probe) | fromJsonArray) (.extraVolumes | default list) -}}
+{{- $volumes := concat (include "fioprobe.probeVolumes" (dict "root" .root "configKey" .configKey "probe" .probe) |
+  fromJsonArray) (.extraVolumes | default list) -}}
 apiVersion: batch/v1
 kind: CronJob
-{{ include "fioprobe.metadata" (dict "root" .root "component" "probe" "name" .name "namespace" .namespace "instance" .instance) }}
+{{ include "fioprobe.metadata" (dict "root" .root "component" "probe" "name" .name "namespace" .namespace "instance"
+  .instance) }}
 spec:
   schedule: {{ .schedule | toJson }}
   timeZone: "Etc/UTC"

@@ -10,10 +10,12 @@ members of the stagger, the step that creates their node directories, etcd's dat
 
 {{/* A node directory of the etcd pods, as JSON: (dict "root" $ "name" n "path" p). */}}
 {{- define "fioprobe.etcdHostPath" -}}
-{{- toJson (dict "name" .name "hostPath" (dict "path" .path "type" (ternary "DirectoryOrCreate" "Directory" (eq (include "fioprobe.etcdPrepares" .root) "true")))) -}}
+{{- toJson (dict "name" .name "hostPath" (dict "path" .path "type"
+  (ternary "DirectoryOrCreate" "Directory" (eq (include "fioprobe.etcdPrepares" .root) "true")))) -}}
 {{- end }}
 
-{{/* The init containers of an etcd pod, as a JSON list: the prepare step, or none. (dict "root" $ "volumes" list). */}}
+{{/* The init containers of an etcd pod, as a JSON list: the prepare step, or none. (dict "root" $ "volumes"
+  list). */}}
 {{- define "fioprobe.etcdInitContainers" -}}
 {{- if include "fioprobe.etcdPrepares" .root -}}
 {{- toJson (list (include "fioprobe.prepareContainer" . | fromJson)) -}}
@@ -34,9 +36,11 @@ members of the stagger, the step that creates their node directories, etcd's dat
 {{- if $e.nodes -}}
 {{- $terms = list (dict "matchFields" (list (dict "key" "metadata.name" "operator" "In" "values" $e.nodes))) -}}
 {{- else -}}
-{{- range $e.roleLabels }}{{ $terms = append $terms (dict "matchExpressions" (list (dict "key" . "operator" "Exists"))) }}{{ end -}}
+{{- range $e.roleLabels }}{{ $terms = append $terms (dict "matchExpressions"
+  (list (dict "key" . "operator" "Exists"))) }}{{ end -}}
 {{- end -}}
-{{- toJson (dict "nodeAffinity" (dict "requiredDuringSchedulingIgnoredDuringExecution" (dict "nodeSelectorTerms" $terms))) -}}
+{{- toJson (dict "nodeAffinity" (dict "requiredDuringSchedulingIgnoredDuringExecution"
+  (dict "nodeSelectorTerms" $terms))) -}}
 {{- end }}
 
 {{/* The `fioprobe run --every` options naming the members, as a JSON list. */}}
@@ -53,7 +57,11 @@ members of the stagger, the step that creates their node directories, etcd's dat
 
 {{/* The API token, in the probe's container alone (lib/etcd-nodes.libsonnet apiTokenVolume), as JSON. */}}
 {{- define "fioprobe.apiTokenVolume" -}}
-{{- toJson (dict "name" "kube-api-access" "projected" (dict "sources" (list (dict "serviceAccountToken" (dict "path" "token" "expirationSeconds" 3607)) (dict "configMap" (dict "name" "kube-root-ca.crt" "items" (list (dict "key" "ca.crt" "path" "ca.crt")))) (dict "downwardAPI" (dict "items" (list (dict "path" "namespace" "fieldRef" (dict "fieldPath" "metadata.namespace")))))))) -}}
+{{- toJson (dict "name" "kube-api-access" "projected" (dict "sources"
+  (list (dict "serviceAccountToken" (dict "path" "token" "expirationSeconds" 3607))
+  (dict "configMap" (dict "name" "kube-root-ca.crt" "items" (list (dict "key" "ca.crt" "path" "ca.crt"))))
+  (dict "downwardAPI" (dict "items" (list (dict "path" "namespace" "fieldRef"
+  (dict "fieldPath" "metadata.namespace")))))))) -}}
 {{- end }}
 
 {{/* etcd's data directory, read-only: its volume and its mount, as JSON. */}}
@@ -103,6 +111,8 @@ stays the user's (Helm could not adopt it), and the notes say so. (dict "root" $
 {{- if or (not $existing) $ours }}
 apiVersion: v1
 kind: Namespace
-{{ include "fioprobe.metadata" (dict "root" .root "component" "probe" "name" .name "extra" (dict "pod-security.kubernetes.io/enforce" "privileged" "pod-security.kubernetes.io/warn" "restricted" "pod-security.kubernetes.io/audit" "restricted")) }}
+{{ include "fioprobe.metadata" (dict "root" .root "component" "probe" "name" .name "extra"
+  (dict "pod-security.kubernetes.io/enforce" "privileged" "pod-security.kubernetes.io/warn" "restricted"
+  "pod-security.kubernetes.io/audit" "restricted")) }}
 {{- end }}
 {{- end }}

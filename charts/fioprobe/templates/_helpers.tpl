@@ -39,7 +39,8 @@ metadata:
   labels:
     {{- include "fioprobe.labels" . | nindent 4 }}
     {{- range $k, $v := .extra }}
-    {{- if not (has $k (list "app.kubernetes.io/component" "app.kubernetes.io/instance" "app.kubernetes.io/name" "app.kubernetes.io/part-of" "app.kubernetes.io/version")) }}
+    {{- if not (has $k (list "app.kubernetes.io/component" "app.kubernetes.io/instance" "app.kubernetes.io/name"
+      "app.kubernetes.io/part-of" "app.kubernetes.io/version")) }}
     {{ $k | toJson }}: {{ $v | toJson }}
     {{- end }}
     {{- end }}
@@ -82,7 +83,8 @@ podSecurity): (dict "root" $ "user" uid "hostPath" bool). Renders {"securityCont
 */}}
 {{- define "fioprobe.podSecurity" -}}
 {{- $openshift := eq .root.Values.platform "openshift" -}}
-{{- $ctx := dict "runAsNonRoot" true "seccompProfile" (dict "type" "RuntimeDefault") "fsGroupChangePolicy" "OnRootMismatch" -}}
+{{- $ctx := dict "runAsNonRoot" true "seccompProfile" (dict "type" "RuntimeDefault") "fsGroupChangePolicy"
+  "OnRootMismatch" -}}
 {{- if or .hostPath (not $openshift) -}}
 {{- $_ := set $ctx "runAsUser" (int64 .user) -}}
 {{- $_ := set $ctx "runAsGroup" (int64 .user) -}}
@@ -90,7 +92,8 @@ podSecurity): (dict "root" $ "user" uid "hostPath" bool). Renders {"securityCont
 {{- end -}}
 {{- $annotations := dict -}}
 {{- if $openshift -}}
-{{- $_ := set $annotations "openshift.io/required-scc" (ternary (include "fioprobe.hostPathScc" .) "restricted-v2" (not (not .hostPath))) -}}
+{{- $_ := set $annotations "openshift.io/required-scc" (ternary (include "fioprobe.hostPathScc" .) "restricted-v2"
+  (not (not .hostPath))) -}}
 {{- end -}}
 {{- toJson (dict "securityContext" $ctx "annotations" $annotations) -}}
 {{- end }}
@@ -164,7 +167,8 @@ null
 {{- $urls = list (printf "%s://%s.%s.svc:%d" $scheme $pgw.name .Release.Namespace (int $pgw.port)) -}}
 {{- else -}}
 {{- range $i := until $replicas -}}
-{{- $urls = append $urls (printf "%s://%s-%d.%s.%s.svc:%d" $scheme $pgw.name $i $pgw.name $.Release.Namespace (int $pgw.port)) -}}
+{{- $urls = append $urls (printf "%s://%s-%d.%s.%s.svc:%d" $scheme $pgw.name $i $pgw.name $.Release.Namespace
+  (int $pgw.port)) -}}
 {{- end -}}
 {{- end -}}
 {{- toJson $urls -}}
@@ -174,11 +178,13 @@ null
 {{- define "fioprobe.expectedGroups" -}}
 {{- $n := 0 -}}
 {{- range include "fioprobe.storageClasses" . | fromJsonArray }}{{ $n = add $n (len .profiles) }}{{ end -}}
-{{- $etcdNodes := ternary (ternary (len .Values.etcd.nodes) 3 (gt (len .Values.etcd.nodes) 0)) 0 .Values.etcd.enabled -}}
+{{- $etcdNodes := ternary (ternary (len .Values.etcd.nodes) 3 (gt (len .Values.etcd.nodes) 0)) 0
+  .Values.etcd.enabled -}}
 {{- $n = add $n (mul $etcdNodes (len .Values.etcd.profiles)) -}}
 {{- if .Values.perNode.enabled -}}
 {{- $per := 0 -}}
-{{- range concat .Values.perNode.localDisks .Values.perNode.storageClasses }}{{ $per = add $per (len .profiles) }}{{ end -}}
+{{- range concat .Values.perNode.localDisks .Values.perNode.storageClasses }}{{ $per = add $per
+  (len .profiles) }}{{ end -}}
 {{- $n = add $n (mul (int .Values.perNode.expectedNodes) $per) -}}
 {{- end -}}
 {{- $n -}}
@@ -188,7 +194,8 @@ null
 {{- define "fioprobe.replicas" -}}
 {{- $pgw := .Values.pushgateway -}}
 {{- if eq (toString $pgw.replicas) "auto" -}}
-{{- $per := $pgw.groupsPerReplica | default (index (.Files.Get "files/derived.json" | fromJson).groupsPerReplica (toString (int .Values.everyMinutes))) -}}
+{{- $per := $pgw.groupsPerReplica | default (index (.Files.Get "files/derived.json" | fromJson).groupsPerReplica
+  (toString (int .Values.everyMinutes))) -}}
 {{- max 1 (ceil (divf (int (include "fioprobe.expectedGroups" .)) $per)) | int -}}
 {{- else -}}
 {{- int $pgw.replicas -}}
@@ -219,7 +226,8 @@ null
 {{- $pgw := .Values.pushgateway -}}
 {{- $urls := include "fioprobe.pushgatewayUrls" . | fromJsonArray -}}
 {{- $conf := dict "timeout_seconds" $pgw.timeoutSeconds "attempts" $pgw.attempts -}}
-{{- if eq (len $urls) 1 }}{{ $_ := set $conf "url" (first $urls) }}{{ else }}{{ $_ := set $conf "shards" $urls }}{{ end -}}
+{{- if eq (len $urls) 1 }}{{ $_ := set $conf "url" (first $urls) }}{{ else }}{{ $_ := set $conf "shards"
+  $urls }}{{ end -}}
 {{- if $pgw.auth.enabled -}}
 {{- $_ := set $conf "username_file" "/var/run/secrets/fioprobe/pushgateway-auth/username" -}}
 {{- $_ := set $conf "password_file" "/var/run/secrets/fioprobe/pushgateway-auth/password" -}}
@@ -247,7 +255,8 @@ values (profiles: names or overrides; tolerations). JSON.
 {{- define "fioprobe.listItems" -}}
 {{- $out := list -}}
 {{- range . -}}
-{{- if kindIs "map" . }}{{ $out = append $out (include "fioprobe.compact" . | fromJson) }}{{ else }}{{ $out = append $out . }}{{ end -}}
+{{- if kindIs "map" . }}{{ $out = append $out (include "fioprobe.compact" . | fromJson) }}{{ else }}{{ $out = append
+  $out . }}{{ end -}}
 {{- end -}}
 {{- toJson $out -}}
 {{- end }}
@@ -258,7 +267,8 @@ Worst case of one probe run in seconds, per profile, plus a minute for the pod
 */}}
 {{- define "fioprobe.activeDeadline" -}}
 {{- $v := .root.Values -}}
-{{- $perProfile := add (int $v.profileTimeoutSeconds) 25 60 (mul 2 (int $v.pushgateway.timeoutSeconds) (int $v.pushgateway.attempts)) -}}
+{{- $perProfile := add (int $v.profileTimeoutSeconds) 25 60 (mul 2 (int $v.pushgateway.timeoutSeconds)
+  (int $v.pushgateway.attempts)) -}}
 {{- add (mul (len .profiles) $perProfile) 60 -}}
 {{- end }}
 
@@ -269,10 +279,13 @@ list "command" list "resources" map). JSON, for the pod templates to emit.
 {{- define "fioprobe.probeContainer" -}}
 {{- $v := .root.Values -}}
 {{- $mounts := list (dict "name" "config" "mountPath" $v.configMountPath "readOnly" true) -}}
-{{- if not .noProbeMount }}{{ $mounts = append $mounts (dict "name" "probe" "mountPath" $v.probeMountPath) }}{{ end -}}
+{{- if not .noProbeMount }}{{ $mounts = append $mounts (dict "name" "probe" "mountPath"
+  $v.probeMountPath) }}{{ end -}}
 {{- $mounts = append $mounts (dict "name" "tmp" "mountPath" "/tmp") -}}
-{{- if $v.pushgateway.auth.enabled }}{{ $mounts = append $mounts (dict "name" "pushgateway-auth" "mountPath" "/var/run/secrets/fioprobe/pushgateway-auth" "readOnly" true) }}{{ end -}}
-{{- if $v.pushgateway.tls.enabled }}{{ $mounts = append $mounts (dict "name" "pushgateway-ca" "mountPath" "/var/run/secrets/fioprobe/pushgateway-ca" "readOnly" true) }}{{ end -}}
+{{- if $v.pushgateway.auth.enabled }}{{ $mounts = append $mounts (dict "name" "pushgateway-auth" "mountPath"
+  "/var/run/secrets/fioprobe/pushgateway-auth" "readOnly" true) }}{{ end -}}
+{{- if $v.pushgateway.tls.enabled }}{{ $mounts = append $mounts (dict "name" "pushgateway-ca" "mountPath"
+  "/var/run/secrets/fioprobe/pushgateway-ca" "readOnly" true) }}{{ end -}}
 {{- $command := .command | default (list "fioprobe" "run" "--config" (printf "%s/config.yaml" $v.configMountPath)) -}}
 {{- toJson (dict
   "name" "fioprobe"
@@ -285,17 +298,22 @@ list "command" list "resources" map). JSON, for the pod templates to emit.
   "volumeMounts" (concat $mounts (.extraMounts | default list))) -}}
 {{- end }}
 
-{{/* The probe pods' volumes (components/probes.libsonnet volumes): (dict "root" $ "configKey" k "probe" volume-or-nil). */}}
+{{/* The probe pods' volumes (components/probes.libsonnet volumes): (dict "root" $ "configKey" k "probe"
+  volume-or-nil). */}}
 {{- define "fioprobe.probeVolumes" -}}
 {{- $pgw := .root.Values.pushgateway -}}
-{{- $volumes := list (dict "name" "config" "configMap" (dict "name" "fioprobe-config" "items" (list (dict "key" .configKey "path" "config.yaml")))) -}}
+{{- $volumes := list (dict "name" "config" "configMap" (dict "name" "fioprobe-config" "items"
+  (list (dict "key" .configKey "path" "config.yaml")))) -}}
 {{- with .probe }}{{ $volumes = append $volumes (merge (dict "name" "probe") .) }}{{ end -}}
 {{- $volumes = append $volumes (dict "name" "tmp" "emptyDir" (dict "sizeLimit" "16Mi")) -}}
 {{- if $pgw.auth.enabled -}}
-{{- $volumes = append $volumes (dict "name" "pushgateway-auth" "secret" (dict "secretName" $pgw.auth.secretName "items" (list (dict "key" "username" "path" "username") (dict "key" "password" "path" "password")))) -}}
+{{- $volumes = append $volumes (dict "name" "pushgateway-auth" "secret"
+  (dict "secretName" $pgw.auth.secretName "items" (list (dict "key" "username" "path" "username")
+  (dict "key" "password" "path" "password")))) -}}
 {{- end -}}
 {{- if $pgw.tls.enabled -}}
-{{- $volumes = append $volumes (dict "name" "pushgateway-ca" "secret" (dict "secretName" $pgw.tls.caSecretName "items" (list (dict "key" "ca.crt" "path" "ca.crt")))) -}}
+{{- $volumes = append $volumes (dict "name" "pushgateway-ca" "secret"
+  (dict "secretName" $pgw.tls.caSecretName "items" (list (dict "key" "ca.crt" "path" "ca.crt")))) -}}
 {{- end -}}
 {{- toJson $volumes -}}
 {{- end }}
@@ -304,16 +322,19 @@ list "command" list "resources" map). JSON, for the pod templates to emit.
 {{- define "fioprobe.probeServiceAccount" -}}
 apiVersion: v1
 kind: ServiceAccount
-{{ include "fioprobe.metadata" (dict "root" .root "component" "probe" "name" (.name | default "fioprobe") "namespace" .namespace) }}
+{{ include "fioprobe.metadata" (dict "root" .root "component" "probe" "name" (.name | default "fioprobe") "namespace"
+  .namespace) }}
 automountServiceAccountToken: false
 {{- end }}
 
-{{/* The probes' NetworkPolicy (components/probes.libsonnet networkPolicy): (dict "root" $ "namespace" ns "apiServer" bool). */}}
+{{/* The probes' NetworkPolicy (components/probes.libsonnet networkPolicy): (dict "root" $ "namespace" ns "apiServer"
+  bool). */}}
 {{- define "fioprobe.probeNetworkPolicy" -}}
 {{- $v := .root.Values -}}
 apiVersion: networking.k8s.io/v1
 kind: NetworkPolicy
-{{ include "fioprobe.metadata" (dict "root" .root "component" "probe" "name" "fioprobe-probes" "namespace" .namespace) }}
+{{ include "fioprobe.metadata" (dict "root" .root "component" "probe" "name" "fioprobe-probes" "namespace"
+  .namespace) }}
 spec:
   podSelector:
     matchLabels:
@@ -362,7 +383,8 @@ spec:
     {{- end }}
 {{- end }}
 
-{{/* A ConfigMap of fioprobe configurations (components/probes.libsonnet configMap): (dict "root" $ "namespace" ns "name" n "component" c "data" {key: config}). */}}
+{{/* A ConfigMap of fioprobe configurations (components/probes.libsonnet configMap): (dict "root" $ "namespace" ns
+  "name" n "component" c "data" {key: config}). */}}
 {{- define "fioprobe.configMap" -}}
 apiVersion: v1
 kind: ConfigMap
@@ -380,7 +402,8 @@ components' asserts): unique names, sizes within bounds, directories that do not
 */}}
 {{- define "fioprobe.validate" -}}
 {{- $v := .Values -}}
-{{- range $list := list (list "storageClasses" $v.storageClasses) (list "perNode.localDisks" $v.perNode.localDisks) (list "perNode.storageClasses" $v.perNode.storageClasses) -}}
+{{- range $list := list (list "storageClasses" $v.storageClasses) (list "perNode.localDisks" $v.perNode.localDisks)
+  (list "perNode.storageClasses" $v.perNode.storageClasses) -}}
 {{- $names := list -}}
 {{- range index $list 1 }}{{ $names = append $names .name }}{{ end -}}
 {{- if ne (len $names) (len (uniq $names)) -}}
@@ -390,23 +413,28 @@ components' asserts): unique names, sizes within bounds, directories that do not
 {{- if $v.continuous.enabled -}}
 {{- $bytes := include "fioprobe.quantityBytes" $v.continuous.fileSize | float64 -}}
 {{- if or (lt $bytes 65536.0) (gt $bytes 1073741824.0) (ne $bytes (floor $bytes)) -}}
-{{- fail (printf "continuous.fileSize: must be a whole number of bytes from 64Ki to 1Gi, a quantity like 4Mi or 65536, got %s" $v.continuous.fileSize) -}}
+{{- fail (print "continuous.fileSize: must be a whole number of bytes from 64Ki to 1Gi, "
+  (printf "a quantity like 4Mi or 65536, got %s" $v.continuous.fileSize)) -}}
 {{- end -}}
 {{- if lt $bytes (float64 $v.continuous.writeSize) -}}
-{{- fail (printf "continuous.fileSize (%s) must hold at least one write of continuous.writeSize (%d bytes)" $v.continuous.fileSize (int $v.continuous.writeSize)) -}}
+{{- fail (printf "continuous.fileSize (%s) must hold at least one write of continuous.writeSize (%d bytes)"
+  $v.continuous.fileSize (int $v.continuous.writeSize)) -}}
 {{- end -}}
 {{- end -}}
 {{- $state := printf "%s/" $v.stateHostPath -}}
 {{- $etcdDir := printf "%s/" $v.etcd.hostPath -}}
 {{- $dataDir := printf "%s/" $v.etcd.dataDir -}}
 {{- if and $v.etcd.enabled (or (hasPrefix $etcdDir $state) (hasPrefix $state $etcdDir)) -}}
-{{- fail (printf "stateHostPath %s overlaps etcd.hostPath %s, the probed directory; give it a directory of its own" $v.stateHostPath $v.etcd.hostPath) -}}
+{{- fail (printf "stateHostPath %s overlaps etcd.hostPath %s, the probed directory; give it a directory of its own"
+  $v.stateHostPath $v.etcd.hostPath) -}}
 {{- end -}}
 {{- if and $v.etcd.enabled (or (hasPrefix $etcdDir $dataDir) (hasPrefix $dataDir $etcdDir)) -}}
-{{- fail (printf "etcd.hostPath %s overlaps etcd.dataDir %s; give the probe a directory of its own beside etcd's data" $v.etcd.hostPath $v.etcd.dataDir) -}}
+{{- fail (printf "etcd.hostPath %s overlaps etcd.dataDir %s; give the probe a directory of its own beside etcd's data"
+  $v.etcd.hostPath $v.etcd.dataDir) -}}
 {{- end -}}
 {{- if and $v.etcd.enabled (or (hasPrefix $state $dataDir) (hasPrefix $dataDir $state)) -}}
-{{- fail (printf "stateHostPath %s overlaps etcd.dataDir %s; the probe's state must not be among etcd's files" $v.stateHostPath $v.etcd.dataDir) -}}
+{{- fail (printf "stateHostPath %s overlaps etcd.dataDir %s; the probe's state must not be among etcd's files"
+  $v.stateHostPath $v.etcd.dataDir) -}}
 {{- end -}}
 {{- if $v.perNode.enabled -}}
 {{- if not (or $v.perNode.localDisks $v.perNode.storageClasses) -}}
@@ -415,12 +443,14 @@ components' asserts): unique names, sizes within bounds, directories that do not
 {{- $names := list -}}
 {{- range concat $v.perNode.localDisks $v.perNode.storageClasses }}{{ $names = append $names .name }}{{ end -}}
 {{- if or (ne (len $names) (len (uniq $names))) (and $v.etcd.enabled (has $v.etcd.name $names)) -}}
-{{- fail (printf "perNode.localDisks and perNode.storageClasses need names of their own, different from each other and from etcd.name, got %s" (join ", " $names)) -}}
+{{- fail (print "perNode.localDisks and perNode.storageClasses need names of their own, "
+  (printf "different from each other and from etcd.name, got %s" (join ", " $names))) -}}
 {{- end -}}
 {{- range $v.perNode.localDisks -}}
 {{- $dir := printf "%s/%s" $v.perNode.hostPath .name -}}
 {{- if or (eq $v.stateHostPath $dir) (hasPrefix (printf "%s/" $dir) $v.stateHostPath) (hasPrefix $state $dir) -}}
-{{- fail (printf "stateHostPath %s overlaps the directories of perNode.localDisks %s; give it a directory of its own" $v.stateHostPath .name) -}}
+{{- fail (printf "stateHostPath %s overlaps the directories of perNode.localDisks %s; give it a directory of its own"
+  $v.stateHostPath .name) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
@@ -428,7 +458,8 @@ components' asserts): unique names, sizes within bounds, directories that do not
 
 {{/* Bytes of a size as fioprobe reads one (lib/common.libsonnet quantityBytes). */}}
 {{- define "fioprobe.quantityBytes" -}}
-{{- $scales := dict "Ki" 1024.0 "Mi" 1048576.0 "Gi" 1073741824.0 "Ti" 1099511627776.0 "K" 1e3 "M" 1e6 "G" 1e9 "T" 1e12 -}}
+{{- $scales := dict "Ki" 1024.0 "Mi" 1048576.0 "Gi" 1073741824.0 "Ti" 1099511627776.0 "K" 1e3 "M" 1e6 "G" 1e9 "T"
+  1e12 -}}
 {{- $suffix := regexFind "(Ki|Mi|Gi|Ti|K|M|G|T)$" . -}}
 {{- $number := trimSuffix $suffix . -}}
 {{- mulf (float64 $number) (get $scales $suffix | default 1.0) -}}
@@ -438,7 +469,8 @@ components' asserts): unique names, sizes within bounds, directories that do not
 {{- define "fioprobe.prometheusPeer" -}}
 {{- $m := .Values.monitoring -}}
 {{- $peer := dict "namespaceSelector" dict -}}
-{{- with $m.prometheusNamespace }}{{ $_ := set $peer "namespaceSelector" (dict "matchLabels" (dict "kubernetes.io/metadata.name" .)) }}{{ end -}}
+{{- with $m.prometheusNamespace }}{{ $_ := set $peer "namespaceSelector"
+  (dict "matchLabels" (dict "kubernetes.io/metadata.name" .)) }}{{ end -}}
 {{- with $m.prometheusPodSelector }}{{ $_ := set $peer "podSelector" (dict "matchLabels" .) }}{{ end -}}
 {{- toJson $peer -}}
 {{- end }}
@@ -465,7 +497,8 @@ template`), named as it is, with the volume type its provisioner and parameters 
 {{- toJson $v.storageClasses -}}
 {{- else -}}
 {{- with include "fioprobe.defaultStorageClass" . | fromJson -}}
-{{- toJson (list (dict "name" .metadata.name "volume" (include "fioprobe.volumeOfClass" (dict "class" . "size" $d.size) | fromJson) "profiles" $d.profiles)) -}}
+{{- toJson (list (dict "name" .metadata.name "volume" (include "fioprobe.volumeOfClass"
+  (dict "class" . "size" $d.size) | fromJson) "profiles" $d.profiles)) -}}
 {{- else -}}
 []
 {{- end -}}
@@ -477,7 +510,8 @@ template`), named as it is, with the volume type its provisioner and parameters 
 {{- $found := dict -}}
 {{- range (lookup "storage.k8s.io/v1" "StorageClass" "" "").items | default list -}}
 {{- $annotations := .metadata.annotations | default dict -}}
-{{- $default := or (eq (get $annotations "storageclass.kubernetes.io/is-default-class") "true") (eq (get $annotations "storageclass.beta.kubernetes.io/is-default-class") "true") -}}
+{{- $default := or (eq (get $annotations "storageclass.kubernetes.io/is-default-class") "true")
+  (eq (get $annotations "storageclass.beta.kubernetes.io/is-default-class") "true") -}}
 {{- if and $default (gt (dig "metadata" "creationTimestamp" "" .) (dig "metadata" "creationTimestamp" "" $found)) -}}
 {{- $found = . -}}
 {{- end -}}
@@ -500,7 +534,8 @@ either are `unknown` (their model needs the IOPS). Ceph RBD (any *rbd.csi.ceph.c
 {{- $type := lower (get $parameters "type" | default (ternary "gp3" "gp2" (eq $provisioner "ebs.csi.aws.com"))) -}}
 {{- $sizeGiB := div (int64 (include "fioprobe.quantityBytes" .size | float64)) 1073741824 -}}
 {{- $iops := get $parameters "iops" | default "" -}}
-{{- if and (not $iops) (get $parameters "iopsPerGB") }}{{ $iops = toString (mul (int64 (get $parameters "iopsPerGB")) $sizeGiB) }}{{ end -}}
+{{- if and (not $iops) (get $parameters "iopsPerGB") }}{{ $iops = toString
+  (mul (int64 (get $parameters "iopsPerGB")) $sizeGiB) }}{{ end -}}
 {{- /* EBS's bounds: gp3 provisions 3,000 to 16,000 IOPS; an io1/io2 class without a positive
   figure is not modelled (its model needs the IOPS). */ -}}
 {{- if and $iops (eq $type "gp3") }}{{ $iops = toString (max 3000 (min 16000 (int64 $iops))) }}{{ end -}}
@@ -509,18 +544,22 @@ either are `unknown` (their model needs the IOPS). Ceph RBD (any *rbd.csi.ceph.c
 {{- else if and (has $type (list "io1" "io2")) $iops (gt (int64 $iops) 0) -}}
 {{- $_ := set $volume "type" $type -}}
 {{- end -}}
-{{- if and $iops (gt (int64 $iops) 0) (has $type (list "gp3" "io1" "io2")) (ne (get $volume "type") "unknown") }}{{ $_ := set $volume "iops" (int64 $iops) }}{{ end -}}
-{{- with get $parameters "throughput" }}{{ if eq $type "gp3" }}{{ $_ := set $volume "throughput" (printf "%sMi" .) }}{{ end }}{{ end -}}
+{{- if and $iops (gt (int64 $iops) 0) (has $type (list "gp3" "io1" "io2")) (ne (get $volume "type") "unknown") }}{{ $_
+  := set $volume "iops" (int64 $iops) }}{{ end -}}
+{{- with get $parameters "throughput" }}{{ if eq $type "gp3" }}{{ $_ := set $volume "throughput"
+  (printf "%sMi" .) }}{{ end }}{{ end -}}
 {{- else if hasSuffix "rbd.csi.ceph.com" $provisioner -}}
 {{- $_ := set $volume "type" "ceph-rbd" -}}
 {{- end -}}
 {{- toJson $volume -}}
 {{- end }}
 
-{{/* The egress rule to an existing Pushgateway (lib/common.libsonnet toExistingPushgateway), as JSON: its port, on pushgateway.cidrs or any address. */}}
+{{/* The egress rule to an existing Pushgateway (lib/common.libsonnet toExistingPushgateway), as JSON: its port, on
+  pushgateway.cidrs or any address. */}}
 {{- define "fioprobe.toExistingPushgateway" -}}
 {{- $port := regexFind ":[0-9]+(/|$)" (trimPrefix "https://" (trimPrefix "http://" .url)) | trimAll ":/" | int -}}
 {{- $rule := dict "ports" (list (dict "protocol" "TCP" "port" $port)) -}}
-{{- with .cidrs }}{{ $_ := set $rule "to" (list) }}{{ range . }}{{ $_ := set $rule "to" (append $rule.to (dict "ipBlock" (dict "cidr" .))) }}{{ end }}{{ end -}}
+{{- with .cidrs }}{{ $_ := set $rule "to" (list) }}{{ range . }}{{ $_ := set $rule "to"
+  (append $rule.to (dict "ipBlock" (dict "cidr" .))) }}{{ end }}{{ end -}}
 {{- toJson $rule -}}
 {{- end }}
