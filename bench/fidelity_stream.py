@@ -400,6 +400,9 @@ class Stall:
     etcd_above_256ms: float = 0.0
     stream_seen: dict[str, float | None] = field(default_factory=dict)
     alert_seen: dict[str, float | None] = field(default_factory=dict)
+    #: The Stall alert was already firing when the stall began (it keeps firing for 2
+    #: minutes after its last evaluation true): this stall cannot be told to have raised it.
+    alert_held: dict[str, bool] = field(default_factory=dict)
 
 
 @dataclass
@@ -683,6 +686,7 @@ def judge_stalls(
             hit = [t for t in seen if stall.start - 1 <= t <= stall.end + scrape_s + 1]
             stall.stream_seen[s] = (hit[0] - stall.start) if hit else None
             fired = [t for t in alert if stall.start <= t <= stall.end + 4 * scrape_s + 1]
+            stall.alert_held[s] = any(stall.start - 1.5 <= t < stall.start for t in alert)
             stall.alert_seen[s] = (fired[0] - stall.start) if fired else None
         false_detections[s] = sum(1 for t in seen if not touches(t))
     return etcd_false
@@ -802,7 +806,8 @@ def render(results: list[Result], header: str, heading: str = HEADING) -> str:
             f"Stalls ({r.condition}): +{STALL_DELAY_MS:g} ms per fsync for {STALL_SECONDS:g} s; "
             "*seen* = a 15 s sample of the stream showed fdatasyncs above 10 ms rise or an "
             "operation in flight for 250 ms or more (s after the stall began); *alert* = "
-            "FioProbeContinuousStall firing.",
+            "FioProbeContinuousStall firing (*held*: it was still firing from an earlier "
+            "stall, kept for 2 minutes).",
             "",
             "| stall | start (s into the streams) | etcd fsyncs > 256 ms | "
             + " | ".join(f"{s} seen after s | {s} alert after s" for s in r.streams)
@@ -811,7 +816,9 @@ def render(results: list[Result], header: str, heading: str = HEADING) -> str:
         ]
         for i, st in enumerate(r.stalls, 1):
             cells = " | ".join(
-                f"{_sec(st.stream_seen.get(s))} | {_sec(st.alert_seen.get(s))}" for s in r.streams
+                f"{_sec(st.stream_seen.get(s))} | "
+                + ("held" if st.alert_held.get(s) else _sec(st.alert_seen.get(s)))
+                for s in r.streams
             )
             lines.append(
                 f"| {i} | {st.start - r.on[0]:.0f} | {st.etcd_above_256ms:.0f} | {cells} |"
@@ -819,10 +826,16 @@ def render(results: list[Result], header: str, heading: str = HEADING) -> str:
         recorded = [st for st in r.stalls if st.etcd_above_256ms > 0]
         for s in r.streams:
             seen = sum(1 for st in recorded if st.stream_seen.get(s) is not None)
-            alerted = sum(1 for st in recorded if st.alert_seen.get(s) is not None)
+            alerted = sum(
+                1
+                for st in recorded
+                if st.alert_seen.get(s) is not None and not st.alert_held.get(s)
+            )
+            held = sum(1 for st in recorded if st.alert_held.get(s))
             lines.append(
                 f"\n{s}: of {len(recorded)} stalls etcd recorded above 256 ms, seen {seen}, "
-                f"missed {len(recorded) - seen}, Stall alert {alerted}; false detections "
+                f"missed {len(recorded) - seen}, Stall alert raised by {alerted} (already "
+                f"firing at {held}); false detections "
                 f"{r.false_detections.get(s, 0)} (etcd's own rises outside stalls: {r.etcd_false})."
             )
     return "\n".join(lines)
