@@ -45,9 +45,9 @@ securityContext:
   {{- toYaml $security.securityContext | nindent 2 }}
 {{- if .etcd }}
 {{- $probe := include "fioprobe.etcdHostPath" (dict "root" .root "name" "probe" "path" $v.etcd.hostPath) | fromJson }}
-{{- with include "fioprobe.etcdInitContainers" (dict "root" .root "volumes" (list $probe)) | fromJsonArray }}
+{{- with include "fioprobe.etcdInitContainers" (dict "root" .root "volumes" (list $probe)) }}
 initContainers:
-  {{- toYaml . | nindent 2 }}
+  {{- . | nindent 2 }}
 {{- end }}
 affinity:
   {{- include "fioprobe.etcdAffinity" .root | fromJson | toYaml | nindent 2 }}
@@ -107,7 +107,9 @@ containers:
       - name: "tmp"
         mountPath: "/tmp"
       {{- if .etcd }}
-      - {{ include "fioprobe.etcdDataDirMount" .root }}
+      - name: "etcd-data"
+        mountPath: "/etcd-data"
+        readOnly: true
       {{- end }}
 volumes:
   - name: "config"
@@ -121,6 +123,9 @@ volumes:
       sizeLimit: "16Mi"
   {{- if .etcd }}
   - {{ include "fioprobe.etcdHostPath" (dict "root" .root "name" "probe" "path" $v.etcd.hostPath) }}
-  - {{ include "fioprobe.etcdDataDirVolume" .root }}
+  - name: "etcd-data"
+    hostPath:
+      path: {{ $v.etcd.dataDir | toJson }}
+      type: "Directory"
   {{- end }}
 {{- end }}

@@ -14,21 +14,6 @@ members of the stagger, the step that creates their node directories, etcd's dat
   (ternary "DirectoryOrCreate" "Directory" (eq (include "fioprobe.etcdPrepares" .root) "true")))) -}}
 {{- end }}
 
-{{/* The init containers of an etcd pod, as a JSON list: the prepare step, or none. (dict "root" $ "volumes"
-  list). */}}
-{{- define "fioprobe.etcdInitContainers" -}}
-{{- if include "fioprobe.etcdPrepares" .root -}}
-{{- toJson (list (include "fioprobe.prepareContainer" . | fromJson)) -}}
-{{- else -}}
-[]
-{{- end -}}
-{{- end }}
-
-{{/* Found by role when etcd.nodes is empty: "true" or "". */}}
-{{- define "fioprobe.etcdByRole" -}}
-{{- if not .Values.etcd.nodes }}true{{ end -}}
-{{- end }}
-
 {{/* The node affinity of the etcd pods, as JSON: the role labels (ORed terms) or the named nodes. */}}
 {{- define "fioprobe.etcdAffinity" -}}
 {{- $e := .Values.etcd -}}
@@ -55,49 +40,51 @@ members of the stagger, the step that creates their node directories, etcd's dat
 {{- toJson $args -}}
 {{- end }}
 
-{{/* The API token, in the probe's container alone (lib/etcd-nodes.libsonnet apiTokenVolume), as JSON. */}}
-{{- define "fioprobe.apiTokenVolume" -}}
-{{- toJson (dict "name" "kube-api-access" "projected" (dict "sources"
-  (list (dict "serviceAccountToken" (dict "path" "token" "expirationSeconds" 3607))
-  (dict "configMap" (dict "name" "kube-root-ca.crt" "items" (list (dict "key" "ca.crt" "path" "ca.crt"))))
-  (dict "downwardAPI" (dict "items" (list (dict "path" "namespace" "fieldRef"
-  (dict "fieldPath" "metadata.namespace")))))))) -}}
-{{- end }}
-
-{{/* etcd's data directory, read-only: its volume and its mount, as JSON. */}}
-{{- define "fioprobe.etcdDataDirVolume" -}}
-{{- toJson (dict "name" "etcd-data" "hostPath" (dict "path" .Values.etcd.dataDir "type" "Directory")) -}}
-{{- end }}
-{{- define "fioprobe.etcdDataDirMount" -}}
-{{- toJson (dict "name" "etcd-data" "mountPath" "/etcd-data" "readOnly" true) -}}
-{{- end }}
-
 {{/*
-The prepare step (lib/etcd-nodes.libsonnet prepareContainer): uid 0 with CAP_CHOWN and
-CAP_FOWNER on exactly the pod's DirectoryOrCreate volumes: (dict "root" $ "volumes" list).
+The init containers of an etcd pod, a YAML list, or nothing on OpenShift: the prepare step
+(lib/etcd-nodes.libsonnet prepareContainer), uid 0 with CAP_CHOWN and CAP_FOWNER on exactly
+the pod's DirectoryOrCreate volumes: (dict "root" $ "volumes" list).
 */}}
-{{- define "fioprobe.prepareContainer" -}}
+{{- define "fioprobe.etcdInitContainers" -}}
 {{- $v := .root.Values -}}
-{{- $command := list "fioprobe" "prepare-dirs" "--owner" (printf "%d" (int $v.probeUser)) -}}
-{{- $mounts := list -}}
-{{- range .volumes -}}
-{{- $command = concat $command (list "--path" (printf "/prepare/%s=%s" .name .hostPath.path)) -}}
-{{- $mounts = append $mounts (dict "name" .name "mountPath" (printf "/prepare/%s" .name)) -}}
+{{- if include "fioprobe.etcdPrepares" .root -}}
+- name: "prepare"
+  image: {{ printf "%s:%s" $v.image.name $v.image.tag | toJson }}
+  imagePullPolicy: {{ $v.image.pullPolicy | toJson }}
+  command:
+    - "fioprobe"
+    - "prepare-dirs"
+    - "--owner"
+    - {{ printf "%d" (int $v.probeUser) | toJson }}
+    {{- range .volumes }}
+    - "--path"
+    - {{ printf "/prepare/%s=%s" .name .hostPath.path | toJson }}
+    {{- end }}
+  resources:
+    requests:
+      cpu: "10m"
+      memory: "32Mi"
+    limits:
+      cpu: "500m"
+      memory: "96Mi"
+  securityContext:
+    allowPrivilegeEscalation: false
+    readOnlyRootFilesystem: true
+    runAsNonRoot: false
+    runAsUser: 0
+    runAsGroup: 0
+    capabilities:
+      drop: ["ALL"]
+      add: ["CHOWN", "FOWNER"]
+    seccompProfile:
+      type: "RuntimeDefault"
+  terminationMessagePolicy: "FallbackToLogsOnError"
+  volumeMounts:
+    {{- range .volumes }}
+    - name: {{ .name | toJson }}
+      mountPath: {{ printf "/prepare/%s" .name | toJson }}
+    {{- end }}
 {{- end -}}
-{{- $security := include "fioprobe.containerSecurityContext" . | fromYaml -}}
-{{- $_ := set $security "runAsUser" 0 -}}
-{{- $_ := set $security "runAsGroup" 0 -}}
-{{- $_ := set $security "runAsNonRoot" false -}}
-{{- $_ := set $security "capabilities" (dict "drop" (list "ALL") "add" (list "CHOWN" "FOWNER")) -}}
-{{- toJson (dict
-  "name" "prepare"
-  "image" (printf "%s:%s" $v.image.name $v.image.tag)
-  "imagePullPolicy" $v.image.pullPolicy
-  "command" $command
-  "resources" (dict "requests" (dict "cpu" "10m" "memory" "32Mi") "limits" (dict "cpu" "500m" "memory" "96Mi"))
-  "securityContext" $security
-  "terminationMessagePolicy" "FallbackToLogsOnError"
-  "volumeMounts" $mounts) -}}
 {{- end }}
 
 {{/*

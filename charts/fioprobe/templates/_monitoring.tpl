@@ -1,42 +1,38 @@
-{{- /*
-The mixin's rules and dashboards (components/monitoring.libsonnet). Every rule group but
-`fioprobe.expected` and every dashboard come from files/, rendered from the mixin for the
-chart's probe interval (everyMinutes) by scripts/generate.d/32-chart.sh; the expected group
-lists this release's probes and streams (lib/monitoring-config.libsonnet mixinConfig).
-*/ -}}
+{{/*
+The mixin's rules and dashboards (components/monitoring.libsonnet), in templates/monitoring/.
+Every rule group but `fioprobe.expected` and every dashboard come from files/, rendered from
+the mixin for the chart's probe interval (everyMinutes) by scripts/generate.d/32-chart.sh; the
+expected group lists this release's probes and streams (lib/monitoring-config.libsonnet
+mixinConfig), computed here at install from the values and the StorageClasses found.
+*/}}
+
+{{/* A profile's name: a profiles entry is a name or a profile with overrides. */}}
+{{- define "fioprobe.profileName" -}}
+{{- if kindIs "string" . }}{{ . }}{{ else }}{{ .name }}{{ end -}}
+{{- end }}
+
+{{/*
+The rules of the `fioprobe.expected` group, as JSON: the deployment's facts (expected probes,
+per-node probes and streams), the mixin's PromQL from files/derived.json where a rule is more
+than a static series.
+*/}}
+{{- define "fioprobe.expectedRules" -}}
 {{- $v := .Values -}}
-{{- $m := $v.monitoring -}}
-{{- $ns := .Release.Namespace -}}
-{{- $every := int $v.everyMinutes -}}
 {{- $derived := .Files.Get "files/derived.json" | fromJson -}}
-{{- $records := $derived.records -}}
-{{- if and (include "fioprobe.operator" $) $m.prometheusRule.enabled }}
-{{- $labels := include "fioprobe.monitorLabels" (dict "root" $ "labels" $m.prometheusRule.labels) | fromJson }}
----
-apiVersion: monitoring.coreos.com/v1
-kind: PrometheusRule
-{{ include "fioprobe.metadata" (dict "root" $ "component" "monitoring" "name" "fioprobe" "namespace" $ns "extra"
-  $labels) }}
-spec:
-  groups:
-    {{- .Files.Get (printf "files/rules/every-%dm.yaml" $every) | nindent 4 }}
-{{- /* The deployment's facts: expected probes, per-node probes and streams. */}}
-{{- $profileName := "" }}
+{{- $records := $derived.records }}
 {{- $rules := list }}
 {{- range include "fioprobe.storageClasses" $ | fromJsonArray }}
 {{- $sc := .name }}
 {{- range .profiles }}
 {{- $rules = append $rules (dict "record" $records.expected "expr" "vector(1)" "labels"
-  (dict "storageclass" $sc "profile" (ternary . (get (kindIs "map" . | ternary . dict) "name")
-  (kindIs "string" .)))) }}
+  (dict "storageclass" $sc "profile" (include "fioprobe.profileName" .))) }}
 {{- end }}
 {{- end }}
 {{- $etcdNodes := ternary $v.etcd.nodes list $v.etcd.enabled }}
 {{- range $node := $etcdNodes }}
 {{- range $v.etcd.profiles }}
 {{- $rules = append $rules (dict "record" $records.expected "expr" "vector(1)" "labels"
-  (dict "storageclass" $v.etcd.name "profile" (ternary . (get (kindIs "map" . | ternary . dict) "name")
-  (kindIs "string" .)) "node" $node)) }}
+  (dict "storageclass" $v.etcd.name "profile" (include "fioprobe.profileName" .) "node" $node)) }}
 {{- end }}
 {{- end }}
 {{- $perNode := list }}
@@ -44,8 +40,7 @@ spec:
 {{- range concat $v.perNode.localDisks $v.perNode.storageClasses }}
 {{- $sc := .name }}
 {{- range .profiles }}
-{{- $perNode = append $perNode (dict "storageclass" $sc "profile"
-  (ternary . (get (kindIs "map" . | ternary . dict) "name") (kindIs "string" .))) }}
+{{- $perNode = append $perNode (dict "storageclass" $sc "profile" (include "fioprobe.profileName" .)) }}
 {{- end }}
 {{- end }}
 {{- end }}
@@ -78,7 +73,7 @@ spec:
 {{- $etcdProbes := list }}
 {{- range $v.etcd.profiles }}
 {{- $etcdProbes = append $etcdProbes (dict "storageclass" $v.etcd.name "profile"
-  (ternary . (get (kindIs "map" . | ternary . dict) "name") (kindIs "string" .))) }}
+  (include "fioprobe.profileName" .)) }}
 {{- end }}
 {{- range $etcdProbes }}
 {{- $rules = append $rules (dict "record" $records.expectedEtcd "expr" "vector(1)" "labels" .) }}
@@ -107,33 +102,5 @@ spec:
   "labels" (dict "storageclass" $v.etcd.name)) }}
 {{- end }}
 {{- end }}
-{{- if $rules }}
----
-apiVersion: monitoring.coreos.com/v1
-kind: PrometheusRule
-{{ include "fioprobe.metadata" (dict "root" $ "component" "monitoring" "name" "fioprobe-expected" "namespace" $ns
-  "extra" $labels) }}
-spec:
-  groups:
-    - name: "fioprobe.expected"
-      rules:
-        {{- toYaml $rules | nindent 8 }}
-{{- end }}
-{{- end }}
-{{- if $m.dashboards.enabled }}
-{{- $dashboardNamespace := $m.dashboards.namespace | default $ns }}
-{{- range $path, $_ := .Files.Glob (printf "files/dashboards/every-%dm/*.json" $every) }}
-{{- $file := base $path }}
-{{- $name := trimSuffix ".json" $file }}
----
-apiVersion: v1
-kind: ConfigMap
-{{ include "fioprobe.metadata" (dict "root" $ "component" "monitoring" "name" (printf "grafana-dashboard-%s" $name)
-  "namespace" $dashboardNamespace "extra" $m.dashboards.labels) }}
-  annotations:
-    grafana_folder: {{ $m.dashboards.folder | toJson }}
-data:
-  {{ $file }}: |
-    {{- $.Files.Get $path | nindent 4 }}
-{{- end }}
+{{- toJson $rules -}}
 {{- end }}
