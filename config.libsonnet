@@ -16,23 +16,6 @@
 // expectedPerNodeProbes, expectedStreams, the node inventory) only fill one small rule group
 // of their own, `fioprobe.expected`; every other rule is the same for every deployment.
 
-local u = import 'lib/util.libsonnet';
-local volumeTypes = (import 'manifests/lib/catalog.json').volumeTypes;
-
-// Every key of `c` this file does not define, and every unknown key of its nested records
-// (dashboards) and volume-type tables, each a message naming its path.
-local configProblems(c) =
-  local defaults = (import 'config.libsonnet')._config;
-  local known = std.objectFieldsAll(defaults);
-  u.unknownKeys('', c, known)
-  + (if std.objectHasAll(c, 'dashboards') && std.isObject(c.dashboards) then
-       u.unknownKeys('dashboards.', c.dashboards, std.objectFieldsAll(defaults.dashboards))
-     else [])
-  + (if std.objectHasAll(c, 'storageClassFsyncP99WarningSeconds')
-        && std.isObject(c.storageClassFsyncP99WarningSeconds) then
-       u.unknownKeys('storageClassFsyncP99WarningSeconds.', c.storageClassFsyncP99WarningSeconds, volumeTypes)
-     else []);
-
 {
   _config+:: {
     // --- The schedule and the probes that should exist -----------------------------------
@@ -455,7 +438,7 @@ local configProblems(c) =
     // misspelt or retired key (`latencyWindow`) would otherwise be ignored without a word and
     // its default used. Set false only where another mixin's keys share this object (mixins
     // merged with `+` into one); kube-prometheus renders each mixin with a _config of its own.
-    // Checked once per output (rules, alerts, dashboards: _configProblems below).
+    // Checked once per output (rules, alerts, dashboards: mixin.libsonnet's _configProblems).
     refuseUnknownKeys: true,
 
     // --- Derived; not to be set -------------------------------------------------------------
@@ -465,7 +448,4 @@ local configProblems(c) =
     windows:: (import 'alerts/windows.libsonnet')(self),
   },
 
-  // What is wrong with the keys of _config (empty when nothing is), one message each; the
-  // mixin's outputs refuse to render unless it is empty.
-  _configProblems:: if $._config.refuseUnknownKeys then configProblems($._config) else [],
 }

@@ -5,6 +5,14 @@
 //   grafanaDashboards  Overview, Comparison and etcd disks (dashboards/dashboards.libsonnet)
 // Override keys with `(import 'mixin.libsonnet') + { _config+:: { clusterLabel: 'k8s_cluster' } }`.
 (import 'config.libsonnet')
++ {
+  // What is wrong with the keys of _config (empty when nothing is), one message each; the
+  // rules, the alerts and the dashboards refuse to render unless it is empty.
+  _configProblems::
+    if $._config.refuseUnknownKeys
+    then (import 'lib/config-keys.libsonnet')($._config, (import 'config.libsonnet')._config)
+    else [],
+}
 + (import 'alerts/alerts.libsonnet')
 + { grafanaDashboards+:: {} }
 + (import 'dashboards/dashboards.libsonnet')

@@ -12,9 +12,9 @@ local u = import '../lib/util.libsonnet';
 + (import 'probe-health.libsonnet')
 + (import 'continuous.libsonnet')
 + {
-  prometheusRules+:: { assert u.configChecked($._configProblems) },
+  prometheusRules+:: { assert u.configChecked(std.get($, '_configProblems', [], inc_hidden=true)) },
   prometheusAlerts+:: {
-    assert u.configChecked($._configProblems),
+    assert u.configChecked(std.get($, '_configProblems', [], inc_hidden=true)),
     groups: [
       group {
         rules: [

@@ -5,7 +5,7 @@ local u = import '../lib/util.libsonnet';
 
 {
   grafanaDashboards+:: {
-    assert u.configChecked($._configProblems),
+    assert u.configChecked(std.get($, '_configProblems', [], inc_hidden=true)),
     'fioprobe-overview.json': (import 'overview.libsonnet')($._config),
     'fioprobe-comparison.json': (import 'comparison.libsonnet')($._config),
     'fioprobe-etcd-disks.json': (import 'etcd.libsonnet')($._config),

@@ -378,8 +378,9 @@ def test_no_scc_without_a_hostpath_probe(tmp_path: Path) -> None:
 
 def test_the_pushgateway_tag_has_one_place_that_make_e2e_reads() -> None:
     """make e2e builds Debian's Pushgateway under the name of `pushgateway.image`, which it
-    reads from manifests/lib/defaults.libsonnet (scripts/e2e/cluster.sh): run that very line. No other
-    source spells the tag (the table of keys in docs/MANIFESTS.md is generated from it)."""
+    reads from manifests/lib/defaults.libsonnet (scripts/e2e/cluster.sh): run that very line.
+    No other source spells the tag (the table of keys in docs/MANIFESTS.md is generated from
+    it)."""
     source = (REPO / "scripts" / "e2e" / "cluster.sh").read_text()
     start = source.index("pgw_image=$(")
     end = source.index(")\n", start) + 1

@@ -5,11 +5,11 @@ Why: a volume type fioprobe does not model (`gp4`), a misspelt profile (`etcd-fs
 scrape interval that is no duration (`often`) used to install cleanly; then every run exited 2
 with the reason only in a pod log, or the operator's CRD refused the object halfway through
 the install. One table of the classes of bad value, each tried three ways with the real tools:
-the jsonnet configuration (manifests/lib/params.libsonnet's exact message), `helm template` (the chart's
-values.schema.json, generated from the same schema) and, where the key reaches the probe's
-configuration, fioprobe's own loader, so that all three refuse the same thing. The lists they
-check against have one home each (the package's volume models, jobs/); manifests/lib/catalog.json copies
-them for jsonnet and is checked current here.
+the jsonnet configuration (manifests/lib/params.libsonnet's exact message), `helm template`
+(the chart's values.schema.json, generated from the same schema) and, where the key reaches the
+probe's configuration, fioprobe's own loader, so that all three refuse the same thing. The
+lists they check against have one home each (the package's volume models, jobs/);
+manifests/lib/catalog.json copies them for jsonnet and is checked current here.
 """
 
 from __future__ import annotations
@@ -303,7 +303,8 @@ def test_the_defaults_and_the_examples_pass_every_door() -> None:
 
 
 def test_the_catalog_is_the_packages_lists() -> None:
-    """manifests/lib/catalog.json is what scripts/catalog.py makes from the package and jobs/ now."""
+    """manifests/lib/catalog.json and lib/volume-types.json are what scripts/catalog.py makes
+    from the package and jobs/ now."""
     result = subprocess.run(
         [sys.executable, str(REPO / "scripts" / "catalog.py"), "--check"],
         capture_output=True, text=True, timeout=60, check=False,
@@ -313,6 +314,8 @@ def test_the_catalog_is_the_packages_lists() -> None:
     assert catalog["volumeTypes"] == list(VOLUME_TYPES)
     assert catalog["volumeTypeNeeds"] == NEEDS
     assert catalog["profiles"] == sorted(p.stem for p in (REPO / "jobs").glob("*.fio"))
+    mixin = json.loads((REPO / "lib" / "volume-types.json").read_text())
+    assert mixin["volumeTypes"] == list(VOLUME_TYPES)
 
 
 def test_every_type_fioprobe_models_is_accepted_with_what_it_needs() -> None:

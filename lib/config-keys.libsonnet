@@ -1,0 +1,16 @@
+// The mixin configuration's keys, checked: every key of a _config that the defaults
+// (config.libsonnet) do not define, and every unknown key of its nested records (dashboards)
+// and of its volume-type table, each a message naming its path and the nearest known key.
+// mixin.libsonnet applies it; a separate file so that config.libsonnet never imports itself.
+local u = import 'util.libsonnet';
+local volumeTypes = (import 'volume-types.json').volumeTypes;
+
+function(c, defaults)
+  u.unknownKeys('', c, std.objectFieldsAll(defaults))
+  + (if std.objectHasAll(c, 'dashboards') && std.isObject(c.dashboards) then
+       u.unknownKeys('dashboards.', c.dashboards, std.objectFieldsAll(defaults.dashboards))
+     else [])
+  + (if std.objectHasAll(c, 'storageClassFsyncP99WarningSeconds')
+        && std.isObject(c.storageClassFsyncP99WarningSeconds) then
+       u.unknownKeys('storageClassFsyncP99WarningSeconds.', c.storageClassFsyncP99WarningSeconds, volumeTypes)
+     else [])
