@@ -392,6 +392,19 @@ def test_the_app_version_is_fioprobes() -> None:
     assert values["version"] == values["image"]["tag"] == chart["appVersion"]
 
 
+def test_no_template_line_is_over_120_characters() -> None:
+    """The templates read like a chart's (issue 43): plain YAML with inserts, an expression
+    that does not fit written over several lines inside its action."""
+    long = [
+        f"{path.relative_to(CHART)}:{number}: {len(line)}"
+        for path in sorted((CHART / "templates").rglob("*"))
+        if path.is_file()
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if len(line) > 120
+    ]
+    assert long == []
+
+
 def test_values_yaml_opens_with_what_a_new_user_sets() -> None:
     """values.yaml is in the reader's order (manifests/chart.jsonnet `order`), not jsonnet's
     alphabetical one: the image, what to probe, the etcd disks, how often and where the

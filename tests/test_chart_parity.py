@@ -320,7 +320,7 @@ def test_a_template_changed_alone_fails_the_comparison(tmp_path: Path) -> None:
     """A chart whose CronJob template drifts from components/probes.libsonnet is caught."""
     chart = tmp_path / "chart"
     shutil.copytree(CHART, chart)
-    template = chart / "templates" / "_cronjob.tpl"
+    template = chart / "templates" / "probes" / "cronjob.yaml"
     text = template.read_text()
     assert "terminationGracePeriodSeconds: 30" in text
     template.write_text(

@@ -98,6 +98,7 @@ podSecurity): (dict "root" $ "user" uid "hostPath" bool). Renders {"securityCont
 {{- toJson (dict "securityContext" $ctx "annotations" $annotations) -}}
 {{- end }}
 
+{{/* The hostPath pods' SCC on OpenShift (lib/common.libsonnet hostPathScc): (dict "root" $). */}}
 {{- define "fioprobe.hostPathScc" -}}
 {{- (.root.Files.Get "files/derived.json" | fromJson).hostPathScc -}}
 {{- end }}
@@ -111,48 +112,6 @@ capabilities:
   drop: ["ALL"]
 seccompProfile:
   type: "RuntimeDefault"
-{{- end }}
-
-{{/*
-A value as go-jsonnet's std.manifestYamlDoc(v, indent_array_in_object=false, quote_keys=false)
-writes it, so that the probes' configuration files are the manifests' byte for byte:
-(dict "v" value "in" indentation). Keys sorted, strings JSON-quoted, lists in an object not
-indented, whole numbers without a fraction.
-*/}}
-{{- define "fioprobe.manifestYaml" -}}
-{{- $v := .v -}}
-{{- $in := .in -}}
-{{- if kindIs "map" $v -}}
-{{- if not $v }}{}{{ end -}}
-{{- range $n, $k := keys $v | sortAlpha -}}
-{{- $x := index $v $k -}}
-{{- if $n }}{{ printf "\n%s" $in }}{{ end -}}
-{{- printf "%s:" $k -}}
-{{- if and (kindIs "map" $x) $x -}}
-{{- printf "\n%s  " $in }}{{ include "fioprobe.manifestYaml" (dict "v" $x "in" (printf "%s  " $in)) -}}
-{{- else if and (kindIs "slice" $x) $x -}}
-{{- printf "\n%s" $in }}{{ include "fioprobe.manifestYaml" (dict "v" $x "in" $in) -}}
-{{- else -}}
-{{- printf " " }}{{ include "fioprobe.manifestYaml" (dict "v" $x "in" $in) -}}
-{{- end -}}
-{{- end -}}
-{{- else if kindIs "slice" $v -}}
-{{- if not $v }}[]{{ end -}}
-{{- range $n, $x := $v -}}
-{{- if $n }}{{ printf "\n%s" $in }}{{ end -}}
-{{- if and (kindIs "slice" $x) $x -}}
-{{- printf "-\n%s  " $in }}{{ include "fioprobe.manifestYaml" (dict "v" $x "in" (printf "%s  " $in)) -}}
-{{- else -}}
-{{- printf "- " }}{{ include "fioprobe.manifestYaml" (dict "v" $x "in" (printf "%s  " $in)) -}}
-{{- end -}}
-{{- end -}}
-{{- else if kindIs "float64" $v -}}
-{{- if eq $v (floor $v) }}{{ int64 $v }}{{ else }}{{ $v }}{{ end -}}
-{{- else if kindIs "invalid" $v -}}
-null
-{{- else -}}
-{{- toJson $v -}}
-{{- end -}}
 {{- end }}
 
 {{/* The probes' Pushgateway URLs (lib/sizing.libsonnet urls), as a JSON list. */}}
@@ -221,46 +180,6 @@ null
 {{- printf "%dm" (int64 $wanted) -}}
 {{- end }}
 
-{{/* The probes' fioprobe configuration of their Pushgateway (components/probes.libsonnet). */}}
-{{- define "fioprobe.probePushgateway" -}}
-{{- $pgw := .Values.pushgateway -}}
-{{- $urls := include "fioprobe.pushgatewayUrls" . | fromJsonArray -}}
-{{- $conf := dict "timeout_seconds" $pgw.timeoutSeconds "attempts" $pgw.attempts -}}
-{{- if eq (len $urls) 1 }}{{ $_ := set $conf "url" (first $urls) }}{{ else }}{{ $_ := set $conf "shards"
-  $urls }}{{ end -}}
-{{- if $pgw.auth.enabled -}}
-{{- $_ := set $conf "username_file" "/var/run/secrets/fioprobe/pushgateway-auth/username" -}}
-{{- $_ := set $conf "password_file" "/var/run/secrets/fioprobe/pushgateway-auth/password" -}}
-{{- end -}}
-{{- if $pgw.tls.enabled }}{{ $_ := set $conf "ca_file" "/var/run/secrets/fioprobe/pushgateway-ca/ca.crt" }}{{ end -}}
-{{- toJson $conf -}}
-{{- end }}
-
-{{/* A map without its null values: an optional key given as null is absent (lib/params.libsonnet). */}}
-{{- define "fioprobe.compact" -}}
-{{- $out := dict -}}
-{{- range $k, $x := . }}{{ if not (kindIs "invalid" $x) }}{{ $_ := set $out $k $x }}{{ end }}{{ end -}}
-{{- toJson $out -}}
-{{- end }}
-
-{{/* A volume model as the manifests complete it (lib/defaults.libsonnet volume: type unknown). */}}
-{{- define "fioprobe.volume" -}}
-{{- toJson (merge (include "fioprobe.compact" (. | default dict) | fromJson) (dict "type" "unknown")) -}}
-{{- end }}
-
-{{/*
-Items of a list as the manifests complete them: strings as they are, objects without null
-values (profiles: names or overrides; tolerations). JSON.
-*/}}
-{{- define "fioprobe.listItems" -}}
-{{- $out := list -}}
-{{- range . -}}
-{{- if kindIs "map" . }}{{ $out = append $out (include "fioprobe.compact" . | fromJson) }}{{ else }}{{ $out = append
-  $out . }}{{ end -}}
-{{- end -}}
-{{- toJson $out -}}
-{{- end }}
-
 {{/*
 Worst case of one probe run in seconds, per profile, plus a minute for the pod
 (components/probes.libsonnet activeDeadline): (dict "root" $ "profiles" list).
@@ -270,19 +189,6 @@ Worst case of one probe run in seconds, per profile, plus a minute for the pod
 {{- $perProfile := add (int $v.profileTimeoutSeconds) 25 60 (mul 2 (int $v.pushgateway.timeoutSeconds)
   (int $v.pushgateway.attempts)) -}}
 {{- add (mul (len .profiles) $perProfile) 60 -}}
-{{- end }}
-
-{{/* A ConfigMap of fioprobe configurations (components/probes.libsonnet configMap): (dict "root" $ "namespace" ns
-  "name" n "component" c "data" {key: config}). */}}
-{{- define "fioprobe.configMap" -}}
-apiVersion: v1
-kind: ConfigMap
-{{ include "fioprobe.metadata" (dict "root" .root "component" .component "name" .name "namespace" .namespace) }}
-data:
-  {{- range $key := keys .data | sortAlpha }}
-  {{ $key | toJson }}: |
-    {{- include "fioprobe.manifestYaml" (dict "v" (index $.data $key) "in" "") | nindent 4 }}
-  {{- end }}
 {{- end }}
 
 {{/*
