@@ -47,6 +47,10 @@ SUBPACKAGE_CONTROL_FLOW = {
     "fioprobe.gateway.api.Shape",
     # the HTTP handlers' "no answer in time", turned into PushError by the transport
     "fioprobe.gateway.deadline.DeadlineHit",
+    # one API exchange's "no answer in time" and "answer too large", turned into KubeError
+    # by the client
+    "fioprobe.kube.exchange.Expired",
+    "fioprobe.kube.exchange.TooLarge",
 }
 
 

@@ -29,7 +29,7 @@ class Answer:
 
 
 class TooLarge(Exception):
-    pass
+    """The answer is larger than the caller's limit."""
 
 
 class Expired(TimeoutError):
