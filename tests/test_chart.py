@@ -619,9 +619,13 @@ def test_the_default_storageclass_is_probed_by_its_name_and_type(kube: Kube) -> 
         assert pvc["spec"]["storageClassName"] == name
         assert pvc["spec"]["resources"]["requests"]["storage"] == "20Gi"
         assert set(of_kind(docs, "StatefulSet")) == {f"fioprobe-continuous-{name}"}
-        config = yaml.safe_load(
-            of_kind(docs, "ConfigMap")["fioprobe-config"]["data"][f"{name}.yaml"]
-        )
+        # The probes' ConfigMap of the release's namespace (the etcd one has the same name).
+        (probes,) = [
+            d for d in docs
+            if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "fioprobe-config"
+            and d["metadata"]["namespace"] == "fioprobe"
+        ]  # fmt: skip
+        config = yaml.safe_load(probes["data"][f"{name}.yaml"])
         (target,) = config["targets"]
         assert target["name"] == name
         assert target["volume"] == {
