@@ -345,3 +345,62 @@ def test_a_dead_key_is_found(trees: dict[str, Any]) -> None:
     seeded = "`etcd.dataDir`, `etcd.dataDirectory`, `continuous.resources.limits.cpu`, `a.b`"
     assert wrong_keys(seeded, tree, "x") == ["x:1: etcd.dataDirectory"]
     assert wrong_keys("`continuous.resources.limits.cpus`", tree, "x") != []
+
+
+# --- Python names -----------------------------------------------------------------------------
+
+PYTHON_NAME = re.compile(r"`(fioprobe(?:\.\w+)+)`")
+
+
+def rule_groups() -> set[str]:
+    """The rule groups' names (`fioprobe.rules`, `fioprobe.continuous.burn`, ...): dotted like
+    a module, and not one."""
+    names = set()
+    for path in (REPO / "alerts" / "out").glob("*.yaml"):
+        names |= {group["name"] for group in yaml.safe_load(path.read_text())["groups"]}
+    return names
+
+
+def resolves(name: str) -> bool:
+    """Whether `fioprobe.a.b.C` is a module, or an attribute of the longest module it names."""
+    import importlib
+
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            target: Any = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attribute in parts[cut:]:
+            if not hasattr(target, attribute):
+                return False
+            target = getattr(target, attribute)
+        return True
+    return False
+
+
+def dead_names(text: str, where: str, groups: set[str]) -> list[str]:
+    return [
+        f"{where}:{number}: {name}"
+        for number, line in enumerate(text.splitlines(), 1)
+        for name in PYTHON_NAME.findall(line)
+        if name not in groups and not resolves(name)
+    ]
+
+
+def test_every_python_name_the_docs_give_resolves() -> None:
+    """`fioprobe.target.volumes.MODELS` in a doc is a module or an attribute of one: a name
+    left behind by a move fails here."""
+    groups = rule_groups()
+    assert "fioprobe.continuous.burn" in groups
+    dead = [
+        found
+        for path in DOCS
+        for found in dead_names(path.read_text(), str(path.relative_to(REPO)), groups)
+    ]
+    assert not dead, "Python names that name nothing:\n" + "\n".join(dead)
+
+
+def test_a_moved_python_name_is_found() -> None:
+    seeded = "`fioprobe.probe.volumes.MODELS`, `fioprobe.target.volumes.MODELS`, `fioprobe.rules`"
+    assert dead_names(seeded, "x", {"fioprobe.rules"}) == ["x:1: fioprobe.probe.volumes.MODELS"]
