@@ -243,6 +243,11 @@ def test_the_client_waits_for_servers_applied_with_it(objects: dict[str, dict[st
         ({"volumeSize": "lots"}, "volumeSize lots is not a quantity such as 40Gi"),
         ({"replicas": 3}, "unknown keys replicas"),
         (
+            {"server": 3},
+            "unknown keys server (expected name, storageclass, servers, volumeSize, "
+            "nodeSelector, keepVolumes, push, plan), did you mean servers?",
+        ),
+        (
             {"plan": {"servers": 5}},
             "plan must not set servers: name, storageclass, servers, node_selector, "
             "volume_size come from the benchmark",
@@ -252,6 +257,17 @@ def test_the_client_waits_for_servers_applied_with_it(objects: dict[str, dict[st
 )
 def test_bad_benchmarks_stop_the_rendering(change: dict[str, Any], message: str) -> None:
     assert message in refusal({**BENCHMARK, **change})
+
+
+def test_a_missing_key_is_named_and_a_misspelt_one_is_not_taken_for_it() -> None:
+    without = {k: v for k, v in BENCHMARK.items() if k != "servers"}
+    assert (
+        "distributed: servers is required (every benchmark names name, storageclass, "
+        "servers, volumeSize)" in refusal(without)
+    )
+    misspelt = refusal({**without, "server": 3})
+    assert "unknown keys server" in misspelt and "did you mean servers?" in misspelt
+    assert "required" not in misspelt
 
 
 def test_parts_apply_servers_first() -> None:

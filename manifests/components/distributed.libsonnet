@@ -24,6 +24,7 @@
 // The client waits for its servers to listen (--wait-for-servers) before it sends anything,
 // so every object may be applied at once (the chart does); part 'servers' then 'client'
 // (manifests/distributed.jsonnet) works as well.
+local u = import '../../lib/util.libsonnet';
 local common = import '../lib/common.libsonnet';
 local sizing = import '../lib/sizing.libsonnet';
 
@@ -35,6 +36,23 @@ function(config, benchmark)
     push: true,
     plan: {},
   } + benchmark;
+  // Unknown keys first, then the required ones: a misspelt key is named as such (with the
+  // nearest known one), not reported as the required key it was meant to be.
+  local onlyIn = ['name', 'storageclass', 'servers', 'volumeSize', 'nodeSelector', 'keepVolumes', 'push', 'plan'];
+  local unknown = [k for k in std.objectFields(b) if !std.member(onlyIn, k)];
+  assert std.length(unknown) == 0
+         : 'distributed: unknown keys %s (expected %s)%s' % [
+    std.join(', ', unknown),
+    std.join(', ', onlyIn),
+    std.join('', [u.suggestion(k, onlyIn) for k in unknown]),
+  ];
+  local required = ['name', 'storageclass', 'servers', 'volumeSize'];
+  local missing = [k for k in required if !std.objectHas(b, k)];
+  assert std.length(missing) == 0
+         : 'distributed: %s required (every benchmark names %s)' % [
+    std.join(', ', missing) + (if std.length(missing) == 1 then ' is' else ' are'),
+    std.join(', ', required),
+  ];
   local name = b.name;
   // At most 37: the StatefulSet's name (fioprobe-bench-<name>, 52 at most) goes into its pods'
   // controller-revision-hash label with a hash after it, and a label value has 63 at most.
@@ -52,12 +70,6 @@ function(config, benchmark)
   local pgw = c.pushgateway;
   assert !b.push || !(pgw.auth.enabled || pgw.tls.enabled)
          : 'distributed: push to a Pushgateway with auth or TLS is not supported yet; set push: false';
-  local onlyIn = ['name', 'storageclass', 'servers', 'volumeSize', 'nodeSelector', 'keepVolumes', 'push', 'plan'];
-  assert std.length([k for k in std.objectFields(b) if !std.member(onlyIn, k)]) == 0
-         : 'distributed: unknown keys %s (expected %s)' % [
-    std.join(', ', [k for k in std.objectFields(b) if !std.member(onlyIn, k)]),
-    std.join(', ', onlyIn),
-  ];
   local fromPlan = ['name', 'storageclass', 'servers', 'node_selector', 'volume_size'];
   local setInPlan = [k for k in std.objectFields(b.plan) if std.member(fromPlan, k)];
   assert std.length(setInPlan) == 0
