@@ -77,7 +77,9 @@ def test_stream_share_above_10ms_agrees_with_etcd(tmp_path: Path, name: str, abo
     etcd's histogram has no 10 ms boundary (8, then 16 ms): its share above 10 ms lies
     between its shares above 16 and above 8 ms. On tmpfs the upper bound (above 8 ms) is
     held to 1 %; on the slow disk, where every fsync sleeps 15 ms after the real one, the
-    share above 8 ms is what etcd's own data can show, and its p99 at least 15 ms.
+    share above 8 ms is what etcd's own data can show. No p99 is asserted: at +15 ms etcd
+    makes about 1,100 fdatasyncs in 30 s, and fewer on a loaded host, around the 1,000 the
+    benchmark wants before it reports one.
     """
     condition = fidelity_stream.CONDITIONS[name]
     _skip_unless_possible(fidelity.CONDITIONS[name])
@@ -99,7 +101,6 @@ def test_stream_share_above_10ms_agrees_with_etcd(tmp_path: Path, name: str, abo
     assert etcd.n >= 200 and stream.n >= 200, summary
     if above:
         assert stream.above_lo >= 0.9 and etcd.above_hi >= 0.9, summary
-        assert etcd.p99 is not None and etcd.p99 >= 0.015, summary
         assert stream.met is False and etcd.met is not True, summary
     else:
         assert stream.above_hi <= 0.01 and etcd.above_hi <= 0.01, summary
