@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import continuous
+import probe_health_scenarios
 import pytest
 import scenarios
 import yaml
@@ -923,12 +924,12 @@ def test_per_node_rules_expect_the_manifests_per_node_probes() -> None:
     rules = rules_of(EXPECTED_PER_NODE.read_text())
     records = [r for r in rules if r.get("record") == "probe:fioprobe_expected_per_node:info"]
     assert [(r["labels"]["storageclass"], r["labels"]["profile"]) for r in records] == (
-        scenarios.PER_NODE
+        probe_health_scenarios.PER_NODE
     )
     assert all(r["expr"] == "vector(1)" for r in records)
     on_nodes = [r for r in rules if r.get("record") == "node:fioprobe_expected_per_node:info"]
     assert [(r["labels"]["storageclass"], r["labels"]["profile"]) for r in on_nodes] == (
-        scenarios.PER_NODE
+        probe_health_scenarios.PER_NODE
     )
     assert all(r["expr"].strip() == "node:fioprobe_per_node:info" for r in on_nodes)
     (nodes,) = [r for r in rules if r.get("record") == "node:fioprobe_per_node:info"]

@@ -40,7 +40,8 @@ from typing import Any
 import yaml
 from fioprobe import __version__
 from fioprobe.metrics.table import LATENCY_BUCKETS_SECONDS
-from scenarios import DEPLOYMENTS, GROUP_ORDER, OPERATOR_LABELS, POD, RUNBOOKS
+from scenario_engine import OPERATOR_LABELS, POD, RUNBOOKS
+from scenarios import DEPLOYMENTS, GROUP_ORDER
 
 SCRAPE_S = 15
 #: What the committed rules use (config.libsonnet's defaults; the manifests' continuous.*).
