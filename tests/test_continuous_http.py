@@ -131,11 +131,13 @@ def test_a_port_in_use_is_an_oserror_in_the_callers_thread(
 
 
 class FakeClient:
-    """What admit() reads of a connection: its age, whether it has spoken, its closing."""
+    """What admit() reads of a connection: its age, what it has sent (read, or whole and still
+    unread in its socket), its closing."""
 
-    def __init__(self, age: float, spoken: bool) -> None:
+    def __init__(self, age: float, spoken: bool, unread: bool = False) -> None:
         self.since = time.monotonic() - age
-        self.silent = not spoken
+        self.request = b"GET /met" if spoken else b""
+        self.silent = not spoken and not unread
         self.closed = False
 
     def abort(self) -> None:
@@ -161,6 +163,15 @@ def test_at_the_hard_cap_the_order_of_who_goes() -> None:
     server.admit(newcomers[2])  # type: ignore[arg-type]
     assert young_silent[0].closed and not young_silent[1].closed
     assert not any(c.closed for c in newcomers)
+    # A whole request unread for longer than the grace (a loop starved of CPU) is not a
+    # request sent a byte at a time: it is never taken, the newcomer is closed instead.
+    unread = [FakeClient(age=2.0, spoken=False, unread=True) for _ in range(4)]
+    server._waiting.clear()
+    for client in unread:
+        server.admit(client)  # type: ignore[arg-type]
+    turned_away = FakeClient(age=0.0, spoken=False)
+    server.admit(turned_away)  # type: ignore[arg-type]
+    assert turned_away.closed and not any(c.closed for c in unread)
     spoken = [FakeClient(age=0.0, spoken=True) for _ in range(4)]
     server._waiting.clear()
     for client in spoken:

@@ -41,9 +41,11 @@ DOCS = [
     REPO / "CONTRIBUTING.md",
     *sorted((REPO / "docs").glob("*.md")),
     REPO / "charts" / "fioprobe" / "README.md",
+    REPO / "manifests" / "kube-prometheus" / "README.md",
     REPO / "tests" / "support" / "README.md",
 ]
-SOURCE_SUFFIXES = (".py", ".libsonnet", ".jsonnet", ".sh")
+#: Sources whose comments and docstrings are read: code, jsonnet, shell, the chart's templates.
+SOURCE_SUFFIXES = (".py", ".libsonnet", ".jsonnet", ".sh", ".tpl")
 #: Folders whose files are not the project's own words (vendored, generated, test data).
 NOT_OURS = {"vendor", ".venv", ".tools", ".git", "data", "out", "generated", "node_modules"}
 TOP_FOLDERS = (
@@ -72,11 +74,14 @@ def ours(path: Path) -> bool:
 
 
 def sources() -> Iterator[Path]:
-    """The project's own source files, this one aside (its seeded mistakes are on purpose)."""
+    """The project's own source files, this one aside (its seeded mistakes are on purpose),
+    and the chart's templates."""
     for suffix in SOURCE_SUFFIXES:
         for path in sorted(REPO.rglob(f"*{suffix}")):
             if ours(path) and path != Path(__file__).resolve():
                 yield path
+    templates = REPO / "charts" / "fioprobe" / "templates"
+    yield from sorted([*templates.rglob("*.yaml"), *templates.rglob("*.txt")])
 
 
 def dead_paths(text: str, where: Path) -> list[str]:
@@ -202,6 +207,18 @@ def mixin_config(text: str, tmp: Path) -> None:
     assert proc.returncode == 0, proc.stderr
 
 
+def kube_prometheus_part(text: str, tmp: Path) -> None:
+    """A `local fioprobe = (import 'fioprobe/manifests/kube-prometheus/...')(...)` as a user's
+    kube-prometheus build writes it (jsonnet-bundler installs this repository as fioprobe/),
+    with its objects rendered."""
+    if not (tmp / "fioprobe").exists():
+        (tmp / "fioprobe").symlink_to(REPO)
+    path = tmp / "part.jsonnet"
+    path.write_text(f"local namespace = 'monitoring';\n{text}\nfioprobe")
+    proc = render("-J", str(tmp), str(path))
+    assert proc.returncode == 0, proc.stderr
+
+
 def none(text: str, tmp: Path) -> None:
     """Someone else's format (a Prometheus or Alertmanager fragment): said so, not checked."""
 
@@ -212,6 +229,7 @@ CHECKS: dict[str, Callable[[str, Path], None]] = {
     "distributed-jsonnet": distributed_jsonnet,
     "chart-values": chart_values,
     "mixin-config": mixin_config,
+    "kube-prometheus-part": kube_prometheus_part,
     "none": none,
 }
 
@@ -254,6 +272,10 @@ PLAN = (
     "budget: {bytes_per_server: 4g, seconds_per_server: 60}\n"
 )
 VALUES = "storageClasses:\n  - {name: a, volume: {type: %s, size: 20Gi}, profiles: [etcd-fsync]}\n"
+KP = (
+    "local fioprobe = (import 'fioprobe/manifests/kube-prometheus/fioprobe.libsonnet')"
+    "(namespace, { %s: 10 });"
+)
 BENCHMARK = "{ name: 'x', storageclass: 'y', volumeSize: '1Gi', %s: 3, plan: { runtime: 5 } }"
 
 
@@ -266,6 +288,7 @@ BENCHMARK = "{ name: 'x', storageclass: 'y', volumeSize: '1Gi', %s: 3, plan: { r
         ("distributed-jsonnet", BENCHMARK % "servers", BENCHMARK % "server", "server"),
         ("chart-values", VALUES % "gp3", VALUES % "gp4", "gp4"),
         ("mixin-config", "latencyWindowRuns: 6,", "latencyWindow: '1m',", "latencyWindow"),
+        ("kube-prometheus-part", KP % "everyMinutes", KP % "everyMinute", "everyMinute"),
     ],
 )  # fmt: skip
 def test_a_broken_block_fails_its_check(
@@ -350,6 +373,8 @@ def test_a_dead_key_is_found(trees: dict[str, Any]) -> None:
 # --- Python names -----------------------------------------------------------------------------
 
 PYTHON_NAME = re.compile(r"`(fioprobe(?:\.\w+)+)`")
+#: `fioprobe.libsonnet` and the like are files, not Python names.
+FILE_SUFFIXES = (".libsonnet", ".jsonnet", ".yaml", ".json", ".py", ".md")
 
 
 def rule_groups() -> set[str]:
@@ -362,20 +387,27 @@ def rule_groups() -> set[str]:
 
 
 def resolves(name: str) -> bool:
-    """Whether `fioprobe.a.b.C` is a module, or an attribute of the longest module it names."""
+    """Whether `fioprobe.a.b.C` is a module, or an attribute of the longest module it names
+    that is defined there: a class or function only imported into a module (left behind by a
+    move) does not count. `__main__` is never imported (it would run the command line)."""
     import importlib
+    import inspect
 
     parts = name.split(".")
+    if "__main__" in parts:
+        return (REPO / "exporter" / Path(*parts[:-1]) / "__main__.py").exists()
     for cut in range(len(parts), 0, -1):
+        module = ".".join(parts[:cut])
         try:
-            target: Any = importlib.import_module(".".join(parts[:cut]))
+            target: Any = importlib.import_module(module)
         except ImportError:
             continue
         for attribute in parts[cut:]:
             if not hasattr(target, attribute):
                 return False
             target = getattr(target, attribute)
-        return True
+        defined = getattr(target, "__module__", module)
+        return not (inspect.isclass(target) or inspect.isfunction(target)) or defined == module
     return False
 
 
@@ -384,7 +416,7 @@ def dead_names(text: str, where: str, groups: set[str]) -> list[str]:
         f"{where}:{number}: {name}"
         for number, line in enumerate(text.splitlines(), 1)
         for name in PYTHON_NAME.findall(line)
-        if name not in groups and not resolves(name)
+        if name not in groups and not name.endswith(FILE_SUFFIXES) and not resolves(name)
     ]
 
 
@@ -404,3 +436,6 @@ def test_every_python_name_the_docs_give_resolves() -> None:
 def test_a_moved_python_name_is_found() -> None:
     seeded = "`fioprobe.probe.volumes.MODELS`, `fioprobe.target.volumes.MODELS`, `fioprobe.rules`"
     assert dead_names(seeded, "x", {"fioprobe.rules"}) == ["x:1: fioprobe.probe.volumes.MODELS"]
+    # Imported into the prober, defined in model.py: the name a move left behind.
+    assert not resolves("fioprobe.probe.prober.ProbeTarget")
+    assert resolves("fioprobe.probe.model.ProbeTarget") and resolves("fioprobe.__main__")

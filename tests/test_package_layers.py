@@ -163,9 +163,9 @@ RULES: tuple[Rule, ...] = (
         "the transport knows no metric",
     ),
     Rule(
-        ("fioprobe.report", "fioprobe.offline", "fioprobe.metrics.collector"),
+        ("fioprobe.report", "fioprobe.offline", "fioprobe.results", "fioprobe.metrics.collector"),
         ("fioprobe.publish",),
-        "report, backfill, convert and the collector import no state module",
+        "report, backfill, convert, the results they read and the collector import no state module",
     ),
     Rule(
         ("fioprobe.continuous",),
@@ -437,12 +437,12 @@ def test_the_scan_sees_every_import_form(tmp_path: Path) -> None:
     """The checks above could pass by reading nothing: every import form is seen, resolved
     to its module, and judged."""
     package = tmp_path / "fioprobe"
-    for folder in ("fio", "metrics", "gateway", "publish", "probe", "cli", "report"):
+    for folder in ("fio", "metrics", "gateway", "publish", "probe", "cli", "report", "results"):
         (package / folder).mkdir(parents=True)
         (package / folder / "__init__.py").write_text("")
     for module in (
         "__init__", "errors", "text", "fio/model", "metrics/totals", "gateway/transport",
-        "publish/state", "probe/config", "cli/main", "report/load",
+        "publish/state", "probe/config", "cli/main", "report/load", "results/load",
     ):  # fmt: skip
         (package / f"{module}.py").touch()
     source = package / "fio" / "parse.py"
@@ -465,6 +465,7 @@ def test_the_scan_sees_every_import_form(tmp_path: Path) -> None:
     )
     (package / "gateway" / "transport.py").write_text("from fioprobe.metrics import totals\n")
     (package / "report" / "load.py").write_text("from fioprobe.publish.state import load\n")
+    (package / "results" / "load.py").write_text("from fioprobe.publish.state import load\n")
 
     modules = package_modules(package)
     seen = {resolve(name, modules) for _, name in imported_names(source, package)}
@@ -489,4 +490,5 @@ def test_the_scan_sees_every_import_form(tmp_path: Path) -> None:
         ("fioprobe.fio.parse", "fioprobe.gateway.transport"),
         ("fioprobe.gateway.transport", "fioprobe.metrics.totals"),  # a rule, not a layer
         ("fioprobe.report.load", "fioprobe.publish.state"),  # a rule, not a layer
+        ("fioprobe.results.load", "fioprobe.publish.state"),  # a rule: results sit above publish
     }

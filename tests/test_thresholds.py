@@ -1,6 +1,7 @@
 """Each latency fact has one home per language, and this file ties the homes together: the
-10 ms etcd threshold (fioprobe.thresholds; the mixin's etcdFsyncP99WarningSeconds, from which
-its stream objective and the dashboards' red follow), the latency buckets (metrics/table.py;
+10 ms etcd threshold (fioprobe.thresholds; the mixin's etcdFsyncP99WarningSeconds, which the
+dashboards' red follows, and its stream objective, a key of its own that must be a bucket
+boundary), the latency buckets (metrics/table.py;
 lib/util.libsonnet's latencyBuckets) and the stream's stall threshold (fioprobe.thresholds;
 the manifests' continuous.stallThresholdSeconds). A change of one side fails until both agree.
 """
@@ -48,15 +49,15 @@ def jsonnet(code: str) -> object:
 
 def test_etcd_threshold_is_the_mixins(mixin_config: dict[str, object]) -> None:
     assert mixin_config["etcdFsyncP99WarningSeconds"] == thresholds.ETCD_FSYNC_P99_SECONDS
-    # Derived there from it, not written again.
+    # The stream's objective is a key of its own (it must be a bucket boundary, the per-run
+    # threshold need not be), kept at the same 10 ms here; the dashboards' red follows.
     assert mixin_config["continuousEtcdObjectiveSeconds"] == thresholds.ETCD_FSYNC_P99_SECONDS
     assert set(values_of("latencyRedSeconds", mixin_config)) == {thresholds.ETCD_FSYNC_P99_SECONDS}
     moved = jsonnet(
-        "(import 'mixin.libsonnet') + { _config+:: { etcdFsyncP99WarningSeconds: 0.016 } }"
-        " + { out: { objective: $._config.continuousEtcdObjectiveSeconds,"
-        " red: $._config.dashboards.latencyRedSeconds } }"
+        "(import 'mixin.libsonnet') + { _config+:: { etcdFsyncP99WarningSeconds: 0.0095 } }"
+        " + { out: { red: $._config.dashboards.latencyRedSeconds } }"
     )
-    assert moved == {"out": {"objective": 0.016, "red": 0.016}}
+    assert moved == {"out": {"red": 0.0095}}
 
 
 def test_latency_buckets_are_the_exporters() -> None:

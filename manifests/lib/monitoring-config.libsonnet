@@ -1,9 +1,8 @@
 // What the monitoring mixin must know about the deployed probes, from the manifests'
 // configuration (defaults merged with manifests/config.libsonnet and any overrides): the
-// schedule, and every probe that should push. The mixin's config.libsonnet takes its
-// defaults from here, and the manifests' PrometheusRule passes the same values for the
-// configuration it renders, so the alerts' windows and the list of expected probes can never
-// disagree with the CronJobs.
+// schedule, and every probe that should push. The manifests pass these values into the mixin
+// (its config.libsonnet imports nothing from here) for the configuration they render, so the
+// alerts' windows and the list of expected probes can never disagree with the CronJobs.
 local defaults = import 'defaults.libsonnet';
 local params = import 'params.libsonnet';
 

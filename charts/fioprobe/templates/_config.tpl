@@ -90,14 +90,14 @@ null
 {{- toJson $conf -}}
 {{- end }}
 
-{{/* A map without its null values: an optional key given as null is absent (lib/params.libsonnet). */}}
+{{/* A map without its null values: an optional key given as null is absent (manifests/lib/params.libsonnet). */}}
 {{- define "fioprobe.compact" -}}
 {{- $out := dict -}}
 {{- range $k, $x := . }}{{ if not (kindIs "invalid" $x) }}{{ $_ := set $out $k $x }}{{ end }}{{ end -}}
 {{- toJson $out -}}
 {{- end }}
 
-{{/* A volume model as the manifests complete it (lib/defaults.libsonnet volume: type unknown). */}}
+{{/* A volume model as the manifests complete it (manifests/lib/defaults.libsonnet volume: type unknown). */}}
 {{- define "fioprobe.volume" -}}
 {{- toJson (merge (include "fioprobe.compact" (. | default dict) | fromJson) (dict "type" "unknown")) -}}
 {{- end }}

@@ -1,5 +1,5 @@
 {{/*
-What the pods on the etcd nodes share (lib/etcd-nodes.libsonnet): the nodes they run on, the
+What the pods on the etcd nodes share (manifests/lib/etcd-nodes.libsonnet): the nodes they run on, the
 members of the stagger, the step that creates their node directories, etcd's data directory.
 */}}
 
@@ -42,7 +42,7 @@ members of the stagger, the step that creates their node directories, etcd's dat
 
 {{/*
 The init containers of an etcd pod, a YAML list, or nothing on OpenShift: the prepare step
-(lib/etcd-nodes.libsonnet prepareContainer), uid 0 with CAP_CHOWN and CAP_FOWNER on exactly
+(manifests/lib/etcd-nodes.libsonnet prepareContainer), uid 0 with CAP_CHOWN and CAP_FOWNER on exactly
 the pod's DirectoryOrCreate volumes: (dict "root" $ "volumes" list).
 */}}
 {{- define "fioprobe.etcdInitContainers" -}}

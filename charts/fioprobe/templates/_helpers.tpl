@@ -58,7 +58,7 @@ release=<releaseLabel> for kube-prometheus-stack's selectors (true: this release
 {{- toJson $labels -}}
 {{- end }}
 
-{{/* A DNS-1123 name from free text, at most `max` characters (lib/common.libsonnet dnsName). */}}
+{{/* A DNS-1123 name from free text, at most `max` characters (manifests/lib/common.libsonnet dnsName). */}}
 {{- define "fioprobe.dnsName" -}}
 {{- $name := regexReplaceAll "[^a-z0-9-]" (lower .text) "-" -}}
 {{- if gt (len $name) (int (.max | default 52)) -}}
@@ -67,7 +67,7 @@ release=<releaseLabel> for kube-prometheus-stack's selectors (true: this release
 {{- $name -}}
 {{- end }}
 
-{{/* Cron schedule of the probe at `index` of its kind (lib/common.libsonnet schedule). */}}
+{{/* Cron schedule of the probe at `index` of its kind (manifests/lib/common.libsonnet schedule). */}}
 {{- define "fioprobe.schedule" -}}
 {{- $every := int .root.Values.everyMinutes -}}
 {{- if .explicit }}{{ .explicit }}
@@ -77,7 +77,7 @@ release=<releaseLabel> for kube-prometheus-stack's selectors (true: this release
 {{- end }}
 
 {{/*
-Pod securityContext and template annotations on the platform (lib/common.libsonnet
+Pod securityContext and template annotations on the platform (manifests/lib/common.libsonnet
 podSecurity): (dict "root" $ "user" uid "hostPath" bool). Renders {"securityContext": ...,
 "annotations": ...} as JSON for fromJson.
 */}}
@@ -98,12 +98,12 @@ podSecurity): (dict "root" $ "user" uid "hostPath" bool). Renders {"securityCont
 {{- toJson (dict "securityContext" $ctx "annotations" $annotations) -}}
 {{- end }}
 
-{{/* The hostPath pods' SCC on OpenShift (lib/common.libsonnet hostPathScc): (dict "root" $). */}}
+{{/* The hostPath pods' SCC on OpenShift (manifests/lib/common.libsonnet hostPathScc): (dict "root" $). */}}
 {{- define "fioprobe.hostPathScc" -}}
 {{- (.root.Files.Get "files/derived.json" | fromJson).hostPathScc -}}
 {{- end }}
 
-{{/* The restricted container securityContext (lib/common.libsonnet). */}}
+{{/* The restricted container securityContext (manifests/lib/common.libsonnet). */}}
 {{- define "fioprobe.containerSecurityContext" -}}
 allowPrivilegeEscalation: false
 readOnlyRootFilesystem: true
@@ -114,7 +114,7 @@ seccompProfile:
   type: "RuntimeDefault"
 {{- end }}
 
-{{/* The probes' Pushgateway URLs (lib/sizing.libsonnet urls), as a JSON list. */}}
+{{/* The probes' Pushgateway URLs (manifests/lib/sizing.libsonnet urls), as a JSON list. */}}
 {{- define "fioprobe.pushgatewayUrls" -}}
 {{- $pgw := .Values.pushgateway -}}
 {{- $scheme := ternary "https" "http" $pgw.tls.enabled -}}
@@ -133,7 +133,7 @@ seccompProfile:
 {{- toJson $urls -}}
 {{- end }}
 
-{{/* Every Pushgateway group the configuration pushes (lib/sizing.libsonnet expectedGroups). */}}
+{{/* Every Pushgateway group the configuration pushes (manifests/lib/sizing.libsonnet expectedGroups). */}}
 {{- define "fioprobe.expectedGroups" -}}
 {{- $n := 0 -}}
 {{- range include "fioprobe.storageClasses" . | fromJsonArray }}{{ $n = add $n (len .profiles) }}{{ end -}}
@@ -149,7 +149,7 @@ seccompProfile:
 {{- $n -}}
 {{- end }}
 
-{{/* Pushgateway replicas (lib/sizing.libsonnet replicas). */}}
+{{/* Pushgateway replicas (manifests/lib/sizing.libsonnet replicas). */}}
 {{- define "fioprobe.replicas" -}}
 {{- $pgw := .Values.pushgateway -}}
 {{- if eq (toString $pgw.replicas) "auto" -}}
@@ -161,13 +161,13 @@ seccompProfile:
 {{- end -}}
 {{- end }}
 
-{{/* A CPU quantity in millicores (lib/sizing.libsonnet cpuMillis). */}}
+{{/* A CPU quantity in millicores (manifests/lib/sizing.libsonnet cpuMillis). */}}
 {{- define "fioprobe.cpuMillis" -}}
 {{- $q := toString . -}}
 {{- if hasSuffix "m" $q }}{{ trimSuffix "m" $q | float64 }}{{ else }}{{ mulf (float64 $q) 1000 }}{{ end -}}
 {{- end }}
 
-{{/* The CPU request of a sharded Pushgateway's replica (lib/sizing.libsonnet replicaCpuRequest). */}}
+{{/* The CPU request of a sharded Pushgateway's replica (manifests/lib/sizing.libsonnet replicaCpuRequest). */}}
 {{- define "fioprobe.replicaCpuRequest" -}}
 {{- $groups := int (include "fioprobe.expectedGroups" .) -}}
 {{- $share := ceil (divf $groups (int (include "fioprobe.replicas" .))) -}}
@@ -192,7 +192,7 @@ Worst case of one probe run in seconds, per profile, plus a minute for the pod
 {{- end }}
 
 {{/*
-What JSON Schema cannot check, and the manifests refuse (lib/defaults.libsonnet, the
+What JSON Schema cannot check, and the manifests refuse (manifests/lib/defaults.libsonnet, the
 components' asserts): unique names, sizes within bounds, directories that do not overlap.
 */}}
 {{- define "fioprobe.validate" -}}
@@ -251,7 +251,7 @@ components' asserts): unique names, sizes within bounds, directories that do not
 {{- end -}}
 {{- end }}
 
-{{/* Bytes of a size as fioprobe reads one (lib/common.libsonnet quantityBytes). */}}
+{{/* Bytes of a size as fioprobe reads one (manifests/lib/common.libsonnet quantityBytes). */}}
 {{- define "fioprobe.quantityBytes" -}}
 {{- $scales := dict "Ki" 1024.0 "Mi" 1048576.0 "Gi" 1073741824.0 "Ti" 1099511627776.0 "K" 1e3 "M" 1e6 "G" 1e9 "T"
   1e12 -}}
@@ -260,7 +260,8 @@ components' asserts): unique names, sizes within bounds, directories that do not
 {{- mulf (float64 $number) (get $scales $suffix | default 1.0) -}}
 {{- end }}
 
-{{/* The NetworkPolicy peer of the Prometheus that scrapes (lib/common.libsonnet prometheusPeer), as JSON. */}}
+{{/* The NetworkPolicy peer of the Prometheus that scrapes (manifests/lib/common.libsonnet
+     prometheusPeer), as JSON. */}}
 {{- define "fioprobe.prometheusPeer" -}}
 {{- $m := .Values.monitoring -}}
 {{- $peer := dict "namespaceSelector" dict -}}
@@ -349,7 +350,8 @@ either are `unknown` (their model needs the IOPS). Ceph RBD (any *rbd.csi.ceph.c
 {{- toJson $volume -}}
 {{- end }}
 
-{{/* The egress rule to an existing Pushgateway (lib/common.libsonnet toExistingPushgateway), as JSON: its port, on
+{{/* The egress rule to an existing Pushgateway (manifests/lib/common.libsonnet
+     toExistingPushgateway), as JSON: its port, on
   pushgateway.cidrs or any address. */}}
 {{- define "fioprobe.toExistingPushgateway" -}}
 {{- $port := regexFind ":[0-9]+(/|$)" (trimPrefix "https://" (trimPrefix "http://" .url)) | trimAll ":/" | int -}}

@@ -2,7 +2,7 @@
 The mixin's rules and dashboards (components/monitoring.libsonnet), in templates/monitoring/.
 Every rule group but `fioprobe.expected` and every dashboard come from files/, rendered from
 the mixin for the chart's probe interval (everyMinutes) by scripts/generate.d/32-chart.sh; the
-expected group lists this release's probes and streams (lib/monitoring-config.libsonnet
+expected group lists this release's probes and streams (manifests/lib/monitoring-config.libsonnet
 mixinConfig), computed here at install from the values and the StorageClasses found.
 */}}
 

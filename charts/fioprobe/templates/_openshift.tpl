@@ -26,7 +26,7 @@ by restricted-v2.
 {{- toJson $accounts -}}
 {{- end }}
 
-{{/* The SCC's name (lib/common.libsonnet hostPathScc) and its ClusterRole's. */}}
+{{/* The SCC's name (manifests/lib/common.libsonnet hostPathScc) and its ClusterRole's. */}}
 {{- define "fioprobe.openshift.role" -}}
 {{- printf "%s-scc" (include "fioprobe.hostPathScc" (dict "root" .)) -}}
 {{- end }}

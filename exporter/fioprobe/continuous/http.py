@@ -17,7 +17,9 @@ never a thread:
   read or still unread in its socket, is never closed for another: Prometheus and the kubelet
   send theirs as they connect, so a flood of silent connections, however fast, cannot turn
   them away (closing the newcomer at the hard cap did: a flood that reopened connections
-  faster than the grace turned away one scrape in four);
+  faster than the grace turned away one scrape in four). What still can: connections that
+  each send a byte, opened faster than the hard cap per grace (about 2,000 a second), keep
+  every waiting one young and not silent, and the newcomer is closed;
 - a request must arrive whole within REQUEST_DEADLINE_SECONDS and fit in MAX_REQUEST_BYTES;
 - responses being sent are at most MAX_SENDING, each taken within RESPONSE_DEADLINE_SECONDS;
   one more closes the one that has been sending longest (a slow reader, not Prometheus,
@@ -218,7 +220,8 @@ class MetricsServer:
             if waiting.since <= grace:
                 if waiting.silent:
                     return waiting
-                partial = partial or waiting
+                if waiting.request:  # part of a request; one whole but unread is never taken
+                    partial = partial or waiting
             elif not at_hard_cap:
                 return None  # in arrival order: none after it is past the grace either
             elif partial is not None or waiting.silent:

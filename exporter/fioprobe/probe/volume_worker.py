@@ -13,8 +13,10 @@ the kernel (reaped later without blocking) and the caller reports `timeout`.
 The child dies with its parent (PR_SET_PDEATHSIG): a prober killed from outside leaves no
 child that would go on and push later.
 
-Only the calls listed in `CALLS` can be made; arguments and results cross as pickles between
-two processes of this same fioprobe (the child never reads anything else from the parent).
+Only the calls listed in `CALLS` can be made (the publish call runs the publish function its
+caller hands it, pickled by reference: a module-level function of this same fioprobe, which
+the child imports to run it); arguments and results cross as pickles between two processes
+of this same fioprobe (the child never reads anything else from the parent).
 Errors cross as a small envelope and are raised again in the parent as the same kind of
 `FioprobeError`, so the caller handles them as if the call had been made in-process.
 """
