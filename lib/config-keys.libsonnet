@@ -9,6 +9,13 @@ function(c, defaults)
   u.unknownKeys('', c, std.objectFieldsAll(defaults))
   + (if std.objectHasAll(c, 'dashboards') && std.isObject(c.dashboards) then
        u.unknownKeys('dashboards.', c.dashboards, std.objectFieldsAll(defaults.dashboards))
+       // and one level further, where a dashboards key is itself a record (uids)
+       + std.flattenArrays([
+         u.unknownKeys('dashboards.%s.' % k, c.dashboards[k], std.objectFieldsAll(defaults.dashboards[k]))
+         for k in std.objectFieldsAll(c.dashboards)
+         if std.objectHasAll(defaults.dashboards, k) && std.isObject(defaults.dashboards[k])
+            && std.isObject(c.dashboards[k])
+       ])
      else [])
   + (if std.objectHasAll(c, 'storageClassFsyncP99WarningSeconds')
         && std.isObject(c.storageClassFsyncP99WarningSeconds) then

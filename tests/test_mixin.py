@@ -786,6 +786,10 @@ UNKNOWN_KEYS = [
         "dashboards.refrsh: unknown key, did you mean refresh? (expected one of: ",
     ),
     (
+        {"dashboards": {"uids": {"overveiw": "x"}}},
+        "dashboards.uids.overveiw: unknown key, did you mean overview? (expected one of: ",
+    ),
+    (
         {"storageClassFsyncP99WarningSeconds": {"gp4": 0.016}},
         "storageClassFsyncP99WarningSeconds.gp4: unknown key, did you mean gp2? (expected one "
         "of: gp2, gp3, io1, io2, st1, sc1, ceph-rbd, unknown)",
