@@ -96,3 +96,29 @@ def test_the_directory_is_judged_as_opened_not_as_named(tmp_path: Path) -> None:
         os.close(parent)
     assert caught.value.reason == FailureReason.UNSAFE_TARGET
     assert (swapped / "keep").read_text() == "a tenant's file"
+
+
+def test_an_entry_that_goes_between_listing_and_removal_is_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `.fuse_hidden*` file goes when FUSE gets round to releasing it, which on a loaded
+    node can fall between remove_tree's listing and its unlink: the entry is gone, which is
+    what removing it meant, not an error. Here the file goes just before the real unlink."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / ".fuse_hidden0001").write_bytes(b"x")
+    (run / "fio-file").write_bytes(b"x")
+    real_unlink = os.unlink
+
+    def released_just_before(name: str, *, dir_fd: int | None = None) -> None:
+        if name.startswith(".fuse_hidden"):
+            real_unlink(name, dir_fd=dir_fd)  # FUSE's release, at the worst moment
+        real_unlink(name, dir_fd=dir_fd)
+
+    monkeypatch.setattr(probedir.os, "unlink", released_just_before)
+    parent = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        probedir.remove_tree(parent, "run", run)
+    finally:
+        os.close(parent)
+    assert not run.exists()

@@ -176,12 +176,17 @@ def remove_tree(
                 seen += 1
                 if seen > MAX_RUN_DIR_ENTRIES:
                     raise _TooLarge(f"holds more than {MAX_RUN_DIR_ENTRIES} entries")
-                if stat.S_ISDIR(os.lstat(entry, dir_fd=fd).st_mode):
-                    if len(stack) >= MAX_RUN_DIR_DEPTH:
-                        raise _TooLarge(f"is deeper than {MAX_RUN_DIR_DEPTH} levels")
-                    child = entry
-                    break
-                os.unlink(entry, dir_fd=fd)
+                # An entry may go between the listing and its removal: a `.fuse_hidden*`
+                # file goes whenever FUSE gets round to releasing it. Gone is removed.
+                try:
+                    if stat.S_ISDIR(os.lstat(entry, dir_fd=fd).st_mode):
+                        if len(stack) >= MAX_RUN_DIR_DEPTH:
+                            raise _TooLarge(f"is deeper than {MAX_RUN_DIR_DEPTH} levels")
+                        child = entry
+                        break
+                    os.unlink(entry, dir_fd=fd)
+                except FileNotFoundError:
+                    continue
             if child is not None:
                 stack.append((os.open(child, _DIR_FLAGS, dir_fd=fd), child))
                 continue
