@@ -53,7 +53,7 @@ from pathlib import Path
 
 from fioprobe.thresholds import ETCD_FSYNC_P99_SECONDS
 from support import services, throttle
-from support.slowfs import slow_fs
+from support.benchdisk import condition_disk
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -73,8 +73,6 @@ PUT_VALUE_BYTES = 2048
 #: A probe run is budgeted 20 s (jobs/etcd-fsync.fio); this bounds one CLI call.
 PROBE_TIMEOUT_SECONDS = 90.0
 LOOP_SIZE_BYTES = 512 * 1024 * 1024
-#: tmpfs for the memory-backed conditions.
-MEMORY_DIR = "/dev/shm"
 
 
 @dataclass(frozen=True)
@@ -132,30 +130,16 @@ class Disk:
 def disk_for(condition: Condition, workdir: Path) -> Iterator[Disk]:
     """Make the condition's filesystem with sibling etcd/ and probe/ directories; undo it.
 
-    The throttled case sets no limit yet: etcd starts unthrottled (its start-up writes are
-    not what is measured) and `measure` applies the limit once etcd answers.
+    The throttled case sets no limit yet: `measure` applies it once etcd answers.
     """
-    with contextlib.ExitStack() as stack:
-        if condition.memory:
-            base = Path(stack.enter_context(tempfile.TemporaryDirectory(dir=MEMORY_DIR)))
-        else:
-            base = workdir / "disk"
-            base.mkdir(parents=True)
-        if condition.fsync_delay_ms is not None:
-            (base / "backing").mkdir()
-            (base / "mnt").mkdir()
-            fs = stack.enter_context(
-                slow_fs(base / "backing", base / "mnt", condition.fsync_delay_ms)
-            )
-            root, prefix, throttled = fs.mountpoint, [], None
-        elif condition.write_iops is not None:
-            throttled = stack.enter_context(
-                throttle.throttled_loop_mount(base / "mnt", LOOP_SIZE_BYTES, image_dir=base)
-            )
-            root, prefix = throttled.path, throttled.cgroup.prefix
-        else:
-            root, prefix, throttled = base, [], None
-        disk = Disk(root / "etcd", root / "probe", prefix, throttled)
+    loop_size = LOOP_SIZE_BYTES if condition.write_iops is not None else None
+    with condition_disk(
+        workdir,
+        memory=condition.memory,
+        fsync_delay_ms=condition.fsync_delay_ms,
+        loop_size_bytes=loop_size,
+    ) as made:
+        disk = Disk(made.root / "etcd", made.root / "probe", made.prefix, made.throttled)
         disk.etcd_dir.mkdir(mode=0o700)
         disk.probe_dir.mkdir()
         yield disk

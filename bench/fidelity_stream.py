@@ -67,7 +67,8 @@ from pathlib import Path
 from benchdoc import write_section
 from fioprobe.thresholds import ETCD_FSYNC_P99_SECONDS
 from support import services, throttle
-from support.slowfs import SlowFs, slow_fs
+from support.benchdisk import condition_disk
+from support.slowfs import SlowFs
 
 REPO = Path(__file__).resolve().parents[1]
 DOC = REPO / "docs" / "FIDELITY.md"
@@ -92,7 +93,6 @@ Z = 1.96
 PUT_RATE = 100.0
 PUT_VALUE_BYTES = 2048
 LOOP_SIZE_BYTES = 1024 * 1024 * 1024
-MEMORY_DIR = "/dev/shm"
 STALL_DELAY_MS = 300.0
 STALL_SECONDS = 5.0
 STALL_GAP_SECONDS = (25.0, 50.0)
@@ -350,26 +350,13 @@ class Disk:
 @contextlib.contextmanager
 def disk_for(condition: Condition, workdir: Path) -> Iterator[Disk]:
     """The condition's filesystem (limits not set yet: etcd starts unthrottled); undone on exit."""
-    with contextlib.ExitStack() as stack:
-        if condition.memory:
-            base = Path(stack.enter_context(tempfile.TemporaryDirectory(dir=MEMORY_DIR)))
-        else:
-            base = workdir / "disk"
-            base.mkdir(parents=True)
-        if condition.fsync_delay_ms is not None:
-            (base / "backing").mkdir()
-            (base / "mnt").mkdir()
-            fs = stack.enter_context(
-                slow_fs(base / "backing", base / "mnt", condition.fsync_delay_ms)
-            )
-            disk = Disk(fs.mountpoint, fs=fs)
-        elif condition.loop:
-            throttled = stack.enter_context(
-                throttle.throttled_loop_mount(base / "mnt", LOOP_SIZE_BYTES, image_dir=base)
-            )
-            disk = Disk(throttled.path, throttled.cgroup.prefix, throttled)
-        else:
-            disk = Disk(base)
+    with condition_disk(
+        workdir,
+        memory=condition.memory,
+        fsync_delay_ms=condition.fsync_delay_ms,
+        loop_size_bytes=LOOP_SIZE_BYTES if condition.loop else None,
+    ) as made:
+        disk = Disk(made.root, made.prefix, made.throttled, made.fs)
         (disk.root / "etcd").mkdir(mode=0o700)
         yield disk
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import fidelity
 import fidelity_stream
 import pytest
+from support import benchdisk
 from support import fixtures as fx
 
 #: Two runs: the verdict after the first and after both are checked.
@@ -30,8 +31,8 @@ RUNS = 2
 def _skip_unless_possible(condition: fidelity.Condition) -> None:
     if os.geteuid() != 0:
         pytest.skip("FUSE mounts with allow_other need root")
-    if condition.memory and not os.path.isdir(fidelity.MEMORY_DIR):
-        pytest.skip(f"{fidelity.MEMORY_DIR} (tmpfs) is missing")
+    if condition.memory and not os.path.isdir(benchdisk.MEMORY_DIR):
+        pytest.skip(f"{benchdisk.MEMORY_DIR} (tmpfs) is missing")
     if condition.fsync_delay_ms is not None and (reason := fx.fuse_unavailable()):
         pytest.skip(reason)
 
