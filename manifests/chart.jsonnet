@@ -51,7 +51,7 @@ local benchmark = {
 
 local schema = defaults {
   namespace:: null,
-  '#everyMinutes':: "Probe interval in minutes: 1, 5, 10 or 15 (the chart's rules and dashboards are rendered for these). Also the mixin's probeIntervalSeconds.",
+  '#everyMinutes':: "Probe interval in minutes: 1, 5, 10 or 15, the intervals the chart's rules are rendered for.",
   everyMinutes: p.check(
     5,
     function(v) std.member(intervals, v),
@@ -65,13 +65,13 @@ local schema = defaults {
   // prometheus-community's releaseLabel (true: release=<this release>), or the release name
   // of the kube-prometheus-stack whose selectors must match (its default selectors take
   // only monitors and rules labelled release=<its own release>).
-  '#releaseLabel':: 'Adds release=<value> to the ServiceMonitor, PodMonitor and PrometheusRules: a kube-prometheus-stack release name, or true for this release (false: none).',
+  '#releaseLabel':: 'Adds release=<value> to the monitors and rules: a kube-prometheus-stack release, true: this one.',
   releaseLabel: p.check(p.oneOf(false, ['boolean', 'string']), function(v) true, '', {}),
   // The first install probes what the cluster has: with no storageClasses given, the
   // cluster's default StorageClass, found at install time (Helm's lookup; `helm template`
   // cannot ask a cluster and renders none), labelled with its real name and the volume type its
   // provisioner and parameters say (EBS CSI, in-tree EBS, Ceph RBD), else `unknown`.
-  '#defaultStorageClass':: "With storageClasses empty: probe the cluster's default StorageClass, found at install (helm install/upgrade; not helm template).",
+  '#defaultStorageClass':: "With storageClasses empty: probe the cluster's default StorageClass, found at install.",
   defaultStorageClass: {
     '#enabled':: 'Probe it (a CronJob with its own PVC, and a stream).',
     enabled: true,
@@ -80,7 +80,7 @@ local schema = defaults {
     '#profiles':: 'Profiles to run on it: names of jobs/*.fio, or profiles with overrides.',
     profiles: defaults.kinds.profiles(['etcd-fsync', 'randread-iops']),
   },
-  '#benchmarks':: 'Distributed benchmarks (`fioprobe distributed`, docs/DISTRIBUTED.md): each runs its fio servers (a StatefulSet with a PVC each), one client Job and their NetworkPolicies while it is in the values; remove it (helm upgrade) to delete them, PVCs included unless keepVolumes.',
+  '#benchmarks':: 'Distributed benchmarks (`fioprobe distributed`, docs/DISTRIBUTED.md); removing one deletes it.',
   benchmarks: p.list(benchmark, []),
 };
 

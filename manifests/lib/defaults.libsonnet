@@ -5,8 +5,10 @@
 // that sets `etcd: { nodes: [...] }` keeps the default tolerations; lists replace the default.
 // An explicit null is the same as leaving a nullable key out.
 //
-// `'#key'::` documents `key`: docs/MANIFESTS.md's table of keys is generated from it
-// (scripts/generate.d/31-manifests-params.sh); comments say why a default is what it is.
+// `'#key'::` documents `key` in one line, what it is: docs/MANIFESTS.md's table of keys and the
+// chart's values.yaml comments are generated from it (scripts/generate.d/31-manifests-params.sh,
+// scripts/chart_files.py, which refuses a doc longer than one comment line). The detail lives in
+// docs/MANIFESTS.md's sections; comments here say why a default is what it is.
 local publish = import '../../publish.json';
 local catalog = import 'catalog.json';
 local common = import 'common.libsonnet';
@@ -205,14 +207,14 @@ local name = p.required(nonEmpty(p.type('string')));
   failedJobsHistoryLimit: wholeNumber(3, 0),
   // Numeric IDs so that runAsNonRoot can be checked by the kubelet; the Dockerfile creates
   // this user. fsGroup makes the PVC writable by it.
-  '#probeUser':: "Numeric user and group of the probes (the Dockerfile's user); fsGroup of their volumes. On OpenShift only the hostPath probes pin it (their SCC allows exactly it).",
+  '#probeUser':: "Numeric user and group of the probes (the Dockerfile's user), and fsGroup of their volumes.",
   probeUser: wholeNumber(65532, 1),
   // Plain Kubernetes assigns no IDs: a pod that pins none runs as its image's user, and a
   // fresh PVC stays root's, so every pod pins its user and fsGroup. OpenShift assigns both
   // from the namespace's range (SCC restricted-v2) and refuses pods that pin others; there
   // only the hostPath probes pin theirs (the prepared directories are owned by probeUser),
   // allowed by an SCC of their own (docs/MANIFESTS.md, "OpenShift").
-  '#platform':: 'kubernetes: every pod pins its user and fsGroup. openshift: the platform assigns them, except to the hostPath probes, which pin theirs under an SCC of their own (docs/MANIFESTS.md, OpenShift).',
+  '#platform':: "kubernetes or openshift: who sets the pods' user and fsGroup (docs/MANIFESTS.md, OpenShift).",
   platform: p.check('kubernetes', function(v) std.member(['kubernetes', 'openshift'], v), "must be 'kubernetes' or 'openshift'", { enum: ['kubernetes', 'openshift'] }),
   '#probeResources':: 'Resources of a probe container.',
   probeResources: resources({ cpu: '50m', memory: '64Mi' }, { cpu: '1', memory: '256Mi' }),
@@ -242,32 +244,32 @@ local name = p.required(nonEmpty(p.type('string')));
   // their state (cumulative counters) must not live there, where a tenant could forge it
   // (docs/SAFETY.md, "Where state lives"). It lives in this directory on the node instead,
   // which only the probe writes, so a new pod on the same node continues its counters.
-  '#stateHostPath':: 'Directory on each node where node-local probes keep their state; the etcd probes create it (owned by probeUser, mode 0700; fioprobe refuses it otherwise).',
+  '#stateHostPath':: 'Directory on each node where node-local probes keep their state; the etcd probes create it.',
   stateHostPath: '/var/lib/fioprobe/state',
 
-  '#etcd':: 'Probes of the disks that hold etcd: a DaemonSet on the control-plane nodes, found by role (docs/MANIFESTS.md, etcd disks).',
+  '#etcd':: 'Probes of the etcd disks: a DaemonSet on the nodes found by role (docs/MANIFESTS.md, etcd disks).',
   etcd: {
-    '#enabled':: 'Probe the etcd disks (and run their streams). Managed control planes (EKS, GKE, AKS) have no node with the role: then nothing runs.',
+    '#enabled':: 'Probe the etcd disks and run their streams (nothing runs on managed control planes).',
     enabled: true,
     '#name':: 'The storageclass label of these node-local probes.',
     name: nonEmpty('etcd-disk'),
     // Found by role, not by name: a node that joins later is covered without a new install,
     // and nothing here names a node of one particular cluster.
-    '#roleLabels':: 'Label keys of the nodes that hold etcd (any of them; kubeadm: control-plane, older clusters and OpenShift: master). Ignored when nodes is set.',
+    '#roleLabels':: 'Label keys of the nodes that hold etcd (any of them); ignored when nodes is set.',
     roleLabels: p.check(
       p.list('string', ['node-role.kubernetes.io/control-plane', 'node-role.kubernetes.io/master']),
       function(v) std.length(v) > 0 && std.length(std.set(v)) == std.length(v) && std.length([k for k in v if k == '']) == 0,
       'needs at least one label key, none empty or twice',
       { minItems: 1, uniqueItems: true, items: { minLength: 1 } },
     ),
-    '#nodes':: 'Node names (kubernetes.io/hostname) to probe instead of the nodes found by roleLabels; empty: by role.',
+    '#nodes':: 'Node names (kubernetes.io/hostname) to probe instead of those found by role; empty: by role.',
     nodes: p.check(p.list('string'), function(v) std.length(std.set(v)) == std.length(v), 'must not name a node twice', { uniqueItems: true }),
     // The probe checks that its directory shares etcd's filesystem before every run, so a
     // dedicated etcd disk is never "probed" on the root disk (docs/MANIFESTS.md lists the
     // directory per distribution).
-    '#dataDir':: "etcd's data directory on the nodes (kubeadm, OpenShift: /var/lib/etcd; RKE2: /var/lib/rancher/rke2/server/db/etcd; k3s: /var/lib/rancher/k3s/server/db/etcd); hostPath must be on its filesystem.",
+    '#dataDir':: "etcd's data directory on the nodes; hostPath must be on its filesystem (docs/MANIFESTS.md).",
     dataDir: '/var/lib/etcd',
-    '#hostPath':: "Dedicated directory beside etcd's data, on the same filesystem; created by the deployment (owner probeUser, mode 0700).",
+    '#hostPath':: "Dedicated directory beside etcd's data, on its filesystem; created by the deployment.",
     hostPath: '/var/lib/etcd-fioprobe',
     '#namespace':: 'Namespace of the etcd probes (Pod Security privileged: hostPath); the deployment creates it.',
     namespace: 'fioprobe-etcd',
@@ -311,7 +313,7 @@ local name = p.required(nonEmpty(p.type('string')));
   continuous: {
     '#enabled':: 'Deploy the streams (etcd nodes and StorageClasses).',
     enabled: true,
-    '#etcd':: 'A stream on each etcd node (a DaemonSet on the nodes the etcd probes run on, hostPath etcd.hostPath).',
+    '#etcd':: 'A stream on each etcd node (a DaemonSet beside the etcd probes, in etcd.hostPath).',
     etcd: true,
     '#storageClasses':: 'A stream per entry of storageClasses (a StatefulSet with its own small PVC).',
     storageClasses: true,
@@ -334,7 +336,7 @@ local name = p.required(nonEmpty(p.type('string')));
     // CFS quota the wake-up inside the writer's fdatasync is throttled with everything else in
     // the container, so a burst of scrapes would show as slow fsyncs, and a flood's accepting
     // throttles the server that answers the kubelet (docs/CONTINUOUS.md).
-    '#resources':: 'Resources of a stream container (no CPU limit by default: a quota would distort what it measures).',
+    '#resources':: 'Resources of a stream container (no CPU limit by default: a quota distorts what it measures).',
     resources: resources({ cpu: '10m', memory: '48Mi' }, { memory: '128Mi' }),
   },
 
@@ -345,7 +347,7 @@ local name = p.required(nonEmpty(p.type('string')));
     // nothing below but auth, tls, timeoutSeconds and attempts applies. Who runs it scrapes
     // it, with honorLabels (docs/MANIFESTS.md). The port is explicit: the probes'
     // NetworkPolicy lets them reach it, on any address (where it runs is not known here).
-    '#url':: 'An existing Pushgateway (http[s]://host:port): the probes push there and none is deployed; null: deploy one.',
+    '#url':: 'An existing Pushgateway (http[s]://host:port) to push to; null: deploy one.',
     url: p.nullable(p.check(
       p.type('string'),
       function(v) common.urlParts(v) != null,
@@ -354,7 +356,7 @@ local name = p.required(nonEmpty(p.type('string')));
     )),
     // The egress to an existing Pushgateway is by its port alone unless its addresses are
     // given: a NetworkPolicy cannot name a host, and where its pods run is not known here.
-    '#cidrs':: "Address blocks of the existing Pushgateway of url (its pods' addresses: most network plugins judge egress after a Service address is translated), for the egress of the probes and benchmark clients; empty: any address on its port.",
+    '#cidrs':: "Address blocks of the existing Pushgateway's pods, for the probes' egress; empty: any address.",
     cidrs: p.list(cidr),
     '#name':: 'Name of its Deployment or StatefulSet, Service and ServiceAccount.',
     name: nonEmpty('fioprobe-pushgateway'),
@@ -364,7 +366,7 @@ local name = p.required(nonEmpty(p.type('string')));
     image: 'quay.io/prometheus/pushgateway:v1.11.3',
     '#port':: 'Listen port.',
     port: wholeNumber(9091, 1, 65535),
-    '#user':: 'Numeric user and group it runs as, and its fsGroup (platform kubernetes; OpenShift assigns them).',
+    '#user':: 'Numeric user and group it runs as, and its fsGroup (platform kubernetes).',
     user: wholeNumber(65534, 1),  // nobody, as in the upstream image
     '#storage':: 'Size of its persistence volume (per replica).',
     storage: quantity('1Gi'),
@@ -440,7 +442,7 @@ local name = p.required(nonEmpty(p.type('string')));
     // holds the local-disk probe directories; every target's state is in stateHostPath, on
     // the node too, so a replaced pod continues its counters without reading the
     // Pushgateway back.
-    '#hostPath':: 'Directory on each node, prepared once: the local-disk probe directories (the state lives in stateHostPath).',
+    '#hostPath':: 'Directory on each node for the local-disk probe directories, prepared once.',
     hostPath: '/var/lib/fioprobe',
     '#localDisks':: 'Node-local disks: fio writes in <hostPath>/<name>.',
     localDisks: p.list({
@@ -492,15 +494,15 @@ local name = p.required(nonEmpty(p.type('string')));
     // Pushgateway's port also takes pushes and deletes; a tenant's pod labelled like Prometheus
     // in its own namespace must not reach it. null: any namespace (only where no tenant can
     // create pods, or with pushgateway.auth).
-    '#prometheusNamespace':: "Namespace of the Prometheus that scrapes the Pushgateway and the streams (NetworkPolicy ingress); null: any namespace (a tenant's pod with prometheusPodSelector's labels could then push).",
+    '#prometheusNamespace':: 'Namespace of the Prometheus that scrapes (NetworkPolicy ingress); null: any namespace.',
     prometheusNamespace: p.oneOf('monitoring', ['string', 'null']),
-    '#prometheusPodSelector':: 'Labels of the Prometheus pods that scrape (NetworkPolicy ingress); empty: every pod of prometheusNamespace.',
+    '#prometheusPodSelector':: 'Labels of the Prometheus pods that scrape (NetworkPolicy ingress); empty: any pod there.',
     prometheusPodSelector: p.map({ 'app.kubernetes.io/name': 'prometheus' }, 'string'),
     // Whether the cluster serves monitoring.coreos.com/v1 (prometheus-operator). false: no
     // ServiceMonitor, PodMonitor or PrometheusRule is rendered (applying them would fail on
     // "no matches for kind"); the chart's notes print the plain scrape configuration and how to
     // load the rules. The chart also turns it off by itself where the API is not served.
-    '#operator':: 'Render the prometheus-operator objects (ServiceMonitor, PodMonitor, PrometheusRule); the chart skips them where monitoring.coreos.com/v1 is not served.',
+    '#operator':: 'Render the prometheus-operator objects (ServiceMonitor, PodMonitor, PrometheusRule).',
     operator: true,
     '#serviceMonitor':: 'ServiceMonitor of the Pushgateway (honorLabels).',
     serviceMonitor: {
