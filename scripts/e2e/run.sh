@@ -188,7 +188,14 @@ upgrade_install() {
   # Security labels and the node directories made by hand, etcd's node named in the values
   # (tests/e2e/upgrade/old-values.yaml). etcd.dataDir keeps the new chart's default,
   # /var/lib/etcd, which Debian's etcd package made on this machine (the unit tests' etcd).
-  local d
+  local d built named
+  # The old values name the image `make image` built and the node has (nothing is pulled here).
+  built=$("$REPO/.venv/bin/python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["image"])' \
+    "$REPO/publish.json")
+  named=$("$REPO/.venv/bin/python" -c 'import sys,yaml; print(yaml.safe_load(open(sys.argv[1]))["image"]["name"])' \
+    "$REPO/tests/e2e/upgrade/old-values.yaml")
+  [[ $named == "$built" ]] ||
+    { say "tests/e2e/upgrade/old-values.yaml names the image $named, make image builds $built"; exit 1; }
   [[ -d /var/lib/etcd ]] || { say "no /var/lib/etcd (the chart's default etcd.dataDir) on this machine"; exit 1; }
   for d in "${FIRST_INSTALL_NODE_DIRS[@]}"; do
     [[ ! -e $d ]] || { say "$d exists before the install; on a disposable machine, remove it"; exit 1; }
