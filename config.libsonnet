@@ -286,7 +286,7 @@
     // these must be a bucket boundary of the histogram (lib/util.libsonnet's latencyBuckets):
     // the fsyncs meeting the objective are a bucket's count, exact, never an interpolation.
     // Its own key, not etcdFsyncP99WarningSeconds: that one may be any number (fio's percentile
-    // is exact), this one only a boundary (tests/test_thresholds.py keeps the two at 10 ms).
+    // is exact), this one only a boundary (tests/repo/test_thresholds.py keeps the two at 10 ms).
     continuousEtcdObjectiveSeconds: 0.01,
 
     // Multiwindow, multi-burn-rate alerts (Google SRE workbook, chapter "Alerting on SLOs",

@@ -141,7 +141,8 @@ print(counts, flush=True)
 def flooding(port: int, seconds: float) -> Iterator[dict[str, int]]:
     """The flood from a process of its own: its hundred threads do not share the scraping
     client's interpreter lock, so a late scrape is the server's doing, not the client's."""
-    env = {**os.environ, "PYTHONPATH": f"{REPO / 'tests'}"}
+    paths = [REPO / "tests", REPO / "tests" / "continuous"]  # support, test_continuous_flood
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, paths))}
     child = subprocess.Popen(
         [sys.executable, "-c", FLOOD_CHILD, str(port), str(seconds)], env=env,
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True,

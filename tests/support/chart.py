@@ -16,7 +16,8 @@ from typing import Any
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
+from support.paths import REPO
+
 CHART = REPO / "charts" / "fioprobe"
 HELM = REPO / ".tools" / "bin" / "helm"
 #: Helm 4 (scripts/setup.d/37-helm4.sh), beside Helm 3: both are supported, both are tested.

@@ -38,7 +38,7 @@ GOOD = corpus_files(negative=False)
 NEGATIVE = corpus_files(negative=True)
 
 
-# --- helpers shared with test_report_battery.py and test_backfill.py ----------------------
+# --- helpers shared with test_report_battery.py and offline/test_backfill.py --------------
 
 
 def fio_jobs(doc: dict) -> list[dict]:

@@ -29,7 +29,7 @@ SLOW_LAYOUT = """\
 # slow-layout: a read profile whose file layout takes long on a disk that holds every write.
 # Measures: nothing worth keeping; it exists to outlast a slot on the slow FUSE disk.
 # Budget: 4 MiB of IO (2 MiB laid out, 2 MiB read) and 2 s, which the slow disk overruns.
-# Used by: tests/test_run_deadline.py.
+# Used by: tests/probe/test_run_deadline.py.
 # Run by hand: not meant to.
 # fioprobe-budget-bytes: 4194304
 # fioprobe-budget-seconds: 2

@@ -86,7 +86,7 @@ def test_clone_has_no_reads_outside_the_repository(clone: Path) -> None:
     pattern = "|".join(OUTSIDE_READS)
     result = subprocess.run(
         ["git", "grep", "-n", "-E", pattern, "--", "tests", "bench", "scripts", "exporter",
-         ":!tests/test_clone.py", *(f":!{path}" for path in VENDOR_SETUPS)],
+         ":!tests/repo/test_clone.py", *(f":!{path}" for path in VENDOR_SETUPS)],
         cwd=clone,
         capture_output=True,
         text=True,
@@ -106,7 +106,7 @@ def test_clone_collects_tests(clone: Path) -> None:
 
 
 def test_clone_runs_the_corpus_tests(clone: Path) -> None:
-    result = run_in(clone, "-m", "pytest", "tests/test_corpus.py", "-q", "-x", timeout=300)
+    result = run_in(clone, "-m", "pytest", "tests/fio/test_corpus.py", "-q", "-x", timeout=300)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-5000:]
     assert re.search(r"^\d+ passed\b", result.stdout, re.MULTILINE), output[-5000:]

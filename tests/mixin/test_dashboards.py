@@ -4,7 +4,7 @@ No Grafana server can run here, so what Grafana would reject, or silently render
 checked without it: the JSON schema generated from @grafana/schema (scripts/setup.d/
 20-grafana-schema.sh), the layout, units and descriptions, the template variables, and
 that every metric a query names is one the exporter produces or a documented external one.
-The integration test against real pushed data is tests/test_dashboards_live.py.
+The integration test against real pushed data is tests/mixin/test_dashboards_live.py.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from typing import Any
 
 import jsonschema
 import pytest
+from support.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 DASHBOARDS = REPO / "dashboards"
 OUT = DASHBOARDS / "out"
 SCHEMA_DIR = REPO / ".tools" / "grafana-schema"

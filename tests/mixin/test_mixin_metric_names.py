@@ -16,15 +16,15 @@ from typing import Any
 import pytest
 import yaml
 from fioprobe.metrics.table import exposed_series_names
+from support.paths import REPO
 
-ROOT = Path(__file__).resolve().parents[1]
-RULES = ROOT / "alerts" / "out" / "rules.yaml"
+RULES = REPO / "alerts" / "out" / "rules.yaml"
 #: The `fioprobe.expected` groups of the shipped deployment with its etcd nodes named, of one
 #: with per-node probes and the node inventory, and of the shipped one as it is, its etcd nodes
 #: found by role (manifests/rules.jsonnet).
-EXPECTED = ROOT / "alerts" / "out" / "expected.yaml"
-EXPECTED_PER_NODE = ROOT / "alerts" / "out" / "expected-per-node.yaml"
-EXPECTED_ETCD_BY_ROLE = ROOT / "alerts" / "out" / "expected-etcd-by-role.yaml"
+EXPECTED = REPO / "alerts" / "out" / "expected.yaml"
+EXPECTED_PER_NODE = REPO / "alerts" / "out" / "expected-per-node.yaml"
+EXPECTED_ETCD_BY_ROLE = REPO / "alerts" / "out" / "expected-etcd-by-role.yaml"
 
 #: Metrics the rules may use that fioprobe does not produce, each with who exports it.
 #: (None is used today; etcd's own fsync histogram is where a rule comparing the probe with

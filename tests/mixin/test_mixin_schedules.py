@@ -20,8 +20,7 @@ import pytest
 import scenarios
 import yaml
 from observed import narrowed
-
-ROOT = Path(__file__).resolve().parents[1]
+from support.paths import REPO
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -31,8 +30,8 @@ def render(tmp_path: Path, interval_min: int, example: str) -> Path:
     `example` deployment, at this schedule, as one rule file."""
     config = json.dumps({"probeIntervalSeconds": interval_min * 60})
     proc = subprocess.run(
-        ["jsonnet", "-J", str(ROOT), "--tla-code", f"config={config}",
-         "--tla-str", f"example={example}", str(ROOT / scenarios.RULES_JSONNET)],
+        ["jsonnet", "-J", str(REPO), "--tla-code", f"config={config}",
+         "--tla-str", f"example={example}", str(REPO / scenarios.RULES_JSONNET)],
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -42,7 +41,7 @@ def render(tmp_path: Path, interval_min: int, example: str) -> Path:
 
 
 # The 5-minute schedule is the committed files' (alerts/tests/*.yaml, generated from the same
-# scenarios, run on the committed rules by tests/test_mixin.py, both checked to be what their
+# scenarios, run on the committed rules by tests/mixin/test_mixin.py, both checked to be what their
 # generators write): running it here again would only repeat them.
 CASES = [(group, interval) for interval in (10, 15) for group in sorted(scenarios.GROUPS)]
 
@@ -51,7 +50,7 @@ def run_case(workdir: Path, group: str, interval_min: int) -> subprocess.Complet
     rules = render(workdir, interval_min, scenarios.deployment(group))
     test_file = workdir / f"{group}-{interval_min}m.yaml"
     # The scenarios about the rules' memory (restart and gap twins, a day-long lost group) run
-    # in the committed 5-minute files (tests/test_mixin.py): at every schedule they would
+    # in the committed 5-minute files (tests/mixin/test_mixin.py): at every schedule they would
     # triple the slowest promtool runs for what no window of the schedule changes.
     document = scenarios.document(group, interval_min, str(rules), memory=False)
     # Only the groups the checks can observe: the verdict is the whole file's, at a fraction
@@ -93,5 +92,5 @@ def test_committed_unit_tests_are_the_5_minute_scenarios(tmp_path: Path) -> None
     """alerts/tests/*.yaml are generated: regenerate them with scripts/generate.sh."""
     scenarios.main(["scenarios.py", str(tmp_path)])
     for path in sorted(tmp_path.glob("*.yaml")):
-        committed = ROOT / "alerts" / "tests" / path.name
+        committed = REPO / "alerts" / "tests" / path.name
         assert committed.read_text() == path.read_text(), f"{path.name}: run scripts/generate.sh"

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 import yaml
+from support.paths import REPO
 
-ROOT = Path(__file__).resolve().parents[1]
-RULES_DIR = ROOT / "alerts" / "out"
-LINT = ROOT / "scripts" / "lint-mixin.sh"
+RULES_DIR = REPO / "alerts" / "out"
+LINT = REPO / "scripts" / "lint-mixin.sh"
 
 Groups = list[dict[str, Any]]
 

@@ -1,6 +1,6 @@
 """Every dashboard query against real data: probes -> Pushgateway -> Prometheus (+ etcd).
 
-Why: tests/test_dashboards.py proves the dashboards are well-formed and only name metrics
+Why: tests/mixin/test_dashboards.py proves the dashboards are well-formed and only name metrics
 that exist, but not that a query returns anything: a wrong label, a missing `by`, a rate
 window that can never hold two samples or a variable that selects nothing all render fine
 and show an empty panel. Here real probes run (fio through `fioprobe run --config`) against
@@ -50,9 +50,8 @@ from fioprobe.preview import evaluate
 from support import services
 from support.fioservers import fio_servers
 from support.fixtures import fuse_unavailable
+from support.paths import REPO
 from support.slowfs import slow_fs
-
-REPO = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.slow
 

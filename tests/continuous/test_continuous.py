@@ -23,9 +23,8 @@ from pathlib import Path
 import pytest
 from conftest import fioprobe
 from support import services
+from support.paths import REPO
 from support.slowfs import slow_fs
-
-REPO = Path(__file__).resolve().parent.parent
 
 Samples = services.Samples
 

@@ -19,9 +19,9 @@ from pathlib import Path
 import continuous
 import pytest
 import yaml
+from support.paths import REPO
 
-ROOT = Path(__file__).resolve().parents[1]
-TESTS = ROOT / "alerts" / "tests"
+TESTS = REPO / "alerts" / "tests"
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 import yaml
 from observed import narrowed, observed_groups
-
-ROOT = Path(__file__).resolve().parents[1]
+from support.paths import REPO
 
 RULES: list[dict[str, Any]] = [
     {"name": "records", "rules": [
@@ -69,7 +68,7 @@ def test_narrowed_keeps_order_and_cuts_the_evaluation_order() -> None:
     assert document["group_eval_order"][0] == "unread"  # the caller's document is untouched
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "alerts" / "tests").glob("*.yaml")),
+@pytest.mark.parametrize("path", sorted((REPO / "alerts" / "tests").glob("*.yaml")),
                          ids=lambda p: p.stem)  # fmt: skip
 def test_every_committed_test_keeps_the_groups_of_the_alerts_it_checks(path: Path) -> None:
     """On the shipped rules: every alert a committed test names keeps its group, and so does

@@ -20,11 +20,12 @@ import pytest
 from conftest import REPO
 
 PACKAGE = REPO / "exporter" / "fioprobe"
-#: Top-level modules that exist only outside the package: tests/, tests/support/, bench/ and
-#: the promtool scenario generator (alerts/tests/).
+#: Top-level modules that exist only outside the package: tests/ and its test folders,
+#: tests/support/, bench/ and the promtool scenario generator (alerts/tests/).
 OUTSIDE = (
     {"tests", "bench", "support", "conftest", "scenarios"}
     | {p.stem for p in (REPO / "tests").glob("*.py")}
+    | {p.stem for p in (REPO / "tests").glob("*/test_*.py")}
     | {p.stem for p in (REPO / "bench").glob("*.py")}
 )
 

@@ -3,7 +3,7 @@
 and dashboards equal to the mixin's for every probe interval, the generated files current,
 and every object accepted by the test suite's real kube-apiserver.
 
-That the chart gives the same objects as the jsonnet manifests is tests/test_chart_parity.py.
+That the chart gives the same objects as the jsonnet manifests is tests/deploy/test_chart_parity.py.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from test_manifests_apiserver import Kube
 INTERVALS = (1, 5, 10, 15)
 GO_JSONNET = REPO / ".tools" / "bin" / "go-jsonnet"
 
-#: The kube-apiserver and etcd of tests/test_manifests_apiserver.py, one for this module.
+#: The kube-apiserver and etcd of tests/deploy/test_manifests_apiserver.py, one for this module.
 kube = apiserver.kube
 
 

@@ -7,8 +7,7 @@ import sys
 from pathlib import Path
 
 from fioprobe.metrics.table import METRICS
-
-REPO = Path(__file__).resolve().parents[1]
+from support.paths import REPO
 
 
 def test_metric_table_is_generated_from_the_metric_table() -> None:

@@ -5,7 +5,7 @@ kube-prometheus v0.18.0 and its dependencies are vendored by scripts/setup.d/16-
 (pinned in tests/data/kube-prometheus/), the example is rendered with go-jsonnet as
 kube-prometheus's build.sh does, with this repository as `fioprobe/` on the import path, as a
 user's jsonnet-bundler install would name it. The kube-apiserver is the one of
-tests/test_manifests_apiserver.py (same fixture). kube-prometheus's objects are applied for
+tests/deploy/test_manifests_apiserver.py (same fixture). kube-prometheus's objects are applied for
 real, server-side (RBAC has to exist for `kubectl auth can-i` to answer), and fioprobe's own
 manifests are checked server-side next to them.
 
@@ -37,7 +37,7 @@ PROMETHEUS_SA = "system:serviceaccount:monitoring:prometheus-k8s"
 
 pytestmark = pytest.mark.slow
 
-#: The kube-apiserver and etcd of tests/test_manifests_apiserver.py, one for this module.
+#: The kube-apiserver and etcd of tests/deploy/test_manifests_apiserver.py, one for this module.
 kube = apiserver.kube
 
 #: Prometheus object field of each monitoring kind: (selector, namespace selector).

@@ -1,6 +1,6 @@
 """The stream's bounded /metrics server (fioprobe.continuous.http) on its own: what it answers,
 the deadlines and caps that keep a client from holding it, and one rendering shared by
-concurrent scrapes. The flood against the real stream is tests/test_continuous_flood.py.
+concurrent scrapes. The flood against the real stream is tests/continuous/test_continuous_flood.py.
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ def test_a_port_in_use_is_an_oserror_in_the_callers_thread(
     server: tuple[http.MetricsServer, int],
 ) -> None:
     """listen() binds before any thread starts, so `fioprobe continuous` can refuse the
-    address with one line (tests/test_continuous.py has the message)."""
+    address with one line (tests/continuous/test_continuous.py has the message)."""
     _, port = server
     with pytest.raises(OSError):
         http.MetricsServer(lambda: b"", CONTENT_TYPE).listen("127.0.0.1", port)

@@ -63,10 +63,9 @@ import pytest
 import yaml
 from support import fixtures as fx
 from support import services
+from support.paths import REPO
 from support.slowfs import slow_fs
 from support.throttle import ThrottledMount
-
-REPO = Path(__file__).resolve().parents[1]
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(330)]
 

@@ -55,11 +55,10 @@ PATH_TOKEN = re.compile(rf"(?<![\w./-])((?:{TOP_FOLDERS})/[\w./*<>{{}}-]*[\w*>}}
 
 #: Tokens that look like repository paths and are not, each with why.
 NOT_PATHS = {
-    "tests/test_x.py": "CONTRIBUTING.md: how to run one test module, any module",
     "scripts/setup.d/NN-name.sh": "CONTRIBUTING.md: the naming of a setup step",
     "charts/NAME.png": "a report's output folder, not this repository's charts/",
     "charts/NN-name.png": "a report's output folder, not this repository's charts/",
-    "charts/mine.png": "tests/test_report.py: a report's output, in the test's directory",
+    "charts/mine.png": "tests/report/test_report.py: a report's output, in the test's directory",
     "manifests/setup": "kube-prometheus' own layout (its manifests/setup/), applied by users",
     "scripts/build": "local-path-provisioner's repository, whose build it copies",
     "vendor/github.com/prometheus-operator/kube-prometheus": "made by setup (kube-prometheus)",

@@ -6,7 +6,7 @@ OpenShift cluster allows.
   required SCC, and is accepted by a real kube-apiserver in the `fioprobe` namespace, which
   enforces Pod Security `restricted`: the closest admission to restricted-v2 here (SCC
   admission itself runs only in OpenShift's API server). With the default platform the same
-  pods are checked by tests/test_manifests_apiserver.py.
+  pods are checked by tests/deploy/test_manifests_apiserver.py.
 - SCC admission is modelled field by field (`scc_problems`, from OpenShift's documentation of
   the fields): restricted-v2 (as OpenShift ships it) admits every pod but the hostPath probes,
   and refuses the pods of platform `kubernetes`, which pin 65532; the SCC
@@ -38,7 +38,7 @@ from test_manifests_apiserver import Kube
 GENERATE = REPO / "scripts" / "generate.d" / "30-manifests.sh"
 PROBE_USER = 65532
 
-#: The kube-apiserver and etcd of tests/test_manifests_apiserver.py, one for this module.
+#: The kube-apiserver and etcd of tests/deploy/test_manifests_apiserver.py, one for this module.
 kube = apiserver.kube
 
 #: OpenShift with every kind of pod: the etcd probes and stream, per-node probes with a local

@@ -24,19 +24,19 @@ import pytest
 import scenarios
 import yaml
 from observed import narrowed
+from support.paths import REPO
 
-ROOT = Path(__file__).resolve().parents[1]
 #: The mixin's rules: the same for every deployment.
-RULES = ROOT / "alerts" / "out" / "rules.yaml"
+RULES = REPO / "alerts" / "out" / "rules.yaml"
 #: The `fioprobe.expected` group (manifests/rules.jsonnet) of the shipped manifests, and of a
 #: deployment with per-node probes and the node inventory: the deployment's facts as data.
-EXPECTED = ROOT / "alerts" / "out" / "expected.yaml"
-EXPECTED_PER_NODE = ROOT / "alerts" / "out" / "expected-per-node.yaml"
+EXPECTED = REPO / "alerts" / "out" / "expected.yaml"
+EXPECTED_PER_NODE = REPO / "alerts" / "out" / "expected-per-node.yaml"
 #: ... and of the shipped manifests as they are: the etcd disks found by role.
-EXPECTED_ETCD_BY_ROLE = ROOT / "alerts" / "out" / "expected-etcd-by-role.yaml"
+EXPECTED_ETCD_BY_ROLE = REPO / "alerts" / "out" / "expected-etcd-by-role.yaml"
 RULE_FILES = [RULES, EXPECTED, EXPECTED_PER_NODE, EXPECTED_ETCD_BY_ROLE]
-UNIT_TESTS = sorted((ROOT / "alerts" / "tests").glob("*.yaml"))
-RUNBOOKS = ROOT / "docs" / "runbooks.md"
+UNIT_TESTS = sorted((REPO / "alerts" / "tests").glob("*.yaml"))
+RUNBOOKS = REPO / "docs" / "runbooks.md"
 
 #: The alerts and recording rules other parts (dashboards, e2e, docs) rely on by name.
 ALERT_NAMES = {
@@ -182,14 +182,14 @@ NO_VALUE_IN_DESCRIPTION = {"FioProbeFailing", "FioProbeMissing", "FioProbeContin
 
 def tool(name: str) -> str:
     """Path of a required tool; a missing tool fails (never skips) the test run."""
-    found = shutil.which(name) or shutil.which(name, path=str(ROOT / ".tools" / "bin"))
+    found = shutil.which(name) or shutil.which(name, path=str(REPO / ".tools" / "bin"))
     assert found, f"{name} not found: run scripts/setup.sh"
     return found
 
 
 def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     """Run a tool from the repository root, keeping its output for assertion messages."""
-    proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=300)
     if check:
         assert proc.returncode == 0, f"{args} failed:\n{proc.stdout}\n{proc.stderr}"
     return proc
@@ -220,7 +220,7 @@ def alerts_of(text: str) -> list[dict[str, Any]]:
 
 def default_config() -> dict[str, Any]:
     """The rules' keys of config.libsonnet's _config, as jsonnet evaluates them. The
-    dashboards' own keys (`dashboards`) reach no rule: tests/test_dashboards.py checks them;
+    dashboards' own keys (`dashboards`) reach no rule: tests/mixin/test_dashboards.py checks them;
     refuseUnknownKeys decides whether the others are checked (test_unknown_keys_*)."""
     out = run(tool("go-jsonnet"), "-J", ".", "-e", "(import 'config.libsonnet')._config").stdout
     config: dict[str, Any] = json.loads(out)
@@ -257,7 +257,7 @@ def test_committed_rules_pass_promtool_check(rules: Path) -> None:
 def test_mixin_md_names_every_group_the_rules_define() -> None:
     """docs/MIXIN.md's table of the mixin's keys lists the recording and alert groups: every
     group the committed rules define is named there, and no other."""
-    table = (ROOT / "docs" / "MIXIN.md").read_text().split("| `prometheusRules`", 1)[1]
+    table = (REPO / "docs" / "MIXIN.md").read_text().split("| `prometheusRules`", 1)[1]
     rows = table.split("\n", 2)[:2]
     named = set(re.findall(r"`(fioprobe[.-][a-z.-]+)`", "\n".join(rows)))
     defined = {g["name"] for g in yaml.safe_load(RULES.read_text())["groups"]}
@@ -372,7 +372,7 @@ def _mutated_run(workdir: Path, unit_test: str, mutation: dict[str, Any]) -> Any
         document = scenarios.document(unit_test, 5, str(rules), memory=memory)
     else:
         committed = "".join(f"- {path}\n" for path in scenarios.rule_files(unit_test))
-        source = (ROOT / "alerts" / "tests" / f"{unit_test}.yaml").read_text()
+        source = (REPO / "alerts" / "tests" / f"{unit_test}.yaml").read_text()
         assert f"\nrule_files:\n{committed}" in source
         document = yaml.safe_load(
             source.replace(f"\nrule_files:\n{committed}", "\nrule_files:\n- rules.yaml\n")
@@ -450,12 +450,12 @@ def test_jsonnet_lint_script_fails_on_a_finding(tmp_path: Path) -> None:
 
 def test_committed_continuous_tests_are_what_their_generator_writes(tmp_path: Path) -> None:
     """alerts/tests/continuous*.yaml come from alerts/tests/continuous.py (the pushed probes'
-    from scenarios.py: tests/test_mixin_schedules.py)."""
+    from scenarios.py: tests/mixin/test_mixin_schedules.py)."""
     continuous.main(["continuous.py", str(tmp_path)])
     written = sorted(tmp_path.glob("*.yaml"))
     assert [p.name for p in written] == ["continuous-burn.yaml", "continuous.yaml"]
     for path in written:
-        committed = ROOT / "alerts" / "tests" / path.name
+        committed = REPO / "alerts" / "tests" / path.name
         assert committed.read_text() == path.read_text(), f"{path.name}: run scripts/generate.sh"
 
 
@@ -872,17 +872,17 @@ def test_no_mixin_jsonnet_imports_the_manifests() -> None:
     (mixin.libsonnet, config.libsonnet, alerts/, dashboards/, lib/) is scanned for an import
     or importstr of a manifests file."""
     importing = re.compile(r"""import(?:str|bin)?\s*['"]([^'"]+)['"]""")
-    mixin = [ROOT / "mixin.libsonnet", ROOT / "config.libsonnet"]
+    mixin = [REPO / "mixin.libsonnet", REPO / "config.libsonnet"]
     for folder in ("alerts", "dashboards", "lib"):
-        mixin += (ROOT / folder).rglob("*sonnet")
+        mixin += (REPO / folder).rglob("*sonnet")
     sources = sorted(set(mixin))
     assert len(sources) >= 10, "the scan found too few mixin files to mean anything"
     for path in sources:
         for target in importing.findall(path.read_text()):
             # jsonnet resolves an import beside the importing file, then in -J . (the root).
-            for resolved in ((path.parent / target).resolve(), (ROOT / target).resolve()):
-                assert not resolved.is_relative_to(ROOT / "manifests"), (
-                    f"{path.relative_to(ROOT)} imports {target}"
+            for resolved in ((path.parent / target).resolve(), (REPO / target).resolve()):
+                assert not resolved.is_relative_to(REPO / "manifests"), (
+                    f"{path.relative_to(REPO)} imports {target}"
                 )
 
 
@@ -898,11 +898,11 @@ def test_every_deployment_loads_the_same_mixin_rules() -> None:
     all load exactly alerts/out/rules.yaml's groups, and differ only in `fioprobe.expected`."""
     committed = mixin_groups(RULES)
     manifest = yaml.safe_load(
-        (ROOT / "manifests" / "generated" / "monitoring-prometheusrule.yaml").read_text()
+        (REPO / "manifests" / "generated" / "monitoring-prometheusrule.yaml").read_text()
     )
     assert manifest["spec"]["groups"] == committed
     expected = yaml.safe_load(
-        (ROOT / "manifests" / "generated" / "monitoring-expectedrule.yaml").read_text()
+        (REPO / "manifests" / "generated" / "monitoring-expectedrule.yaml").read_text()
     )
     # The shipped manifests find etcd nodes by role: their group is that example's.
     shipped = yaml.safe_load(EXPECTED_ETCD_BY_ROLE.read_text())["groups"]
@@ -916,7 +916,7 @@ def test_every_deployment_loads_the_same_mixin_rules() -> None:
         "{ groups: m.prometheusRules.groups + m.prometheusAlerts.groups }",
     ).stdout  # fmt: skip
     assert mixin_groups(kube_prometheus) == committed
-    example = (ROOT / "manifests" / "kube-prometheus" / "example.jsonnet").read_text()
+    example = (REPO / "manifests" / "kube-prometheus" / "example.jsonnet").read_text()
     assert "fioprobe.mixinConfig {" in example and "perNodeInventory: true" in example
 
 
