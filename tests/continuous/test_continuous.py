@@ -24,6 +24,7 @@ import pytest
 from conftest import fioprobe
 from support import services
 from support.paths import REPO
+from support.promql import first_value, single_value
 from support.slowfs import slow_fs
 
 Samples = services.Samples
@@ -193,15 +194,15 @@ def test_a_five_second_stall_is_seen_by_a_real_prometheus_within_30_s(
             f' - sum({name}_bucket{{storageclass="slow", le="0.01"}})'
         )
         wait_until("Prometheus has the stream", lambda: services.query(prom.url, above), 60)
-        before = float(services.query(prom.url, above)[0]["value"][1])
+        before = single_value(prom.url, above)
         slow.set_delays(fsync_delay_ms=300)  # type: ignore[attr-defined]
         stall_began = time.monotonic()
         time.sleep(5)
         slow.set_delays(fsync_delay_ms=0)  # type: ignore[attr-defined]
 
         def seen() -> bool:
-            result = services.query(prom.url, above)
-            return bool(result) and float(result[0]["value"][1]) > before
+            now = first_value(prom.url, above)
+            return now is not None and now > before
 
         wait_until("the stall in Prometheus", seen, 60, step=0.5)
         delay = time.monotonic() - stall_began

@@ -64,6 +64,7 @@ import yaml
 from support import fixtures as fx
 from support import services
 from support.paths import REPO
+from support.promql import instant_values
 from support.slowfs import slow_fs
 from support.throttle import ThrottledMount
 
@@ -313,8 +314,7 @@ def get_json(url: str) -> Any:
 
 def values(prometheus: str, promql: str, at: float | None = None) -> list[float]:
     """The finite values of an instant query (NaN is a quantile of no observations)."""
-    found = [float(s["value"][1]) for s in services.query(prometheus, promql, at)]
-    return [v for v in found if math.isfinite(v)]
+    return [v for v in instant_values(prometheus, promql, at) if math.isfinite(v)]
 
 
 class AlertWatch:

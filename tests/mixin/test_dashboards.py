@@ -22,6 +22,7 @@ from typing import Any
 import jsonschema
 import pytest
 from support.paths import REPO
+from support.promql import VARIABLE_REF, metric_names
 
 DASHBOARDS = REPO / "dashboards"
 OUT = DASHBOARDS / "out"
@@ -266,12 +267,9 @@ def test_every_dashboard_has_the_probe_variables() -> None:
         assert {"datasource", "cluster", "node", "profile"} | storageclass <= names, name
 
 
-_VARIABLE_REF = re.compile(r"\$\{(\w+)(?::[^}]*)?\}|\[\[(\w+)(?::[^\]]*)?\]\]|\$(\w+)")
-
-
 def variable_references(text: str) -> set[str]:
     """Names of the Grafana variables `text` refers to ($x, ${x}, ${x:fmt}, [[x]])."""
-    return {next(g for g in m.groups() if g) for m in _VARIABLE_REF.finditer(text)}
+    return {next(g for g in m.groups() if g) for m in VARIABLE_REF.finditer(text)}
 
 
 def test_variable_references_parser() -> None:
@@ -312,34 +310,6 @@ def test_template_variables_are_consistent(name: str) -> None:
 
 
 # --- Metric names -----------------------------------------------------------------------
-
-_PROMQL_KEYWORDS = {
-    "by", "without", "on", "ignoring", "group_left", "group_right", "offset", "bool",
-    "and", "or", "unless", "atan2", "inf", "nan",
-}  # fmt: skip
-
-
-def metric_names(expr: str) -> set[str]:
-    """Metric names a PromQL expression selects (Grafana variables allowed in it).
-
-    A small tokenizer, enough for the dashboards' queries: strings, label matchers, range
-    and offset durations, and label lists of by/without/on/ignoring/group_* are removed;
-    what remains as an identifier not followed by `(` (a function or aggregation) and not a
-    keyword is a metric name.
-    """
-    s = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)
-    s = _VARIABLE_REF.sub("1", s)
-    s = re.sub(r"\{[^}]*\}", " ", s)
-    s = re.sub(r"\[[^\]]*\]", " ", s)
-    s = re.sub(r"\boffset\s+-?[\w.]+", " ", s)
-    s = re.sub(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", " ", s)
-    s = re.sub(r"(?<![\w:])\d[\d.]*(?:[eE][+-]?\d+)?", " ", s)
-    names = set()
-    for match in re.finditer(r"[A-Za-z_:][\w:]*", s):
-        if s[match.end() :].lstrip().startswith("(") or match.group(0) in _PROMQL_KEYWORDS:
-            continue
-        names.add(match.group(0))
-    return names
 
 
 def test_metric_names_parser() -> None:

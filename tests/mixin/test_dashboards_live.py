@@ -51,6 +51,7 @@ from support import services
 from support.fioservers import fio_servers
 from support.fixtures import fuse_unavailable
 from support.paths import REPO
+from support.promql import instant_values
 from support.slowfs import slow_fs
 
 pytestmark = pytest.mark.slow
@@ -239,10 +240,6 @@ def run_round(configs: dict[str, Path], timeout: float = 90.0) -> dict[str, tupl
     return results
 
 
-def _values(prometheus: str, promql: str) -> list[float]:
-    return [float(s["value"][1]) for s in services.query(prometheus, promql)]
-
-
 @contextlib.contextmanager
 def live_stack(
     workdir: Path, rounds: int = 3, log: Callable[[str], None] = print
@@ -308,7 +305,8 @@ def live_stack(
             assert "unsafe_target" in results[BROKEN][1] or "symlink" in results[BROKEN][1]
             services.wait_for(
                 lambda n=number: (
-                    sum(v >= n for v in _values(prometheus.url, "fioprobe_runs_total")) == groups
+                    sum(v >= n for v in instant_values(prometheus.url, "fioprobe_runs_total"))
+                    == groups
                 ),
                 timeout=20,
                 what=f"Prometheus to scrape round {number} of {groups} probe groups",
@@ -316,13 +314,14 @@ def live_stack(
             log(f"round {number}/{rounds} in {time.monotonic() - began:.1f}s")
         services.wait_for(
             lambda: (
-                len(_values(prometheus.url, "probe:fioprobe_sync_latency_seconds:p99 >= 0")) >= 2
+                len(instant_values(prometheus.url, "probe:fioprobe_sync_latency_seconds:p99 >= 0"))
+                >= 2
             ),
             timeout=20,
             what="the recording rules to record fsync p99 of both targets",
         )
         services.wait_for(
-            lambda: _values(
+            lambda: instant_values(
                 prometheus.url, "sum(rate(etcd_disk_wal_fsync_duration_seconds_count[1m])) > 0"
             ),
             timeout=20,
@@ -332,7 +331,7 @@ def live_stack(
             services.wait_for(
                 lambda: (
                     len(
-                        _values(
+                        instant_values(
                             prometheus.url,
                             "increase(fioprobe_continuous_operations_total[1m]) > 2",
                         )
@@ -371,7 +370,7 @@ def distributed_benchmark(
     )  # fmt: skip
     assert done.returncode == 0, done.stderr + done.stdout
     services.wait_for(
-        lambda: _values(prometheus, "fioprobe_distributed_success == 1"),
+        lambda: instant_values(prometheus, "fioprobe_distributed_success == 1"),
         timeout=20,
         what="Prometheus to scrape the distributed benchmark",
     )

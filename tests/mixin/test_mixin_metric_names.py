@@ -17,6 +17,7 @@ import pytest
 import yaml
 from fioprobe.metrics.table import exposed_series_names
 from support.paths import REPO
+from support.promql import referenced_names
 
 RULES = REPO / "alerts" / "out" / "rules.yaml"
 #: The `fioprobe.expected` groups of the shipped deployment with its etcd nodes named, of one
@@ -37,21 +38,8 @@ EXTERNAL_SERIES: dict[str, str] = {
     "kube_node_role": "kube-state-metrics: the nodes that hold etcd, by role (optional)",
 }
 
-#: String literals (label values, template format strings) are not metric names.
-_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')
-#: PromQL identifiers: metric names, recording-rule names (with colons), functions, labels.
-_IDENTIFIER = re.compile(r"(?<![\w:])[a-zA-Z_:][a-zA-Z0-9_:]*")
 #: Inside descriptions only the Go-template query strings (in backquotes) contain PromQL.
 _TEMPLATE_QUERY = re.compile(r"`([^`]*)`")
-
-
-def referenced_names(promql: str) -> tuple[set[str], set[str]]:
-    """(fioprobe_* series names, recording-rule names) that a PromQL text refers to."""
-    code = _STRINGS.sub('""', promql)
-    names = set(_IDENTIFIER.findall(code))
-    series = {n for n in names if n.startswith("fioprobe_") and ":" not in n}
-    records = {n for n in names if ":" in n}
-    return series, records
 
 
 def rules(path: Path = RULES) -> list[dict[str, Any]]:

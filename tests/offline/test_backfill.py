@@ -28,6 +28,7 @@ from conftest import CORPUS, fioprobe
 from fioprobe.metrics.histogram import cumulative
 from fioprobe.metrics.table import EXPORTED_OPS, LATENCY_BUCKETS_SECONDS
 from support import services
+from support.promql import single_value, values_by_label
 from test_corpus import raw_document
 from test_report import fio_jobs, fio_value
 
@@ -173,16 +174,6 @@ def test_prometheus_answers_with_the_report_numbers(inputs, blocks: Path, tmp_pa
     assert checked["old"] >= 1  # at least one run from years ago answered at its own time
 
 
-def _vector_by_le(url: str, query: str, at: float) -> dict[str, float]:
-    return {r["metric"]["le"]: float(r["value"][1]) for r in services.query(url, query, at)}
-
-
-def _scalar(url: str, query: str, at: float) -> float:
-    result = services.query(url, query, at)
-    assert len(result) == 1, (query, result)
-    return float(result[0]["value"][1])
-
-
 def _check_against_report(url: str, data: dict) -> dict[str, int]:
     checked = {"runs": 0, "diffs": 0, "cells": 0, "old": 0}
     for op in EXPORTED_OPS:
@@ -196,9 +187,9 @@ def _check_against_report(url: str, data: dict) -> dict[str, int]:
                 for entry in entries:
                     counts = entry["ops"][op]["contract"]["counts"]
                     want_counts = [a + b for a, b in zip(want_counts, counts, strict=True)]
-                now = _vector_by_le(url, f"{metric}_bucket{sel}", stamp)
+                now = values_by_label(url, f"{metric}_bucket{sel}", "le", stamp)
                 before = (
-                    _vector_by_le(url, f"{metric}_bucket{sel}", previous)
+                    values_by_label(url, f"{metric}_bucket{sel}", "le", previous)
                     if previous is not None
                     else dict.fromkeys(LE, 0.0)
                 )
@@ -210,7 +201,7 @@ def _check_against_report(url: str, data: dict) -> dict[str, int]:
                     if previous is not None
                     else f"{metric}_bucket{sel}"
                 )
-                quantile = _scalar(url, f"histogram_quantile(0.99, {run_buckets})", stamp)
+                quantile = single_value(url, f"histogram_quantile(0.99, {run_buckets})", stamp)
                 if len(entries) == 1:
                     want = entries[0]["ops"][op]["contract"]["p99"]
                     assert quantile == want, (group, row, stamp, quantile, want)
@@ -218,7 +209,7 @@ def _check_against_report(url: str, data: dict) -> dict[str, int]:
                     exact = entries[0]["ops"][op].get("p99")
                     job = fio_jobs(raw_document(Path(entries[0]["source"])))[entries[0]["index"]]
                     if exact is not None and fio_value(job, op, "p99") is not None:
-                        last = _scalar(
+                        last = single_value(
                             url,
                             f"fioprobe_last_{op}_latency_seconds"
                             f"{selector(group, row, node, quantile='0.99')}",
@@ -251,7 +242,7 @@ def _check_against_report(url: str, data: dict) -> dict[str, int]:
                     f"histogram_quantile(0.99, sum by (le) "
                     f"(fioprobe_{op}_latency_seconds_bucket{sel}))"
                 )
-                got = _scalar(url, query, max(stamps))
+                got = single_value(url, query, max(stamps))
                 assert got == cell["value"] or (math.isnan(got) and cell["value"] is None), (
                     op, row, group, got, cell["value"],
                 )  # fmt: skip

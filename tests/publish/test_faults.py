@@ -25,6 +25,7 @@ import pytest
 from conftest import CORPUS, fioprobe, wait_for
 from support import fixtures as fx
 from support import services
+from support.promql import first_value, single_value
 
 loop_mount_factory = fx.loop_mount_factory
 
@@ -98,10 +99,9 @@ def test_restart_without_persistence_resets_once_and_rate_stays_right(
         control_state = tmp_path / "control.json"
 
         def latest(storageclass: str) -> float | None:
-            found = services.query(
+            return first_value(
                 prometheus.url, f'fioprobe_runs_total{{storageclass="{storageclass}"}}'
             )
-            return float(found[0]["value"][1]) if found else None
 
         for round_number in range(1, 7):
             if round_number == 4:
@@ -120,8 +120,7 @@ def test_restart_without_persistence_resets_once_and_rate_stays_right(
         assert latest("reset") == 3  # rounds 4, 5, 6 after the reset
 
         def value(promql: str) -> float:
-            (sample,) = services.query(prometheus.url, promql)
-            return float(sample["value"][1])
+            return single_value(prometheus.url, promql)
 
         window = "[2m]"
         assert value(f'resets(fioprobe_runs_total{{storageclass="reset"}}{window})') == 1
