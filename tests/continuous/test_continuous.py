@@ -14,90 +14,15 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from conftest import fioprobe
 from support import services
-from support.paths import REPO
+from support.continuous import Stream, ops, stream, wait_until
 from support.promql import first_value, single_value
 from support.slowfs import slow_fs
-
-Samples = services.Samples
-
-
-class Stream:
-    def __init__(self, process: subprocess.Popen[bytes], port: int, log: Path) -> None:
-        self.process = process
-        self.port = port
-        self.log = log
-        self.url = f"http://127.0.0.1:{port}/metrics"
-
-    def scrape(self, timeout: float = 5.0) -> Samples:
-        return services.scrape(self.url, timeout)
-
-    def value(self, name: str, **labels: str) -> float:
-        """The one sample of `name` whose labels include `labels` (0 when absent)."""
-        found = [
-            v for (n, ls), v in self.scrape().items()
-            if n == name and set(labels.items()) <= set(ls)
-        ]  # fmt: skip
-        assert len(found) <= 1, (name, labels, found)
-        return found[0] if found else 0.0
-
-    def stderr(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    def stop(self, timeout: float = 10.0) -> tuple[int, float]:
-        """SIGTERM; (exit status, seconds it took)."""
-        started = time.monotonic()
-        self.process.send_signal(signal.SIGTERM)
-        code = self.process.wait(timeout=timeout)
-        return code, time.monotonic() - started
-
-
-def wait_until(what: str, check: object, timeout: float, step: float = 0.2) -> float:
-    """Poll `check()` until true; returns the seconds it took, fails with `what` after timeout."""
-    started = time.monotonic()
-    deadline = started + timeout
-    while True:
-        try:
-            if check():  # type: ignore[operator]
-                return time.monotonic() - started
-        except (OSError, urllib.error.URLError):
-            pass
-        if time.monotonic() > deadline:
-            pytest.fail(f"not within {timeout} s: {what}")
-        time.sleep(step)
-
-
-@contextmanager
-def stream(
-    tmp_path: Path, *args: str, name: str = "stream", extra_groups: list[int] | None = None
-) -> Iterator[Stream]:
-    """`fioprobe continuous` on a free port; `extra_groups` (root only) are its supplementary
-    groups, as a pod's fsGroup is."""
-    port = services.free_port()
-    log = tmp_path / f"{name}.log"
-    with log.open("wb") as err:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "fioprobe", "continuous", "--listen", f"127.0.0.1:{port}",
-             *args],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, cwd=REPO,
-            extra_groups=extra_groups,
-        )  # fmt: skip
-    handle = Stream(process, port, log)
-    try:
-        wait_until("the stream serves /metrics", lambda: handle.scrape(1.0) is not None, 30)
-        yield handle
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(timeout=10)
 
 
 def slow_count(s: Stream, storageclass: str) -> float:
@@ -239,11 +164,6 @@ def test_a_hang_in_the_clean_up_after_an_error_shows_in_flight(
         wait_until("it writes again", lambda: s.value(
             "fioprobe_continuous_success", storageclass="failing") == 1.0, 30)  # fmt: skip
         s.stop()
-
-
-def ops(s: Stream, storageclass: str | None = None) -> float:
-    labels = {"storageclass": storageclass} if storageclass else {}
-    return s.value("fioprobe_continuous_operations_total", **labels)
 
 
 #: How long the hung fdatasync lasts: long enough to check everything while it hangs and to

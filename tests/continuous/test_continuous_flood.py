@@ -13,21 +13,23 @@ Bounded for the suite: 1,500 idle connections (reopened as the server closes the
 from __future__ import annotations
 
 import resource
-import socket
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-from test_continuous import Stream, ops, stream
+from support.continuous import (
+    FLOOD_SECONDS,
+    IDLE_CONNECTIONS,
+    PARTIAL_CLIENTS,
+    SLOW_CLIENTS,
+    Stream,
+    flood,
+    ops,
+    stream,
+)
 
-#: Bounded in count and time: the test's own descriptors, and its length.
-IDLE_CONNECTIONS = 1500
-SLOW_CLIENTS = 50
-PARTIAL_CLIENTS = 50
-FLOOD_SECONDS = 15.0
+#: How long a scrape may take during the flood.
 SCRAPE_TIMEOUT_SECONDS = 5.0
 
 
@@ -36,110 +38,6 @@ def rss_bytes(pid: int) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
     raise AssertionError(f"no VmRSS for {pid}")
-
-
-@contextmanager
-def flood(
-    port: int,
-    stop: threading.Event,
-    idle_connections: int = IDLE_CONNECTIONS,
-    slow_clients: int = SLOW_CLIENTS,
-    seconds: float = FLOOD_SECONDS,
-    partial_clients: int = PARTIAL_CLIENTS,
-) -> Iterator[dict[str, int]]:
-    """`idle_connections` that connect and send nothing (reconnecting when closed),
-    `partial_clients` that send the start of a request and hold it (reconnecting too), and
-    `slow_clients` that send a whole request and read the answer a byte a second, for at most
-    `seconds` + 30 (bench/continuous_load.py floods with it too)."""
-    counts = {"idle_opened": 0, "slow_opened": 0, "partial_opened": 0}
-    sockets: list[socket.socket] = []
-    lock = threading.Lock()
-
-    def connect() -> socket.socket | None:
-        try:
-            s = socket.create_connection(("127.0.0.1", port), timeout=2)
-        except OSError:
-            return None
-        with lock:
-            sockets.append(s)
-        return s
-
-    def idle() -> None:
-        held: list[socket.socket] = []
-        deadline = time.monotonic() + seconds + 30
-        while not stop.is_set() and time.monotonic() < deadline:
-            held = [s for s in held if s.fileno() != -1]
-            while len(held) < idle_connections // 4 and not stop.is_set():
-                s = connect()
-                if s is None:
-                    break
-                held.append(s)
-                counts["idle_opened"] += 1
-            stop.wait(0.5)
-            for s in list(held):  # closed by the server: open another
-                try:
-                    s.setblocking(False)
-                    if s.recv(1) == b"":
-                        s.close()
-                except BlockingIOError:
-                    pass
-                except OSError:
-                    s.close()
-
-    def slow() -> None:
-        deadline = time.monotonic() + seconds + 30
-        while not stop.is_set() and time.monotonic() < deadline:
-            s = connect()
-            if s is None:
-                stop.wait(0.2)
-                continue
-            counts["slow_opened"] += 1
-            try:
-                s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-                s.settimeout(2)
-                while not stop.is_set() and s.recv(1):
-                    stop.wait(1.0)
-            except OSError:
-                pass
-            finally:
-                s.close()
-
-    def partial() -> None:
-        deadline = time.monotonic() + seconds + 30
-        while not stop.is_set() and time.monotonic() < deadline:
-            s = connect()
-            if s is None:
-                stop.wait(0.2)
-                continue
-            counts["partial_opened"] += 1
-            try:
-                s.sendall(b"GET /metrics HTTP/1.1\r\nX-Slow: ")
-                s.settimeout(1)
-                while not stop.is_set():
-                    try:
-                        if s.recv(1) == b"":
-                            break  # closed by the server: open another
-                    except TimeoutError:
-                        continue
-            except OSError:
-                pass
-            finally:
-                s.close()
-
-    threads = [threading.Thread(target=idle, daemon=True) for _ in range(4)]
-    threads += [threading.Thread(target=partial, daemon=True) for _ in range(partial_clients)]
-    threads += [threading.Thread(target=slow, daemon=True) for _ in range(slow_clients)]
-    for t in threads:
-        t.start()
-    try:
-        yield counts
-    finally:
-        stop.set()
-        for t in threads:
-            t.join(timeout=10)
-        with lock:
-            for s in sockets:
-                s.close()
 
 
 def test_a_flood_of_idle_and_slow_clients_does_not_blind_the_stream(tmp_path: Path) -> None:

@@ -15,18 +15,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import test_manifests_apiserver as apiserver
 import yaml
 from conftest import REPO
-from support.chart import CHART, HELM, HELM4, helm, helm_template
-from test_chart_parity import VARIANTS
-from test_manifests_apiserver import Kube
+from support import kubeapi
+from support.chart import CHART, HELM, HELM4, VARIANTS, helm, helm_template
+from support.kubeapi import Kube
 
 INTERVALS = (1, 5, 10, 15)
 GO_JSONNET = REPO / ".tools" / "bin" / "go-jsonnet"
 
-#: The kube-apiserver and etcd of tests/deploy/test_manifests_apiserver.py, one for this module.
-kube = apiserver.kube
+#: A kube-apiserver and etcd of this module's own, ready for the generated manifests.
+kube = kubeapi.kube
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -5,9 +5,9 @@ kube-prometheus v0.18.0 and its dependencies are vendored by scripts/setup.d/16-
 (pinned in tests/data/kube-prometheus/), the example is rendered with go-jsonnet as
 kube-prometheus's build.sh does, with this repository as `fioprobe/` on the import path, as a
 user's jsonnet-bundler install would name it. The kube-apiserver is the one of
-tests/deploy/test_manifests_apiserver.py (same fixture). kube-prometheus's objects are applied for
-real, server-side (RBAC has to exist for `kubectl auth can-i` to answer), and fioprobe's own
-manifests are checked server-side next to them.
+tests/deploy/test_manifests_apiserver.py (the same fixture: tests/support/kubeapi.py's `kube`).
+kube-prometheus's objects are applied for real, server-side (RBAC has to exist for `kubectl
+auth can-i` to answer), and fioprobe's own manifests are checked server-side next to them.
 
 Why these checks: kube-prometheus's Prometheus selects ServiceMonitors, PodMonitors and
 PrometheusRules everywhere, but may only list endpointslices and pods in the namespaces of
@@ -24,10 +24,10 @@ import time
 from pathlib import Path
 
 import pytest
-import test_manifests_apiserver as apiserver
 import yaml
 from conftest import REPO
-from test_manifests_apiserver import Kube
+from support import kubeapi
+from support.kubeapi import Kube
 
 VENDOR = REPO / "tests" / "data" / "kube-prometheus" / "vendor"
 EXAMPLE = REPO / "manifests" / "kube-prometheus" / "example.jsonnet"
@@ -37,8 +37,8 @@ PROMETHEUS_SA = "system:serviceaccount:monitoring:prometheus-k8s"
 
 pytestmark = pytest.mark.slow
 
-#: The kube-apiserver and etcd of tests/deploy/test_manifests_apiserver.py, one for this module.
-kube = apiserver.kube
+#: A kube-apiserver and etcd of this module's own, ready for the generated manifests.
+kube = kubeapi.kube
 
 #: Prometheus object field of each monitoring kind: (selector, namespace selector).
 SELECTORS = {

@@ -23,10 +23,15 @@ from fioprobe.probe.prober import PUBLISH_ON_VOLUME_SECONDS
 from fioprobe.probe.volume_run import VOLUME_MARGIN_SECONDS
 from fioprobe.target.config import load_config
 from support import services
-
-MANIFESTS = REPO / "manifests"
-GENERATED = MANIFESTS / "generated"
-GENERATE = REPO / "scripts" / "generate.d" / "30-manifests.sh"
+from support.manifests import (
+    GENERATE,
+    GENERATED,
+    MANIFESTS,
+    NOT_OBJECTS,
+    load_objects,
+    pod_spec,
+    render,
+)
 
 #: Pod Security Standard "restricted" (plus what this project adds: no service account token).
 RESTRICTED_CONTAINER = {
@@ -38,44 +43,8 @@ RESTRICTED_CONTAINER = {
 }
 
 
-#: Generated files that are not Kubernetes objects, never in the kustomization: the
-#: continuous stream's scrape configuration, for a Prometheus without prometheus-operator.
-NOT_OBJECTS = {"continuous-scrape-config.yaml"}
-
-
-def load_objects(directory: Path = GENERATED) -> dict[str, dict[str, Any]]:
-    """{file name: object}; every generated file but NOT_OBJECTS holds exactly one object."""
-    objects = {}
-    for path in sorted(directory.glob("*.yaml")):
-        if path.name in NOT_OBJECTS:
-            continue
-        docs = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
-        assert len(docs) == 1, f"{path.name}: expected one object, got {len(docs)}"
-        assert docs[0].get("apiVersion") and docs[0].get("kind"), path.name
-        objects[path.name] = docs[0]
-    return objects
-
-
 def of_kind(kind: str, directory: Path = GENERATED) -> dict[str, dict[str, Any]]:
     return {name: o for name, o in load_objects(directory).items() if o["kind"] == kind}
-
-
-def pod_spec(obj: dict[str, Any]) -> dict[str, Any] | None:
-    """The pod template of a workload, or None for objects that run no pods."""
-    if obj["kind"] == "CronJob":
-        return obj["spec"]["jobTemplate"]["spec"]["template"]["spec"]
-    if obj["kind"] in ("Deployment", "StatefulSet", "DaemonSet", "Job"):
-        return obj["spec"]["template"]["spec"]
-    return None
-
-
-def render(tmp_path: Path, overrides: str | None = None) -> Path:
-    """Render the manifests into tmp_path with the real generator script."""
-    args = ["bash", str(GENERATE), str(tmp_path)]
-    if overrides:
-        args += ["--tla-code", f"overrides={overrides}"]
-    subprocess.run(args, check=True, capture_output=True, timeout=120)
-    return tmp_path / "generated"
 
 
 # --- generation ---------------------------------------------------------------------------

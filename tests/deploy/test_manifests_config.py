@@ -23,11 +23,9 @@ import yaml
 from conftest import REPO
 from fioprobe.fio.profiles import OVERRIDABLE
 from fioprobe.target.config import ConfigError, load_config
+from support.manifests import GENERATE, PREFIX, jsonnet, problems
 
-GO_JSONNET = REPO / ".tools" / "bin" / "go-jsonnet"
-GENERATE = REPO / "scripts" / "generate.d" / "30-manifests.sh"
 PARAMS_DOC = REPO / "scripts" / "generate.d" / "31-manifests-params.sh"
-PREFIX = "fioprobe manifests config: "
 
 #: Keys of the top level, as every "unknown key" message at that level lists them.
 TOP_LEVEL = (
@@ -40,13 +38,6 @@ VOLUME_KEYS = "dedicated, iops, provisioner, size, throughput, type"
 #: Renders without the mixin's rules and dashboards: they do not depend on these keys and
 #: take most of the rendering time.
 NO_MIXIN = {"monitoring": {"prometheusRule": {"enabled": False}, "dashboards": {"enabled": False}}}
-
-
-def jsonnet(code: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(GO_JSONNET), "-J", str(REPO), "-e", code],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
 
 
 def evaluate(expression: str, *layers: object) -> Any:
@@ -64,19 +55,6 @@ def merged(*layers: object) -> dict[str, Any]:
     """The merged configuration of `layers` over the defaults (not manifests/config.libsonnet)."""
     result: dict[str, Any] = evaluate("c", *layers)
     return result
-
-
-def problems(overrides: str) -> list[str]:
-    """The configuration problems jsonnet reports for `overrides` (jsonnet source), in order."""
-    proc = jsonnet(
-        f"(import 'manifests/lib/monitoring-config.libsonnet').merged({{}}, {overrides})"
-    )
-    assert proc.returncode != 0, f"accepted: {overrides}"
-    lines = proc.stderr.splitlines()
-    assert lines[0].startswith("RUNTIME ERROR: " + PREFIX), proc.stderr
-    message = [lines[0].removeprefix("RUNTIME ERROR: ")]
-    message += [line for line in lines[1:] if line.startswith(PREFIX)]
-    return [line.removeprefix(PREFIX) for line in message]
 
 
 def generate(tmp_path: Path, overrides: object) -> subprocess.CompletedProcess[str]:

@@ -30,7 +30,7 @@ from conftest import REPO
 from fioprobe.cli.main import build_parser
 from fioprobe.target.config import load_config
 from support import services
-from test_manifests import GENERATED, MANIFESTS, load_objects, pod_spec, render
+from support.manifests import GENERATED, MANIFESTS, load_objects, pod_spec, render
 
 GO_JSONNET = REPO / ".tools" / "bin" / "go-jsonnet"
 SCRAPE_CONFIG = "continuous-scrape-config.yaml"

@@ -30,16 +30,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import test_manifests_apiserver as apiserver
 import yaml
 from conftest import REPO
-from test_manifests_apiserver import Kube
+from support import kubeapi
+from support.kubeapi import Kube
 
 GENERATE = REPO / "scripts" / "generate.d" / "30-manifests.sh"
 PROBE_USER = 65532
 
-#: The kube-apiserver and etcd of tests/deploy/test_manifests_apiserver.py, one for this module.
-kube = apiserver.kube
+#: A kube-apiserver and etcd of this module's own, ready for the generated manifests.
+kube = kubeapi.kube
 
 #: OpenShift with every kind of pod: the etcd probes and stream, per-node probes with a local
 #: disk and an ephemeral volume, the StorageClass probes and streams, and the Pushgateway with

@@ -26,7 +26,7 @@ from conftest import REPO
 from fioprobe.target.config import ConfigError, load_config
 from fioprobe.target.volumes import NEEDS, VOLUME_TYPES
 from support.chart import HELM, HELM4, helm_template
-from test_manifests_config import problems
+from support.manifests import problems
 
 PROFILES = "burst-ceiling, etcd-fsync, randread-iops, randwrite-iops, seqread-bw or seqwrite-bw"
 TYPES = "gp2, gp3, io1, io2, st1, sc1, ceph-rbd or unknown"

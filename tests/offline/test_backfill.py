@@ -28,9 +28,9 @@ from conftest import CORPUS, fioprobe
 from fioprobe.metrics.histogram import cumulative
 from fioprobe.metrics.table import EXPORTED_OPS, LATENCY_BUCKETS_SECONDS
 from support import services
+from support.corpus import raw_document
 from support.promql import single_value, values_by_label
-from test_corpus import raw_document
-from test_report import fio_jobs, fio_value
+from support.report import fio_jobs, fio_value
 
 LE = [f"{le:g}" for le in LATENCY_BUCKETS_SECONDS] + ["+Inf"]
 FSYNC = ["--ioengine=sync", "--rw=write", "--bs=2300", "--fdatasync=1", "--size=200k"]

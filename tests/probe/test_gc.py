@@ -16,6 +16,7 @@ from fioprobe.gateway.api import push
 from fioprobe.gateway.transport import Transport
 from prometheus_client import CollectorRegistry, Gauge
 from support import services
+from support.gc import OWNER, groups, write_config
 
 CONFIGURED = [
     {"storageclass": "gp3", "profile": "etcd-fsync"},
@@ -32,27 +33,6 @@ REMOVED = [
 ]
 
 
-OWNER = "team-a"
-
-
-def write_config(path: Path, gateway: services.Service) -> Path:
-    path.write_text(
-        json.dumps(
-            {
-                "owner": OWNER,
-                "pushgateway": {"url": gateway.url, "attempts": 1},
-                "targets": [
-                    {"name": "gp3", "directory": "/probe", "profiles": ["etcd-fsync",
-                     "randread-iops"]},
-                    {"name": "etcd", "directory": "/var/lib/etcd-probe", "node_local": True,
-                     "profiles": ["etcd-fsync"]},
-                ],
-            }
-        )
-    )  # fmt: skip
-    return path
-
-
 def push_group(
     gateway: services.Service, key: dict[str, str], owner: str | None = OWNER, **extra: str
 ) -> None:
@@ -63,12 +43,6 @@ def push_group(
         info = Gauge("fioprobe_owner_info", "test", ["owner"], registry=registry)
         info.labels(owner).set(1)
     push(Transport(gateway.url, attempts=1), {**key, **extra}, registry)
-
-
-def groups(gateway: services.Service) -> list[dict[str, str]]:
-    with urllib.request.urlopen(gateway.url + "/api/v1/metrics", timeout=5) as response:
-        labels = [group["labels"] for group in json.load(response)["data"]]
-    return sorted(labels, key=lambda g: sorted(g.items()))  # the API's order is not stable
 
 
 def keys(labels: list[dict[str, str]]) -> list[dict[str, str]]:

@@ -26,7 +26,7 @@ import pytest
 from conftest import fioprobe
 from support import throttle
 from support.fixtures import loop_unavailable
-from test_report import (
+from support.report import (
     check_html_in_chromium,
     check_html_matches_data,
     check_png,

@@ -32,7 +32,7 @@ from fioprobe.report import verdict as vd
 from fioprobe.results.load import Entry, load
 from support import slowfs
 from support.fixtures import fuse_unavailable
-from test_report import html_cells
+from support.report import html_cells
 
 pytestmark = pytest.mark.slow
 

@@ -30,10 +30,10 @@ import pytest
 import yaml
 
 from support import services
+from support.manifests import GENERATED
 from support.paths import REPO
 
 KUBE = REPO / ".tools" / "kube"
-GENERATED = REPO / "manifests" / "generated"
 
 
 def _openssl(*args: str, cwd: Path) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import fioprobe
 from support import services
-from test_continuous import stream, wait_until
+from support.continuous import stream, wait_until
 
 NODE = "cp-1"
 
