@@ -89,4 +89,4 @@ fidelity-stream: setup
 ## Tests too long for `make test` (pytest marker `soak`, minutes each; root for the FUSE disk):
 ## 60 etcd-fsync probes in a row on the slow FUSE disk with both CPUs busy.
 soak: setup
-	@FIOPROBE_SOAK=1 $(PY) -m pytest -m soak tests/test_soak_fuse.py -q
+	@FIOPROBE_SOAK=1 $(PY) -m pytest -m soak tests/probe/test_soak_fuse.py -q

@@ -126,7 +126,7 @@ def slow_and_stalled(port: int) -> tuple[float, float, float]:
 
 FLOOD_CHILD = """
 import resource, sys, threading, time
-from test_continuous_flood import flood
+from support.continuous import flood
 port, seconds = int(sys.argv[1]), float(sys.argv[2])
 hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
 resource.setrlimit(resource.RLIMIT_NOFILE, (min(8192, hard), hard))
@@ -141,7 +141,7 @@ print(counts, flush=True)
 def flooding(port: int, seconds: float) -> Iterator[dict[str, int]]:
     """The flood from a process of its own: its hundred threads do not share the scraping
     client's interpreter lock, so a late scrape is the server's doing, not the client's."""
-    env = {**os.environ, "PYTHONPATH": f"{REPO / 'tests'}"}
+    env = {**os.environ, "PYTHONPATH": str(REPO / "tests")}  # support
     child = subprocess.Popen(
         [sys.executable, "-c", FLOOD_CHILD, str(port), str(seconds)], env=env,
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True,

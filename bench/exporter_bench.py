@@ -154,7 +154,7 @@ def main() -> None:
               "the families, and writing the 64 jobs' last-run series (about 1,100 lines) "
               "with `fioprobe.metrics.exposition`, which checks each name once per family where "
               "prometheus_client's `generate_latest` checks it per sample (output identical "
-              "byte for byte, tests/test_exposition.py).")  # fmt: skip
+              "byte for byte, tests/metrics/test_exposition.py).")  # fmt: skip
         print()
         print(f"Push: one `fioprobe push` process of an etcd-fsync result into a real "
               f"Pushgateway, {REPEATS} runs. Peak RSS is the push process's own, measured "

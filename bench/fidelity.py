@@ -31,7 +31,7 @@ group (fdatasync writes back in the caller's context, so both are throttled).
 Needs root (FUSE mounts with allow_other, loop devices, cgroups). Everything it starts is
 stopped by PID, everything it mounts is unmounted, and the whole run is bounded in time.
 The table goes into docs/FIDELITY.md between its table markers; the prose around it is
-kept. tests/test_fidelity.py imports `measure` from here for its fast version.
+kept. tests/bench/test_fidelity.py imports `measure` from here for its fast version.
 """
 
 from __future__ import annotations

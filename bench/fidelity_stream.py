@@ -39,7 +39,7 @@ by detection: per stall, did etcd record fsyncs above 256 ms, did the stream see
 `make fidelity-stream` runs them all (about 70 minutes: 8.7 per condition). Needs root (FUSE
 with allow_other, loop devices, cgroups). Every process started is stopped by PID, every
 mount, loop device and cgroup removed, also on failure; every wait and loop is bounded. The
-results go into their own section of docs/FIDELITY.md. tests/test_fidelity.py runs `measure`
+results go into their own section of docs/FIDELITY.md. tests/bench/test_fidelity.py runs `measure`
 for 30 s on two disks.
 """
 

@@ -23,7 +23,7 @@ but the exporter chokes on would be a crash too.
     .venv/bin/python bench/fuzz.py [--examples 100000] [--seed 0]
 
 prints the number of inputs per target and outcome, and every distinct crash found. The
-test suite (tests/test_fuzz.py) runs the same properties with a few thousand examples.
+test suite (tests/bench/test_fuzz.py) runs the same properties with a few thousand examples.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@
     else '%s=~"%s"' % [label, std.join('|', values)],
 
   // The Pushgateway grouping key after job, in the order fioprobe pushes it; node only on
-  // node-local probes. exporter/fioprobe/grouping.py's PROBE_LABELS (tests/test_single_home.py
+  // node-local probes. exporter/fioprobe/grouping.py's PROBE_LABELS (tests/repo/test_single_home.py
   // holds the two equal). Never job/instance (see config).
   groupingLabels:: ['storageclass', 'profile', 'node'],
 

@@ -3,7 +3,7 @@
 
 Why: no Grafana server can be installed here, and a reader of docs/DASHBOARDS.md should see
 what the dashboards show before deploying them. This runs the same live setup as
-tests/test_dashboards_live.py (real probes on a plain directory and on a FUSE filesystem
+tests/mixin/test_dashboards_live.py (real probes on a plain directory and on a FUSE filesystem
 that delays fsync by 15 ms, a probe failing on purpose, real Pushgateway, Prometheus with
 the mixin's recording rules, and etcd on the slow filesystem), runs every panel query of
 every dashboard with its variables substituted, and plots each result where the panel sits
@@ -11,12 +11,13 @@ in the dashboard's grid: time series as lines (with the dashed threshold lines),
 gauges as bars coloured by threshold, stats as coloured numbers, tables as tables, the
 heatmap as a heatmap. Units follow each panel's unit.
 
-Run with tests/ on the import path (it reuses the live test's setup):
+Run with tests/ and tests/mixin/ on the import path (it reuses the live test's setup):
 
-    PYTHONPATH=tests .venv/bin/python scripts/dashboard_pictures.py   # live setup (root, FUSE)
-    PYTHONPATH=tests .venv/bin/python scripts/dashboard_pictures.py --rounds 6
-    FIOPROBE_LIVE_RESULTS=/tmp/live.json .venv/bin/python -m pytest tests/test_dashboards_live.py
-    PYTHONPATH=tests .venv/bin/python scripts/dashboard_pictures.py --results /tmp/live.json
+    export PYTHONPATH=tests:tests/mixin
+    .venv/bin/python scripts/dashboard_pictures.py   # live setup (root, FUSE)
+    .venv/bin/python scripts/dashboard_pictures.py --rounds 6
+    FIOPROBE_LIVE_RESULTS=/tmp/live.json .venv/bin/pytest tests/mixin/test_dashboards_live.py
+    .venv/bin/python scripts/dashboard_pictures.py --results /tmp/live.json
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT, help="output directory")
     args = parser.parse_args(argv)
 
-    import test_dashboards_live as live  # the test's setup and Grafana substitution (tests/)
+    import test_dashboards_live as live  # the test's setup and Grafana substitution (tests/mixin/)
 
     if args.results:
         results = json.loads(args.results.read_text())

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # grafana/dashboard-linter --strict over every rendered dashboard: dashboards/out/ and the
 # chart's copies per probe interval (or the files given), with the exclusions and their reasons
-# of dashboards/.lint. `make lint` runs it; tests/test_lint_dashboards.py seeds one mistake per
+# of dashboards/.lint. `make lint` runs it; tests/repo/test_lint_dashboards.py seeds one mistake per
 # rule that is not excluded and checks that it fails.
 set -euo pipefail
 cd "$(dirname "$(realpath "$0")")/.."

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Lints the mixin's rendered rules as monitoring mixins lint theirs (called by `make lint`, and
-# by tests/test_lint.py on seeded copies, so the two cannot drift):
+# by tests/repo/test_lint.py on seeded copies, so the two cannot drift):
 # - `promtool check rules` on every rule file (Debian's promtool: the Prometheus the tests run);
 # - every set of files that a deployment loads together, merged into one file and checked by
 #   promtool, which refuses a group name repeated in one file: loaded together, the files never

@@ -2,7 +2,7 @@
 # actionlint over the GitHub Actions workflows (.github/workflows/, or the directory given):
 # their syntax, expressions, the inputs of the actions they use, and the shell of every `run:`
 # step through shellcheck. The release workflow cannot run here, so this is how `make lint`
-# (and tests/test_lint_workflows.py, on seeded copies) knows it is well formed. shellcheck is
+# (and tests/repo/test_lint_workflows.py, on seeded copies) knows it is well formed. shellcheck is
 # required: without it actionlint would skip the shell silently.
 set -euo pipefail
 cd "$(dirname "$(realpath "$0")")/.."

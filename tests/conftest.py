@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 from support import services
+from support.paths import REPO, TEST_DATA  # noqa: F401 - tests import REPO from here
 from support.services import wait_for  # noqa: F401 - tests import it from here
 
-REPO = Path(__file__).resolve().parents[1]
 #: Real fio outputs (and SOURCES.tsv, where each came from), kept inside the repository so a
 #: fresh clone runs the tests: nothing outside the repository is read.
-CORPUS = REPO / "tests" / "data" / "fio-corpus"
+CORPUS = TEST_DATA / "fio-corpus"
 
 
 def corpus_files(negative: bool) -> list[Path]:

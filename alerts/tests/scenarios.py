@@ -1,7 +1,7 @@
 """promtool unit tests of the mixin's alerts, generated from scenarios of pushed probe runs.
 
 Why generated: the same scenarios must run at several probe schedules (5, 10 and 15 minutes;
-tests/test_mixin_schedules.py renders the rules for each and measures when each alert fires),
+tests/mixin/test_mixin_schedules.py renders the rules for each and measures when each alert fires),
 and they must look like what Prometheus really scrapes from a Pushgateway, which is too long
 to write by hand: one sample every 30 s; each value steps once per probe run (the run pushes
 ~20 s after its slot starts and the next scrape sees it) and stays flat in between; the

@@ -4,7 +4,7 @@ Every probe pushes to /metrics/job/fioprobe/storageclass/<name>/profile/<profile
 /node/<node> when it probes a node-local disk. The probe, the backfill, gc, the demo and the
 command line build or read that key; the mixin's rules aggregate by the same labels
 (lib/util.libsonnet's groupingLabels, held equal to PROBE_LABELS by
-tests/test_single_home.py). Foundation: imports nothing of fioprobe.
+tests/repo/test_single_home.py). Foundation: imports nothing of fioprobe.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 config.libsonnet is where alert thresholds are set. The report's cell colours, the demo's
 verdict and the fidelity benchmark draw the same lines, but the probe image has no jsonnet
 to read that file at run time, so the values are held here once, and
-tests/test_thresholds.py checks that they equal the mixin's defaults.
+tests/repo/test_thresholds.py checks that they equal the mixin's defaults.
 """
 
 from __future__ import annotations

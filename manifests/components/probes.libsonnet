@@ -63,7 +63,7 @@ function(config) {
   // and two Pushgateway calls
   // (the read-back and the push), every attempt to its timeout; then a minute for the pod.
   // Past it the Job ends even while a pod stuck on a hung volume stays Terminating, and the
-  // next scheduled run starts (tests/test_manifests.py keeps these in step with the two).
+  // next scheduled run starts (tests/deploy/test_manifests.py keeps these in step with the two).
   local volumeMarginSeconds = 25,
   local publishOnVolumeSeconds = 60,
   local activeDeadline(profiles) =

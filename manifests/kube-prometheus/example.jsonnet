@@ -7,7 +7,7 @@
 //   mkdir -p manifests/setup
 //   jsonnet -J vendor -m manifests example.jsonnet | xargs -I{} sh -c 'gojsontoyaml < {} > {}.yaml' -- {}
 // Rendered with kube-prometheus v0.18.0 and applied to a kube-apiserver by
-// tests/test_kube_prometheus.py (manifests/kube-prometheus/README.md says what it checks).
+// tests/deploy/test_kube_prometheus.py (manifests/kube-prometheus/README.md says what it checks).
 // See docs/MANIFESTS.md.
 local addMixin = import 'kube-prometheus/lib/mixin.libsonnet';
 

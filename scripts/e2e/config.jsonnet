@@ -57,6 +57,6 @@ function(run) {
   // The continuous stream runs on the node's (slow) etcd disk, the DaemonSet a user gets, and
   // the test's Prometheus scrapes it from its pod. The StorageClass streams stay off here: the
   // local PersistentVolumes above are one per class, taken by the probes' PVCs (their
-  // StatefulSets are checked by server-side validation, tests/test_manifests_apiserver.py).
+  // StatefulSets are checked by server-side validation, tests/deploy/test_manifests_apiserver.py).
   continuous: { storageClasses: false },
 }

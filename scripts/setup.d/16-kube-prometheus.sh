@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # kube-prometheus v0.18.0 and its jsonnet dependencies in tests/data/kube-prometheus/vendor/
 # (git-ignored), exactly as tests/data/kube-prometheus/jsonnetfile.lock.json pins them, for
-# tests/test_kube_prometheus.py: it renders manifests/kube-prometheus/example.jsonnet with them.
+# tests/deploy/test_kube_prometheus.py: it renders manifests/kube-prometheus/example.jsonnet with them.
 # Needs jb from 15-jsonnet-vendor.sh. Idempotent and quiet when done.
 #
 # Where the packages come from, first that works (as in 15-jsonnet-vendor.sh):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Generates JSON schemas for Grafana dashboards from the npm package @grafana/schema, so that
-# tests/test_dashboards.py can validate the rendered dashboards without a Grafana server
+# tests/mixin/test_dashboards.py can validate the rendered dashboards without a Grafana server
 # (none can be installed here). Everything lands in .tools/grafana-schema/ (gitignored).
 #
 # Schemas written (one per TypeScript type, draft-07, by ts-json-schema-generator):

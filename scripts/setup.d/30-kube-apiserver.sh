@@ -3,7 +3,7 @@
 # scripts/kube-tools/kubernetes/go.mod) and generates the prometheus-operator CRDs
 # (ServiceMonitor, PodMonitor, PrometheusRule, and Prometheus, whose selectors the chart's notes
 # read) with controller-gen from the prometheus-operator
-# Go API module (scripts/kube-tools/controller-gen/go.mod). tests/test_manifests_apiserver.py
+# Go API module (scripts/kube-tools/controller-gen/go.mod). tests/deploy/test_manifests_apiserver.py
 # runs them against Debian's etcd to validate every generated manifest server-side.
 #
 # Cached under ~/.cache/fioprobe/kube-tools-<version>-<hash of the wrapper modules and this

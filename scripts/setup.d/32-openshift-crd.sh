@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The SecurityContextConstraints CRD of OpenShift's API module (github.com/openshift/api at a
-# pinned commit), for tests/test_manifests_openshift.py: the SCC that the OpenShift platform
+# pinned commit), for tests/deploy/test_manifests_openshift.py: the SCC that the OpenShift platform
 # option renders is applied under it to the test suite's kube-apiserver. From the Go module
 # proxy (`go mod download`, about 5 MB, cached in GOMODCACHE); the checksum database does not
 # list this pseudo-version, so it is skipped for this one module (GONOSUMDB) and the module's

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # helm, built from its Go module (helm.sh/helm/v3, version pinned in
-# scripts/kube-tools/helm/go.mod) for tests/test_chart.py and `make e2e`, which lint, render and
+# scripts/kube-tools/helm/go.mod) for tests/deploy/test_chart.py and `make e2e`, which lint, render and
 # install charts/fioprobe/ with it. `go install helm.sh/helm/v3/cmd/helm@version` is refused
 # by the module proxy here; a wrapper module with a pinned go.sum builds it, as
 # 30-kube-apiserver.sh builds kubectl.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Debian's chromium, for tests/test_report*.py: the report's HTML is opened in headless
+# Debian's chromium, for tests/report/test_report*.py: the report's HTML is opened in headless
 # Chromium and must load without console errors. matplotlib and pandas come from pyproject.toml
 # (the virtualenv step of setup.sh). Idempotent and quiet when chromium is there.
 set -euo pipefail

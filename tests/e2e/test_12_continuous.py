@@ -12,6 +12,7 @@ from typing import Any
 
 from conftest import ETCD_NAMESPACE, NODE, Kube, Measurements, continuous_targets_file
 from support import services
+from support.promql import first_value, instant_values
 
 #: The pod starts once the image is there (loaded by run.sh); generous for a busy machine.
 POD_TIMEOUT = 300
@@ -61,16 +62,13 @@ def test_the_stream_runs_on_the_etcd_node_and_prometheus_scrapes_it(
         f' - sum(fioprobe_continuous_sync_latency_seconds_bucket{{{selector}, le="0.01"}})'
     )
     services.wait_for(
-        lambda: (
-            float((services.query(prometheus.url, slow) or [{"value": [0, "0"]}])[0]["value"][1])
-            >= 3
-        ),
+        lambda: (first_value(prometheus.url, slow) or 0.0) >= 3,
         SCRAPE_TIMEOUT,
         "slow fdatasyncs of the stream in Prometheus",
         2,
     )
-    success = services.query(prometheus.url, f"fioprobe_continuous_success{{{selector}}}")
-    assert [float(r["value"][1]) for r in success] == [1.0]
+    success = instant_values(prometheus.url, f"fioprobe_continuous_success{{{selector}}}")
+    assert success == [1.0]
     wal = run_dir / "disks" / "etcd" / "etcd-fioprobe" / ".fioprobe-continuous"
     files = list(wal.iterdir())
     assert len(files) == 1 and files[0].stat().st_uid == 65532, files

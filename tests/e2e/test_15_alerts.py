@@ -30,6 +30,7 @@ from conftest import (
     group_value,
 )
 from support import services
+from support.promql import first_value
 
 PROBE_UID = 65532
 # The slowest alert here, FioProbeMissing, needs Prometheus to have watched for 3.5 intervals
@@ -62,9 +63,9 @@ def last_run_median(prometheus: Any, **labels: str) -> float:
     about the p99, but only the injected delay can make the typical fsync that slow, so this
     ties the alert to the fault and not to a busy machine's tail latency."""
     selector = ",".join(f'{k}="{v}"' for k, v in {**labels, "quantile": "0.5"}.items())
-    result = services.query(prometheus.url, f"fioprobe_last_sync_latency_seconds{{{selector}}}")
-    assert result, f"no last-run median fsync latency of {labels} in Prometheus"
-    return float(result[0]["value"][1])
+    median = first_value(prometheus.url, f"fioprobe_last_sync_latency_seconds{{{selector}}}")
+    assert median is not None, f"no last-run median fsync latency of {labels} in Prometheus"
+    return median
 
 
 def test_slow_etcd_disk_raises_the_etcd_alert(

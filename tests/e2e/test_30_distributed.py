@@ -4,7 +4,8 @@ local volumes of class e2e-bench (scripts/e2e/cluster.sh), the client Job applie
 (docs/DISTRIBUTED.md, "In a cluster").
 
 The cluster has one node: the servers' preferred anti-affinity must still let all three run
-there (spreading itself is checked on the rendered objects, tests/test_manifests_distributed.py).
+there (spreading itself is checked on the rendered objects,
+tests/deploy/test_manifests_distributed.py).
 """
 
 from __future__ import annotations

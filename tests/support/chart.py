@@ -16,15 +16,168 @@ from typing import Any
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
+from support.manifests import GENERATE, NOT_OBJECTS
+from support.paths import REPO
+
 CHART = REPO / "charts" / "fioprobe"
 HELM = REPO / ".tools" / "bin" / "helm"
 #: Helm 4 (scripts/setup.d/37-helm4.sh), beside Helm 3: both are supported, both are tested.
 HELM4 = REPO / ".tools" / "bin" / "helm4"
-GENERATE = REPO / "scripts" / "generate.d" / "30-manifests.sh"
 
 #: Labels that only Helm sets: the one difference the chart may have on any object.
 HELM_LABELS = ("helm.sh/chart", "app.kubernetes.io/managed-by")
+
+#: Per-node probes of a local disk and a StorageClass: a configuration of its own, and part of
+#: others.
+PER_NODE: dict[str, Any] = {
+    "perNode": {
+        "enabled": True,
+        "expectedNodes": 3,
+        "nodeSelector": {"fioprobe.example.com/probe": "true"},
+        "tolerations": [
+            {"key": "fioprobe.example.com/pool", "operator": "Exists", "effect": "NoSchedule"}
+        ],
+        "localDisks": [{"name": "node-disk", "profiles": ["etcd-fsync"], "etcdDisk": True}],
+        "storageClasses": [
+            {
+                "name": "gp3",
+                "storageClassName": "gp3-csi",
+                "volume": {"type": "gp3", "size": "8Gi", "iops": 3000, "throughput": "125Mi"},
+                "profiles": ["etcd-fsync", {"name": "randread-iops", "runtime": 5}],
+            }
+        ],
+    }
+}
+
+#: Configurations a platform engineer turns on, each a layer over manifests/config.libsonnet:
+#: the chart and the manifests render each the same (tests/deploy/test_chart_parity.py), and
+#: the chart's objects of each are accepted by a real kube-apiserver (tests/deploy/test_chart.py).
+VARIANTS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "openshift": {"platform": "openshift"},
+    "openshift-per-node-tls": {
+        "platform": "openshift",
+        "pushgateway": {"tls": {"enabled": True}},
+        **PER_NODE,
+    },
+    "continuous-off": {"continuous": {"enabled": False}},
+    "continuous-storageclasses-only": {
+        "continuous": {"etcd": False, "intervalSeconds": 0.5, "stallThresholdSeconds": 0.005}
+    },
+    "auth-and-tls": {
+        "pushgateway": {
+            "auth": {"enabled": True},
+            "tls": {"enabled": True, "serverName": "pgw.example"},
+        }
+    },
+    "etcd-off": {"etcd": {"enabled": False}},
+    "etcd-named-nodes": {
+        "etcd": {
+            "nodes": ["cp-a.example.com", "cp-b.example.com", "cp-c.example.com"],
+            "dataDir": "/var/lib/rancher/rke2/server/db/etcd",
+            "hostPath": "/var/lib/rancher/rke2/server/db/fioprobe",
+        }
+    },
+    "etcd-own-roles": {
+        "etcd": {"roleLabels": ["node-role.kubernetes.io/etcd", "example.com/etcd"]},
+        "apiServer": {"ports": [6443], "cidrs": ["10.0.0.0/24", "fd00::/64"]},
+    },
+    "etcd-roles-unknown-to-kube-state-metrics": {"etcd": {"roleLabels": ["example.com/etcd"]}},
+    "own-schedules": {
+        "storageClasses": [
+            {
+                "name": "gp2",
+                "schedule": "7 * * * *",
+                "volume": {"type": "gp2", "size": "10Gi"},
+                "profiles": ["etcd-fsync", {"name": "randread-iops", "runtime": 5, "size": "16Mi"}],
+            },
+            {
+                "name": "ceph",
+                "storageClassName": "ocs-storagecluster-ceph-rbd",
+                "volume": {"type": "ceph-rbd", "size": "5Gi", "dedicated": False},
+                "profiles": ["etcd-fsync"],
+                "etcdDisk": True,
+            },
+            {"name": "io2", "volume": {"size": "4Gi", "iops": 4000}, "profiles": ["etcd-fsync"]},
+        ]
+    },
+    "per-node": PER_NODE,
+    # An optional key given as null is left out, in lists too (manifests/lib/params.libsonnet).
+    "nulls": {
+        "storageClasses": [
+            {
+                "name": "gp2",
+                "storageClassName": None,
+                "schedule": None,
+                "volume": {"type": "gp2", "size": "10Gi", "iops": None, "dedicated": None},
+                "profiles": [{"name": "etcd-fsync", "runtime": None, "size": "8Mi"}],
+            }
+        ],
+        "etcd": {"tolerations": [{"key": "dedicated", "operator": "Exists", "value": None}]},
+        "pushgateway": {"storageClassName": None, "groupsPerReplica": None},
+    },
+    "sharded": {
+        "pushgateway": {
+            "replicas": 3,
+            "storageClassName": "fast",
+            "resources": {"limits": {"cpu": "2"}},
+        }
+    },
+    "sharded-auto": {
+        "pushgateway": {"groupsPerReplica": 2},
+        "etcd": {"nodes": ["cp-a.example.com"]},
+    },
+    "existing-pushgateway": {
+        "pushgateway": {"url": "https://pgw.monitoring.svc:9443", "auth": {"enabled": True}}
+    },
+    "existing-pushgateway-addresses": {
+        "pushgateway": {
+            "url": "http://pgw.example.internal:9091",
+            "cidrs": ["10.20.0.0/16", "192.0.2.7/32"],
+        }
+    },
+    "every-10-minutes": {"everyMinutes": 10},
+    "every-15-minutes": {
+        "everyMinutes": 15,
+        "startingDeadlineSeconds": 300,
+        "profileTimeoutSeconds": 90,
+    },
+    "monitoring": {
+        "monitoring": {
+            "serviceMonitor": {"enabled": False},
+            "podMonitor": {"labels": {"team": "storage"}, "interval": "5s"},
+            "prometheusRule": {"labels": {"role": None, "team": "storage"}},
+            "dashboards": {
+                "namespace": "grafana",
+                "labels": {"grafana_dashboard": None, "dashboards": "fioprobe"},
+            },
+            "prometheusNamespace": "openshift-user-workload-monitoring",
+            "prometheusPodSelector": {"app.kubernetes.io/name": None, "prometheus": "k8s"},
+        }
+    },
+    "prometheus-anywhere": {
+        "monitoring": {"prometheusPodSelector": {"app.kubernetes.io/name": None}}
+    },
+    "without-prometheus-operator": {"monitoring": {"operator": False}},
+    "monitoring-off": {
+        "monitoring": {
+            "serviceMonitor": {"enabled": False},
+            "podMonitor": {"enabled": False},
+            "prometheusRule": {"enabled": False},
+            "dashboards": {"enabled": False},
+        }
+    },
+    "image-and-resources": {
+        "image": {"name": "quay.example/fioprobe", "tag": "1.2.3", "pullPolicy": "Always"},
+        "probeResources": {"limits": {"cpu": None}, "requests": {"ephemeral-storage": "1Mi"}},
+        "probeUser": 1000,
+        "dns": {
+            "namespace": "openshift-dns",
+            "podSelector": {"k8s-app": None, "dns.operator.openshift.io/daemonset-dns": "default"},
+            "port": 5353,
+        },
+    },
+}
 
 
 #: The release's namespace is Helm's (--namespace, --create-namespace): the one object the
@@ -34,9 +187,6 @@ def not_in_chart(obj: dict[str, Any]) -> bool:
     labels = obj["metadata"].get("labels", {})
     return obj["kind"] == "Namespace" and labels.get("app.kubernetes.io/component") != "probe"
 
-
-#: Generated files of the manifests that hold no Kubernetes object.
-NOT_OBJECTS = {"continuous-scrape-config.yaml"}
 
 Key = tuple[str, str, str]
 

@@ -11,7 +11,7 @@ Fixtures (module-scoped: one API server per test module, started once):
 
 - `kube_apiserver`: the server and an admin kubectl (`Kube`);
 - `kube`: the same with the prometheus-operator CRDs established and the generated
-  manifests' namespaces created (what tests/test_manifests_apiserver.py validates against).
+  manifests' namespaces created (what tests/deploy/test_manifests_apiserver.py validates against).
 
 Bind them in a test module as `kube = kubeapi.kube` (ruff reports F811 on an imported
 fixture used as an argument).
@@ -30,10 +30,10 @@ import pytest
 import yaml
 
 from support import services
+from support.manifests import GENERATED
+from support.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 KUBE = REPO / ".tools" / "kube"
-GENERATED = REPO / "manifests" / "generated"
 
 
 def _openssl(*args: str, cwd: Path) -> None:

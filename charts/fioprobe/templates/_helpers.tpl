@@ -1,6 +1,6 @@
 {{/*
 Helpers of the fioprobe chart. Every template renders the objects that manifests/components/
-renders for the same configuration (tests/test_chart_parity.py compares them); the comments
+renders for the same configuration (tests/deploy/test_chart_parity.py compares them); the comments
 there say why each field is what it is. Names are the manifests' fixed names (one release per
 namespace); `app.kubernetes.io/instance` is the probe target, as in the manifests, so Helm's
 own labels are only helm.sh/chart and app.kubernetes.io/managed-by.

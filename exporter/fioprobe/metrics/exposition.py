@@ -6,7 +6,7 @@ name of each sample again (UTF-8 name support), which made the text exposition c
 much as decoding the JSON. fioprobe's names come from its metric table and the fixed
 grouping labels, so this writer checks each name once per family and escapes only label
 values and help texts. For every family `ProbeCollector` yields, its output is byte for
-byte that of `generate_latest` (tests/test_exposition.py compares the two over the whole
+byte that of `generate_latest` (tests/metrics/test_exposition.py compares the two over the whole
 fio corpus and over hostile label values); anything else it refuses rather than guess.
 
 Pushes still go through `prometheus_client.push_to_gateway`.
