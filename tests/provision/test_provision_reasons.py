@@ -1,6 +1,6 @@
 """Failure reasons from Kubernetes' own words: Events, the API's refusals, the states of a
 VolumeAttachment, a container and a volume, and which of them explains a step that passed
-its deadline. The set is closed.
+its deadline. The set is closed, and docs/PROVISIONING.md lists exactly it and the steps.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from conftest import REPO
 from fioprobe.provision.attach import AttachmentState, read_attachment
 from fioprobe.provision.events import read_event
 from fioprobe.provision.objects import read_pod, read_volume
@@ -275,6 +276,18 @@ def test_the_reasons_are_a_closed_set_of_label_values() -> None:
     assert set(EVENT_REASONS.values()) <= set(Reason)
     assert set(STEP_REASONS) == set(Step)
     assert all(re.fullmatch(r"[a-z]+(_[a-z]+)*", s.value) for s in Step)
+
+
+def doc_table(heading: str) -> list[str]:
+    """The backticked first column of the table under `heading` in docs/PROVISIONING.md."""
+    text = (REPO / "docs" / "PROVISIONING.md").read_text()
+    section = text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"^\| `(\w+)` \|", section, re.M)
+
+
+def test_the_design_lists_every_reason_and_every_step_and_no_other() -> None:
+    assert doc_table("Failure reasons") == [r.value for r in Reason]
+    assert doc_table("Steps") == [s.value for s in Step]
 
 
 def test_a_signal_keeps_its_words_apart_from_its_reason() -> None:

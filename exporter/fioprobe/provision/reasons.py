@@ -85,7 +85,7 @@ EVENT_REASONS: dict[str, Reason] = {
 }
 #: The attach/detach controller's words when the volume is attached to another node, in a
 #: FailedAttachVolume event: "Multi-Attach error for volume ..." and, as newer releases word
-#: the same event, "Waiting for detach for volume ...".
+#: the same event, "Waiting for detach for volume ..." (docs/PROVISIONING.md, its sources).
 MULTI_ATTACH_MARKERS = ("Multi-Attach error", "Waiting for detach")
 #: A container's waiting reasons that mean it will not start without help.
 CONTAINER_WAITING_FAILURES = frozenset(
