@@ -47,13 +47,14 @@ class Layer(NamedTuple):
 
 
 #: The layers, lowest first. foundation: what every stage shares (errors, text, bounds...);
-#: kube/ reads the Kubernetes API; fio/ runs and reads fio; metrics/ is where a fio field
-#: becomes a metric; gateway/ is the Pushgateway client; publish/ keeps the totals between
-#: runs and pushes them; shared: what several stages above need (target/: a target's
-#: configuration and the safe ways to touch its volume; services/: local Prometheus and
-#: friends; results/: folders of fio results read); stages: one probe run (probe/), the
-#: dashboards evaluated and drawn (preview/); commands: the packages a command of cli/ runs,
-#: which nothing but cli/ imports; cli/; the entry point.
+#: kube/ reads the Kubernetes API, and beside it provision/ computes the provisioning probe's
+#: steps and failure reasons from objects' JSON (pure: neither imports the other); fio/ runs
+#: and reads fio; metrics/ is where a fio field becomes a metric; gateway/ is the Pushgateway
+#: client; publish/ keeps the totals between runs and pushes them; shared: what several
+#: stages above need (target/: a target's configuration and the safe ways to touch its
+#: volume; services/: local Prometheus and friends; results/: folders of fio results read);
+#: stages: one probe run (probe/), the dashboards evaluated and drawn (preview/); commands:
+#: the packages a command of cli/ runs, which nothing but cli/ imports; cli/; the entry point.
 LAYERS: tuple[Layer, ...] = (
     Layer(
         "foundation",
@@ -68,7 +69,7 @@ LAYERS: tuple[Layer, ...] = (
         ),
         apart=False,
     ),
-    Layer("kube", ("fioprobe.kube",)),
+    Layer("kube", ("fioprobe.kube", "fioprobe.provision")),
     Layer("fio", ("fioprobe.fio",)),
     Layer("metrics", ("fioprobe.metrics",)),
     Layer("gateway", ("fioprobe.gateway",)),
@@ -97,6 +98,10 @@ ORDER: dict[str, tuple[str, ...]] = {
         "__main__",
     ),
     "fioprobe.kube": ("__init__", "exchange", "client", "nodes"),
+    "fioprobe.provision": (
+        "__init__", "shape", "timestamps", "objects", "attach", "observations", "steps",
+        "events", "reasons", "cross_check",
+    ),
     "fioprobe.fio": (
         "__init__", "output_error", "model", "repeats", "parse", "clientserver", "profiles",
         "execute",
@@ -405,6 +410,12 @@ def seeded(tmp_path: Path, file: str, source: str) -> dict[tuple[str, str], str]
 def test_a_command_package_importing_another_fails(tmp_path: Path) -> None:
     found = seeded(tmp_path, "demo/chain.py", "from fioprobe.report import build\n")
     assert "stand side by side" in found["fioprobe.demo.chain", "fioprobe.report.build"]
+
+
+def test_provision_importing_kube_fails(tmp_path: Path) -> None:
+    """The provisioning computation stays pure: the API client is the runner's business."""
+    found = seeded(tmp_path, "provision/steps.py", "from fioprobe.kube import client\n")
+    assert "stand side by side" in found["fioprobe.provision.steps", "fioprobe.kube.client"]
 
 
 def test_importing_cli_from_below_fails(tmp_path: Path) -> None:

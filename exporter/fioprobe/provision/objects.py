@@ -1,0 +1,245 @@
+"""What the probe needs of a StorageClass, a PersistentVolumeClaim, a Pod and a
+PersistentVolume, read from their JSON (core/v1 and storage.k8s.io/v1) into small frozen
+summaries. Field names follow the Kubernetes API reference; a field the API leaves out is
+"not set", a field of the wrong type is a `ShapeError` (see shape.py).
+
+The summaries keep each object's own timestamps beside its state: the watch times the steps,
+and these times are only the cross-check (cross_check.py).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from fioprobe.provision.shape import (
+    ShapeError,
+    integer,
+    items,
+    mapping,
+    message,
+    required_text,
+    text,
+)
+from fioprobe.provision.timestamps import KubeTime, parse_time
+
+#: The claim annotation the scheduler writes for a WaitForFirstConsumer claim: the node it
+#: chose, which the provisioner then provisions for.
+SELECTED_NODE = "volume.kubernetes.io/selected-node"
+#: The name of the probe pod's container that writes and fdatasyncs through the mount (an
+#: init container, so that the pod keeps the volume mounted after it, until deleted).
+WRITER = "write"
+
+
+class Mode(enum.StrEnum):
+    """A StorageClass's volumeBindingMode: when its claims are provisioned and bound."""
+
+    #: At once, before any pod uses the claim (the API's default when the field is unset).
+    IMMEDIATE = "Immediate"
+    #: When the scheduler has placed the first pod that uses the claim, on that pod's node.
+    WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
+
+
+@dataclass(frozen=True)
+class StorageClassInfo:
+    name: str
+    provisioner: str
+    mode: Mode
+    #: reclaimPolicy Delete (the API's default): the volume goes when the claim goes. A class
+    #: that retains its volumes would keep one per run, so the probe does not run on it.
+    deletes_volumes: bool
+
+
+def read_storage_class(obj: Mapping[str, Any]) -> StorageClassInfo:
+    metadata = mapping(obj, "metadata")
+    name = required_text(metadata, "name", "metadata")
+    value = text(obj, "volumeBindingMode") or Mode.IMMEDIATE.value
+    try:
+        mode = Mode(value)
+    except ValueError:
+        unknown = f"StorageClass {name}: volumeBindingMode {value!r:.60} is unknown"
+        raise ShapeError(unknown) from None
+    return StorageClassInfo(
+        name=name,
+        provisioner=required_text(obj, "provisioner"),
+        mode=mode,
+        deletes_volumes=(text(obj, "reclaimPolicy") or "Delete") == "Delete",
+    )
+
+
+@dataclass(frozen=True)
+class Meta:
+    """The metadata every summary keeps."""
+
+    namespace: str | None  # None for cluster-scoped objects (PersistentVolume)
+    name: str
+    uid: str | None
+    created: KubeTime | None
+    #: metadata.deletionTimestamp is set: deletion was asked for, finalizers still hold it.
+    deleting: bool
+
+
+def read_meta(obj: Mapping[str, Any], kind: str) -> Meta:
+    metadata = mapping(obj, "metadata")
+    name = required_text(metadata, "name", "metadata")
+    where = f"{kind} {name}: metadata"
+    return Meta(
+        namespace=text(metadata, "namespace", where),
+        name=name,
+        uid=text(metadata, "uid", where),
+        created=parse_time(metadata.get("creationTimestamp"), f"{where}.creationTimestamp"),
+        deleting=metadata.get("deletionTimestamp") is not None,
+    )
+
+
+@dataclass(frozen=True)
+class ClaimState:
+    meta: Meta
+    #: status.phase: Pending, Bound or Lost ("" while the API has not set it).
+    phase: str
+    #: spec.volumeName: the PersistentVolume the claim is (being) bound to.
+    volume_name: str | None
+    #: The node the scheduler chose (WaitForFirstConsumer), from SELECTED_NODE.
+    selected_node: str | None
+
+    @property
+    def bound(self) -> bool:
+        return self.phase == "Bound"
+
+
+def read_claim(obj: Mapping[str, Any]) -> ClaimState:
+    meta = read_meta(obj, "PersistentVolumeClaim")
+    annotations = mapping(mapping(obj, "metadata"), "annotations", "metadata")
+    return ClaimState(
+        meta=meta,
+        phase=text(mapping(obj, "status"), "phase", "status") or "",
+        volume_name=text(mapping(obj, "spec"), "volumeName", "spec"),
+        selected_node=text(annotations, SELECTED_NODE, "metadata.annotations"),
+    )
+
+
+class Run(enum.StrEnum):
+    """Where a container is: the one key of its ContainerState that is set."""
+
+    WAITING = "waiting"
+    RUNNING = "running"
+    TERMINATED = "terminated"
+    #: No status yet (the kubelet has not reported the container).
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class ContainerState:
+    name: str
+    run: Run
+    #: waiting.reason or terminated.reason (ContainerCreating, ErrImagePull, Completed...).
+    reason: str | None
+    message: str
+    started: KubeTime | None
+    finished: KubeTime | None
+    exit_code: int | None
+
+
+def _container(status: Mapping[str, Any], where: str) -> ContainerState:
+    name = required_text(status, "name", where)
+    state = mapping(status, "state", where)
+    for run in (Run.TERMINATED, Run.RUNNING, Run.WAITING):
+        if run.value in state:
+            detail = mapping(state, run.value, f"{where}.state")
+            at = f"{where}.state.{run.value}"
+            return ContainerState(
+                name=name,
+                run=run,
+                reason=text(detail, "reason", at),
+                message=message(text(detail, "message", at)),
+                started=parse_time(detail.get("startedAt"), f"{at}.startedAt"),
+                finished=parse_time(detail.get("finishedAt"), f"{at}.finishedAt"),
+                exit_code=integer(detail, "exitCode", at),
+            )
+    return ContainerState(name, Run.UNKNOWN, None, "", None, None, None)
+
+
+@dataclass(frozen=True)
+class PodState:
+    meta: Meta
+    #: status.phase: Pending (init containers included), Running, Succeeded, Failed, Unknown.
+    phase: str
+    #: spec.nodeName: set when the scheduler has bound the pod to a node.
+    node_name: str | None
+    #: The PodScheduled condition: True once bound to a node (its lastTransitionTime then).
+    scheduled: bool
+    scheduled_at: KubeTime | None
+    #: The PodScheduled condition's message while False (the scheduler's "0/3 nodes are
+    #: available: ..."), for the log.
+    unschedulable: str
+    #: The writer container's state (init or regular container), None before it has one.
+    writer: ContainerState | None
+
+
+def read_pod(obj: Mapping[str, Any], writer: str = WRITER) -> PodState:
+    meta = read_meta(obj, "Pod")
+    status = mapping(obj, "status")
+    scheduled, scheduled_at, unschedulable = False, None, ""
+    for index, condition in enumerate(items(status, "conditions", "status")):
+        if text(condition, "type") == "PodScheduled":
+            where = f"status.conditions[{index}]"
+            scheduled = text(condition, "status", where) == "True"
+            at = parse_time(condition.get("lastTransitionTime"), f"{where}.lastTransitionTime")
+            scheduled_at = at if scheduled else None
+            unschedulable = "" if scheduled else message(text(condition, "message", where))
+    found = None
+    for key in ("initContainerStatuses", "containerStatuses"):
+        for index, container in enumerate(items(status, key, "status")):
+            if text(container, "name") == writer:
+                found = _container(container, f"status.{key}[{index}]")
+    return PodState(
+        meta=meta,
+        phase=text(status, "phase", "status") or "",
+        node_name=text(mapping(obj, "spec"), "nodeName", "spec"),
+        scheduled=scheduled,
+        scheduled_at=scheduled_at,
+        unschedulable=unschedulable,
+        writer=found,
+    )
+
+
+@dataclass(frozen=True)
+class ClaimRef:
+    namespace: str | None
+    name: str
+    uid: str | None
+
+
+@dataclass(frozen=True)
+class VolumeState:
+    meta: Meta
+    #: status.phase: Pending, Available, Bound, Released or Failed.
+    phase: str
+    #: status.lastPhaseTransitionTime (Kubernetes 1.29 and later), None before.
+    phase_changed: KubeTime | None
+    #: status.message: why a phase is what it is (a failed deletion's error).
+    message: str
+    claim: ClaimRef | None
+    #: spec.csi.driver, None for a volume of another kind (local, an in-tree plugin).
+    csi_driver: str | None
+
+
+def read_volume(obj: Mapping[str, Any]) -> VolumeState:
+    meta = read_meta(obj, "PersistentVolume")
+    spec, status = mapping(obj, "spec"), mapping(obj, "status")
+    ref = mapping(spec, "claimRef", "spec")
+    name = text(ref, "name", "spec.claimRef")
+    return VolumeState(
+        meta=meta,
+        phase=text(status, "phase", "status") or "",
+        phase_changed=parse_time(
+            status.get("lastPhaseTransitionTime"), "status.lastPhaseTransitionTime"
+        ),
+        message=message(text(status, "message", "status")),
+        claim=None
+        if name is None
+        else ClaimRef(text(ref, "namespace", "spec.claimRef"), name, text(ref, "uid")),
+        csi_driver=text(mapping(spec, "csi", "spec"), "driver", "spec.csi"),
+    )
