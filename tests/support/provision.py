@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from fioprobe.provision.cross_check import Clock
@@ -14,7 +13,9 @@ from fioprobe.provision.observations import Observation, read_watch_event
 from fioprobe.provision.steps import RunObjects
 from fioprobe.provision.timestamps import parse_time
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "provision"
+from support.paths import TEST_DATA
+
+DATA = TEST_DATA / "provision"
 SCENARIOS = (
     "ebs-gp3-wait-for-first-consumer",
     "ceph-rbd-immediate",
