@@ -40,17 +40,16 @@ def public_error_types() -> dict[str, type[BaseException]]:
     return found
 
 
-#: Control flow shared by the modules of one subpackage and caught inside it: public so that
-#: its sibling modules may import it, never raised to a caller outside the subpackage.
+#: Control flow shared by the modules of one subpackage, or raised by a foundation module to
+#: the stage that uses it, and caught there: public so that those modules may import it,
+#: never raised to a caller beyond them.
 SUBPACKAGE_CONTROL_FLOW = {
     # the read-back's and the listing's "this answer is malformed", turned into PushError
     "fioprobe.gateway.api.Shape",
-    # the HTTP handlers' "no answer in time", turned into PushError by the transport
-    "fioprobe.gateway.deadline.DeadlineHit",
-    # one API exchange's "no answer in time" and "answer too large", turned into KubeError
-    # by the client
-    "fioprobe.kube.exchange.Expired",
-    "fioprobe.kube.exchange.TooLarge",
+    # one HTTP exchange's "no answer in time" and "answer too large", turned into PushError
+    # by the Pushgateway's transport and into KubeError by the Kubernetes API client
+    "fioprobe.exchange.DeadlineHit",
+    "fioprobe.exchange.TooLarge",
 }
 
 

@@ -46,15 +46,17 @@ class Layer(NamedTuple):
     apart: bool = True
 
 
-#: The layers, lowest first. foundation: what every stage shares (errors, text, bounds...);
-#: kube/ reads the Kubernetes API, and beside it provision/ computes the provisioning probe's
-#: steps and failure reasons from objects' JSON (pure: neither imports the other); fio/ runs
-#: and reads fio; metrics/ is where a fio field becomes a metric; gateway/ is the Pushgateway
-#: client; publish/ keeps the totals between runs and pushes them; shared: what several
-#: stages above need (target/: a target's configuration and the safe ways to touch its
-#: volume; services/: local Prometheus and friends; results/: folders of fio results read);
-#: stages: one probe run (probe/), the dashboards evaluated and drawn (preview/); commands:
-#: the packages a command of cli/ runs, which nothing but cli/ imports; cli/; the entry point.
+#: The layers, lowest first. foundation: what every stage shares (errors, text, bounds...),
+#: and what stages of different layers share (one HTTP exchange under one deadline, for
+#: kube/ and gateway/: exchange); kube/ reads the Kubernetes API, and beside it provision/
+#: computes the provisioning probe's steps and failure reasons from objects' JSON (pure:
+#: neither imports the other); fio/ runs and reads fio; metrics/ is where a fio field becomes
+#: a metric; gateway/ is the Pushgateway client; publish/ keeps the totals between runs and
+#: pushes them; shared: what several stages above need (target/: a target's configuration and
+#: the safe ways to touch its volume; services/: local Prometheus and friends; results/:
+#: folders of fio results read); stages: one probe run (probe/), the dashboards evaluated and
+#: drawn (preview/); commands: the packages a command of cli/ runs, which nothing but cli/
+#: imports; cli/; the entry point.
 LAYERS: tuple[Layer, ...] = (
     Layer(
         "foundation",
@@ -66,6 +68,7 @@ LAYERS: tuple[Layer, ...] = (
             "fioprobe.thresholds",
             "fioprobe.grouping",
             "fioprobe.processes",
+            "fioprobe.exchange",
         ),
         apart=False,
     ),
@@ -95,9 +98,9 @@ LAYERS: tuple[Layer, ...] = (
 ORDER: dict[str, tuple[str, ...]] = {
     ROOT: (
         "__init__", "errors", "text", "bounds", "thresholds", "grouping", "processes",
-        "__main__",
+        "exchange", "__main__",
     ),
-    "fioprobe.kube": ("__init__", "exchange", "client", "nodes"),
+    "fioprobe.kube": ("__init__", "client", "nodes"),
     "fioprobe.provision": (
         "__init__", "shape", "timestamps", "objects", "attach", "observations", "steps",
         "events", "reasons", "cross_check",

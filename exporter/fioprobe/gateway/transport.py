@@ -8,7 +8,7 @@ Every request is one exchange with a hard deadline and without redirects. A Push
 redirects, so a 3xx is either a misconfiguration or someone trying to collect the basic-auth
 header; following it would send the credentials to whatever origin it names. A server that
 answers slowly, or never finishes, must not hold a CronJob past its schedule, so the deadline
-bounds the whole exchange, not each socket read (`fioprobe.gateway.deadline`).
+bounds the whole exchange, not each socket read (`fioprobe.exchange`).
 
 This module is only the way there and back: what is pushed is `fioprobe.gateway.api`'s, what
 an answer means is `fioprobe.gateway.readback`'s, so each can be read and tested without the
@@ -32,13 +32,9 @@ from dataclasses import dataclass
 from typing import IO, TypedDict, TypeVar, Unpack
 
 from fioprobe.errors import ExitCode, FioprobeError, UsageError
+from fioprobe.exchange import Deadline, DeadlineHit, TooLarge, read_body
 from fioprobe.gateway import defaults as push_defaults
-from fioprobe.gateway.deadline import (
-    Deadline,
-    DeadlineHit,
-    DeadlineHTTPHandler,
-    DeadlineHTTPSHandler,
-)
+from fioprobe.gateway.deadline import DeadlineHTTPHandler, DeadlineHTTPSHandler
 from fioprobe.gateway.settings import PushgatewayConfig
 from fioprobe.text import printable
 
@@ -49,6 +45,8 @@ ENV_PASSWORD = "FIOPROBE_PUSHGATEWAY_PASSWORD"
 
 #: The most of a refusal's body read for the error message.
 _REFUSAL_BODY_BYTES = 4096
+#: The most one read of an answer's body asks for; the limit is checked after each.
+_READ_BYTES = 1024 * 1024
 #: A credential file larger than this is not a credential (a wrong path, /dev/zero).
 _SECRET_FILE_LIMIT_BYTES = 64 * 1024
 
@@ -263,11 +261,13 @@ class Transport:
         try:
             with _opener(deadline, context).open(request, timeout=self.timeout_seconds) as answer:
                 content_type = answer.headers.get("Content-Type", "")
-                body = _read_body(answer, limit) if limit else b""
+                body = (
+                    read_body(answer, limit, strict=True, read_bytes=_READ_BYTES) if limit else b""
+                )
                 return _Answer(answer.status, content_type, body)
         except urllib.error.HTTPError as exc:
             raise self._refusal(exc) from None
-        except _TooLarge:
+        except TooLarge:
             raise _Final(
                 f"the answer of {redact(url)} is larger than {_size(limit)}, more than fioprobe "
                 "reads: not a Pushgateway answer fioprobe can use"
@@ -389,10 +389,6 @@ class _Transient(_Outcome):
     """An attempt's outcome that another attempt may not repeat."""
 
 
-class _TooLarge(Exception):
-    pass
-
-
 class RefuseRedirects(urllib.request.HTTPRedirectHandler):
     """An opener's redirect handler that follows no redirect: every 3xx ends the request.
 
@@ -441,31 +437,6 @@ def _opener(deadline: Deadline, context: ssl.SSLContext | None) -> urllib.reques
     ):
         opener.add_handler(handler)
     return opener
-
-
-def _read_body(answer: http.client.HTTPResponse, limit: int) -> bytes:
-    """The whole body, at most `limit` bytes; a body that stops short of its announced length
-    is an IncompleteRead (http.client's read(n) alone returns what came)."""
-    length = answer.length  # http.client's reading of Content-Length (None if absent/invalid)
-    if length is not None and length > limit:
-        raise _TooLarge
-    chunks: list[bytes] = []
-    size = 0
-    while True:  # each pass adds at least one byte or ends: at most limit + 1 passes
-        try:
-            chunk = answer.read(min(1024 * 1024, limit + 1 - size))
-        except ValueError:  # http.client's answer to a chunk size that is not hex
-            raise http.client.HTTPException("invalid chunked encoding") from None
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > limit:
-            raise _TooLarge
-    body = b"".join(chunks)
-    if length is not None and size < length:
-        raise http.client.IncompleteRead(body, length - size)
-    return body
 
 
 # --- validation of settings ---------------------------------------------------------------

@@ -10,9 +10,9 @@ transport, `fioprobe.gateway.transport`). The same rules hold here, for the same
   a Location would send the token to whatever origin it names (http.client follows nothing).
 - One deadline bounds each whole exchange (name resolution, connect, TLS, request, status,
   headers, body): socket timeouts bound each blocking call, not their sum, so a watchdog
-  shuts the socket down at the deadline. A call makes a bounded number of requests (a list
-  at most `MAX_PAGES`), so a call's time is bounded too. etcd's own disk being slow makes the
-  API slow: exactly when the probe must not wait on it.
+  shuts the socket down at the deadline (`fioprobe.exchange`). A call makes a bounded number
+  of requests (a list at most `MAX_PAGES`), so a call's time is bounded too. etcd's own disk
+  being slow makes the API slow: exactly when the probe must not wait on it.
 - An answer larger than `max_answer_bytes` is refused, and lists ask for object metadata only
   (PartialObjectMetadataList): a Node with its image list is tens of KiB, its name a few bytes.
 - The token is read from its file at every request: projected service account tokens expire
@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from fioprobe.errors import FioprobeError, UsageError
-from fioprobe.kube.exchange import Answer, Connection, Expired, TooLarge, Watchdog, read_body
+from fioprobe.exchange import Deadline, DeadlineHit, DeadlineHTTPSConnection, TooLarge, read_body
 from fioprobe.text import printable
 
 #: Where the kubelet mounts the pod's service account: token, CA and namespace.
@@ -58,6 +58,8 @@ PAGE_SIZE = 500
 MAX_PAGES = 20
 #: The most of a refusal's body read for its message (a Status object is a few hundred bytes).
 _REFUSAL_BYTES = 16 * 1024
+#: The most one read of an answer's body asks for; the limit is checked after each.
+_READ_BYTES = 256 * 1024
 #: A token file larger than this is not a token (a wrong path, /dev/zero). Tokens are ~1 KiB.
 _TOKEN_LIMIT_BYTES = 64 * 1024
 _USER_AGENT = "fioprobe"
@@ -102,6 +104,17 @@ class KubeNotFound(KubeError):
 class KubeBadAnswer(KubeError):
     """An answer that is not what the API sends: a redirect, another status, a body that is
     not JSON or not shaped as asked, or larger than the limit."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    """One answer of the API server: its status line, the Location of a redirect (for the
+    message) and the body, bounded."""
+
+    status: int
+    reason: str
+    location: str
+    body: bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,11 +247,13 @@ class KubeClient:
             raise KubeRefused(_hide(str(error), token), error.status)
         raise type(error)(_hide(str(error), token))
 
-    def _send(self, target: str, accept: str, token: str, asked: str) -> Answer:
+    def _send(self, target: str, accept: str, token: str, asked: str) -> _Answer:
         host, port = _split_server(self.server)
         context = self._tls(asked)  # before the deadline: reading files is not network time
-        watchdog = Watchdog(self.timeout_seconds)
-        connection = Connection(host, port, context=context, watchdog=watchdog)
+        deadline = Deadline(self.timeout_seconds)
+        connection = DeadlineHTTPSConnection(
+            host, port, timeout=deadline.seconds, context=context, deadline=deadline
+        )
         try:
             connection.request(
                 "GET",
@@ -248,16 +263,17 @@ class KubeClient:
             )  # fmt: skip
             response = connection.getresponse()
             ok = response.status == 200
-            body = read_body(response, self.max_answer_bytes if ok else _REFUSAL_BYTES, ok)
+            limit = self.max_answer_bytes if ok else _REFUSAL_BYTES
+            body = read_body(response, limit, strict=ok, read_bytes=_READ_BYTES)
             location = response.getheader("Location") or ""
-            return Answer(response.status, response.reason, location, body)
+            return _Answer(response.status, response.reason, location, body)
         except TooLarge:
             raise KubeBadAnswer(
                 f"{asked}: the answer of {self.server} is larger than "
                 f"{self.max_answer_bytes} bytes, more than fioprobe reads"
             ) from None
         except (OSError, http.client.HTTPException) as exc:
-            if watchdog.hit() or isinstance(exc, Expired):
+            if deadline.hit() or isinstance(exc, DeadlineHit):
                 raise KubeUnreachable(
                     f"{asked}: no complete answer from {self.server} within "
                     f"{self.timeout_seconds:g}s"
@@ -265,9 +281,9 @@ class KubeClient:
             raise self._network_problem(exc, asked) from None
         finally:
             connection.close()
-            watchdog.close()
+            deadline.close()
 
-    def _refusal(self, answer: Answer, asked: str) -> KubeError:
+    def _refusal(self, answer: _Answer, asked: str) -> KubeError:
         status = f"HTTP {answer.status}" + (
             f" {printable(answer.reason, 60)}" if answer.reason else ""
         )
