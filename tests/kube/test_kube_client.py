@@ -46,7 +46,7 @@ from fioprobe.probe import stagger
 from fioprobe.probe.members import MEMBERS_FILE, KnownMembers, LabelledMembers, members_file
 from fioprobe.target.config import load_config
 from support import kubeapi, services
-from support.stagger import jobs_dir, write_config
+from support.stagger_target import jobs_dir, write_config
 
 pytestmark = pytest.mark.slow
 

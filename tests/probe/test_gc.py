@@ -16,7 +16,7 @@ from fioprobe.gateway.api import push
 from fioprobe.gateway.transport import Transport
 from prometheus_client import CollectorRegistry, Gauge
 from support import services
-from support.gc import OWNER, groups, write_config
+from support.gc_owner import OWNER, groups, write_config
 
 CONFIGURED = [
     {"storageclass": "gp3", "profile": "etcd-fsync"},

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from conftest import fioprobe
 from support import services
-from support.gc import OWNER, groups, write_config
+from support.gc_owner import OWNER, groups, write_config
 
 #: A line break and an ANSI colour: what a tenant who can push to the gateway may plant.
 HOSTILE = "evil\nfioprobe: forged line\x1b[31m"

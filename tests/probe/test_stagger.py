@@ -37,7 +37,7 @@ from fioprobe.probe.slot import FIO_STOP_SECONDS
 from fioprobe.publish.state import GroupState
 from fioprobe.target.config import load_config
 from support import services
-from support.stagger import jobs_dir, write_config
+from support.stagger_target import jobs_dir, write_config
 
 # --- the slots -------------------------------------------------------------------------------
 
