@@ -76,6 +76,11 @@ class Deadline:
                 with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
 
+    def cut(self) -> None:
+        """End the exchange now, from any thread: as if the deadline had passed (a reader
+        that no longer wants the rest of a stream)."""
+        self._fire()
+
     def watch(self, sock: socket.socket) -> None:
         duplicate = sock.dup()
         with self._lock:

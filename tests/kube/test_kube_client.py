@@ -18,22 +18,18 @@ from __future__ import annotations
 
 import json
 import math
-import socket
-import ssl
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import gateway_group, gauge
-from fioprobe.kube.client import (
+from fioprobe.kube.client import KubeClient
+from fioprobe.kube.errors import (
     KubeBadAnswer,
-    KubeClient,
     KubeConfigError,
     KubeError,
     KubeNotFound,
@@ -46,6 +42,7 @@ from fioprobe.probe import stagger
 from fioprobe.probe.members import MEMBERS_FILE, KnownMembers, LabelledMembers, members_file
 from fioprobe.target.config import load_config
 from support import kubeapi, services
+from support.scripted_tls import ScriptedServer, reply
 from support.stagger_target import jobs_dir, write_config
 
 pytestmark = pytest.mark.slow
@@ -253,92 +250,17 @@ def test_from_pod_reads_the_pods_environment(tmp_path: Path) -> None:
 # --- a TLS server of the test's own ---------------------------------------------------------
 
 
-class ScriptedServer:
-    """HTTPS on 127.0.0.1 with the kube fixture's server certificate: every request is
-    recorded (its head) and answered with `answer(head)`'s bytes; None holds the connection
-    open, unanswered, until the server stops. `tls=False` never even answers the handshake."""
-
-    def __init__(
-        self, directory: Path, answer: Callable[[bytes], bytes | None], tls: bool = True
-    ) -> None:
-        self.heads: list[bytes] = []
-        self._answer = answer
-        self._context: ssl.SSLContext | None = None
-        if tls:
-            self._context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-            self._context.load_cert_chain(directory / "server.crt", directory / "server.key")
-        self._stop = threading.Event()
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self._listener.settimeout(0.1)
-        self.url = f"https://127.0.0.1:{self._listener.getsockname()[1]}"
-        self._threads: list[threading.Thread] = []
-        self._acceptor = threading.Thread(target=self._accept, daemon=True)
-
-    def __enter__(self) -> ScriptedServer:
-        self._acceptor.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._acceptor.join(5)
-        self._listener.close()
-        for thread in self._threads:
-            thread.join(5)
-
-    def _accept(self) -> None:
-        for _ in range(1000):  # bounded: a test makes a few requests
-            if self._stop.is_set():
-                return
-            try:
-                conn, _ = self._listener.accept()
-            except TimeoutError:
-                continue
-            thread = threading.Thread(target=self._serve, args=(conn,), daemon=True)
-            self._threads.append(thread)
-            thread.start()
-
-    def _serve(self, raw: socket.socket) -> None:
-        with raw:
-            try:
-                raw.settimeout(10)
-                if self._context is None:
-                    self._stop.wait(30)
-                    return
-                with self._context.wrap_socket(raw, server_side=True) as conn:
-                    head = b""
-                    while b"\r\n\r\n" not in head and len(head) < 65536:
-                        data = conn.recv(4096)
-                        if not data:
-                            return
-                        head += data
-                    self.heads.append(head)
-                    reply = self._answer(head)
-                    if reply is None:
-                        self._stop.wait(30)
-                        return
-                    conn.sendall(reply)
-            except OSError:
-                pass  # the client hung up (a deadline) or refused the certificate
-
-
-def _reply(status: str, body: bytes, headers: dict[str, str] | None = None) -> bytes:
-    fields = {"Content-Type": "application/json", "Content-Length": str(len(body)),
-              "Connection": "close", **(headers or {})}  # fmt: skip
-    head = f"HTTP/1.1 {status}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in fields.items())
-    return head.encode() + b"\r\n" + body
-
-
 def _client(server: ScriptedServer, cluster: Cluster, **options: Any) -> KubeClient:
     return KubeClient(server.url, cluster.token_file, cluster.kube.ca_file, **options)
 
 
 def test_malformed_json_redirects_and_large_answers_are_refused(cluster: Cluster) -> None:
     answers = {
-        b"/api/v1/nodes/broken": _reply("200 OK", b'{"kind": "Node", "metadata": {'),
-        b"/api/v1/nodes/list": _reply("200 OK", b"[1, 2]"),
-        b"/api/v1/nodes/moved": _reply("302 Found", b"", {"Location": "https://example.org/x"}),
-        b"/api/v1/nodes/huge": _reply("200 OK", b"x" * 5000),
-        b"/api/v1/nodes/busy": _reply("503 Service Unavailable", b'{"message": "etcd slow"}'),
+        b"/api/v1/nodes/broken": reply("200 OK", b'{"kind": "Node", "metadata": {'),
+        b"/api/v1/nodes/list": reply("200 OK", b"[1, 2]"),
+        b"/api/v1/nodes/moved": reply("302 Found", b"", {"Location": "https://example.org/x"}),
+        b"/api/v1/nodes/huge": reply("200 OK", b"x" * 5000),
+        b"/api/v1/nodes/busy": reply("503 Service Unavailable", b'{"message": "etcd slow"}'),
     }
 
     def answer(head: bytes) -> bytes | None:
@@ -367,7 +289,7 @@ def test_the_token_is_read_at_every_request(cluster: Cluster, tmp_path: Path) ->
     """Projected tokens rotate: the kubelet rewrites the file, the next request uses it."""
     token_file = tmp_path / "token"
     node = json.dumps({"kind": "Node", "metadata": {"name": "cp-1"}}).encode()
-    with ScriptedServer(cluster.kube.directory, lambda _: _reply("200 OK", node)) as server:
+    with ScriptedServer(cluster.kube.directory, lambda _: reply("200 OK", node)) as server:
         client = KubeClient(server.url, token_file, cluster.kube.ca_file)
         for token in ("first.token.value", "second.token.value"):
             token_file.write_text(token)
@@ -467,7 +389,7 @@ def test_the_read_right_before_a_run_takes_two_seconds_at_most(
 
     def answer(_: bytes) -> bytes | None:
         answered.append(1)
-        return _reply("200 OK", json.dumps(page).encode()) if len(answered) <= 2 else None
+        return reply("200 OK", json.dumps(page).encode()) if len(answered) <= 2 else None
 
     with ScriptedServer(cluster.kube.directory, answer) as server:
         members = _members(tmp_path, _client(server, cluster))

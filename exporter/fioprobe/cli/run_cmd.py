@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         if args.member:
             members = kept.ListedMembers(tuple(args.member))
         else:
-            from fioprobe.kube.client import KubeConfigError
+            from fioprobe.kube.errors import KubeConfigError
 
             try:
                 members = kept.labelled_members(config, args.members_label)

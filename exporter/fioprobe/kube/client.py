@@ -1,27 +1,30 @@
-"""A read-only Kubernetes API client: GET of JSON from the API server, from inside a pod.
+"""A Kubernetes API client: JSON over HTTPS from inside a pod (get, list, create, delete, watch).
 
-Why its own and not the Kubernetes Python client: fioprobe needs one verb on a few resources,
+Why its own and not the Kubernetes Python client: fioprobe needs four verbs on a few resources,
 and its image keeps its HTTP to the standard library, hardened once (the Pushgateway's
 transport, `fioprobe.gateway.transport`). The same rules hold here, for the same reasons:
 
 - The server's certificate is verified against the pod's CA file, never skipped: the request
   carries the service account's bearer token.
-- No redirect is followed: the API server never redirects a GET of a resource, and following
-  a Location would send the token to whatever origin it names (http.client follows nothing).
+- No redirect is followed: the API server never redirects a request for a resource, and
+  following a Location would send the token to whatever origin it names (http.client follows
+  nothing).
 - One deadline bounds each whole exchange (name resolution, connect, TLS, request, status,
   headers, body): socket timeouts bound each blocking call, not their sum, so a watchdog
   shuts the socket down at the deadline (`fioprobe.exchange`). A call makes a bounded number
   of requests (a list at most `MAX_PAGES`), so a call's time is bounded too. etcd's own disk
-  being slow makes the API slow: exactly when the probe must not wait on it.
+  being slow makes the API slow: exactly when the probe must not wait on it. A watch is one
+  long exchange under a deadline of its own (`fioprobe.kube.watch`).
 - An answer larger than `max_answer_bytes` is refused, and lists ask for object metadata only
   (PartialObjectMetadataList): a Node with its image list is tens of KiB, its name a few bytes.
 - The token is read from its file at every request: projected service account tokens expire
   and the kubelet rewrites the file (about hourly); a token kept in memory would stop working.
   It never appears in a message: every message is built without it and scrubbed of it.
 
-Each failure is a `KubeError` subclass whose message says what was asked (the caller's words
-and the request line): unreachable, untrusted certificate, refused (401/403, with the API's
-own message), not found, or an answer that cannot be used.
+Each failure is a `KubeError` subclass (`fioprobe.kube.errors`) whose message says what was
+asked (the caller's words and the request line): unreachable, untrusted certificate, refused
+(401/403, with the API's own message), not found, a conflict, an invalid object, or an answer
+that cannot be used.
 """
 
 from __future__ import annotations
@@ -34,13 +37,24 @@ import os
 import ssl
 import stat
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fioprobe.errors import FioprobeError, UsageError
 from fioprobe.exchange import Deadline, DeadlineHit, DeadlineHTTPSConnection, TooLarge, read_body
+from fioprobe.kube.errors import (
+    KubeBadAnswer,
+    KubeConfigError,
+    KubeConflict,
+    KubeError,
+    KubeInvalid,
+    KubeNotFound,
+    KubeRefused,
+    KubeUnreachable,
+    KubeUntrusted,
+)
+from fioprobe.kube.stream import Stream
 from fioprobe.text import printable
 
 #: Where the kubelet mounts the pod's service account: token, CA and namespace.
@@ -67,43 +81,6 @@ _JSON = "application/json"
 #: Ask for the objects' metadata alone, with the full list as the fallback of a server too old
 #: to make it (meta.k8s.io/v1 came with Kubernetes 1.15).
 _METADATA_LIST = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json"
-
-
-class KubeError(FioprobeError):
-    """The Kubernetes API could not be asked, refused, or answered what cannot be used.
-
-    Exit status 2 (nothing was run); callers that have a fallback catch it."""
-
-
-class KubeConfigError(KubeError, UsageError):
-    """Where or how to reach the API is missing or cannot work (no pod environment, an
-    unreadable token or CA file, a bad server URL): no retry can help."""
-
-
-class KubeUnreachable(KubeError):
-    """No answer: refused connection, a name that does not resolve, the deadline, a
-    broken-off answer, or a server that says it is unavailable (5xx, 429)."""
-
-
-class KubeUntrusted(KubeError):
-    """The server's TLS certificate is not signed by the CA file (or names another host)."""
-
-
-class KubeRefused(KubeError):
-    """HTTP 401 (the token was not accepted) or 403 (the service account may not do this)."""
-
-    def __init__(self, message: str, status: int) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-class KubeNotFound(KubeError):
-    """HTTP 404: the object, or the resource itself, does not exist."""
-
-
-class KubeBadAnswer(KubeError):
-    """An answer that is not what the API sends: a redirect, another status, a body that is
-    not JSON or not shaped as asked, or larger than the limit."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,131 +163,276 @@ class KubeClient:
 
         `what` says, in the caller's words, what was asked ("listing the nodes labelled
         x"): every error message starts with it and the request line."""
-        target = _target(path, query)
-        body = self._exchange(target, accept, what)
-        try:
-            parsed: object = json.loads(body.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-            problem = getattr(exc, "msg", None) or type(exc).__name__
-            raise KubeBadAnswer(
-                f"{what} (GET {target}): {self.server} answered something that is not JSON "
-                f"({problem})"
-            ) from None
-        if not isinstance(parsed, dict):
-            raise KubeBadAnswer(
-                f"{what} (GET {target}): {self.server} answered JSON that is not an object"
-            )
-        return parsed
+        return self._json("GET", path, query, what, accept=accept)
+
+    def create(self, path: str, obj: Mapping[str, Any], *, what: str) -> dict[str, Any]:
+        """POST `obj` into the collection at `path` (e.g. /api/v1/namespaces/x/pods); the
+        object as the API server stored it (its uid and resourceVersion filled in)."""
+        return self._json("POST", path, None, what, body=obj, ok=(200, 201, 202))
+
+    def delete(
+        self,
+        path: str,
+        *,
+        what: str,
+        uid: str | None = None,
+        grace_seconds: int | None = None,
+    ) -> dict[str, Any]:
+        """DELETE the object at `path`, its dependents in the background; what the API
+        answered (the object, now being deleted, or a Status).
+
+        With `uid`, only that very object: a namesake made since (someone else's) is refused
+        as a conflict, never deleted. A 404 is KubeNotFound: whether gone is fine is the
+        caller's to say."""
+        options: dict[str, Any] = {
+            "kind": "DeleteOptions",
+            "apiVersion": "v1",
+            "propagationPolicy": "Background",
+        }
+        if uid is not None:
+            options["preconditions"] = {"uid": uid}
+        if grace_seconds is not None:
+            options["gracePeriodSeconds"] = grace_seconds
+        return self._json("DELETE", path, None, what, body=options, ok=(200, 202))
 
     def list_names(self, path: str, *, what: str, label_selector: str | None = None) -> list[str]:
         """The names of the objects a list of `path` holds (e.g. /api/v1/nodes), only those
         matching `label_selector` when given; page by page, at most MAX_PAGES pages."""
         names: list[str] = []
+        for items, shown, _ in self._pages(path, what, label_selector, None, _METADATA_LIST):
+            names.extend(_object_name(item, shown) for item in items)
+        return names
+
+    def list_objects(
+        self,
+        path: str,
+        *,
+        what: str,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> tuple[list[dict[str, Any]], str]:
+        """The whole objects of the list at `path` and the list's resourceVersion (where a
+        watch of the same list starts, missing nothing in between); at most MAX_PAGES
+        pages, one snapshot (the pages of a list share the first page's version)."""
+        objects: list[dict[str, Any]] = []
+        version = ""
+        for items, shown, page_version in self._pages(
+            path, what, label_selector, field_selector, _JSON
+        ):
+            for item in items:
+                _object_name(item, shown)
+                objects.append(item)
+            version = version or page_version
+        return objects, version
+
+    def stream(self, path: str, *, what: str, query: Mapping[str, str], seconds: float) -> Stream:
+        """GET `path` and keep its answer open to be read as it comes (a watch), for at most
+        `seconds`. Any status but 200 is the KubeError it stands for. The reader releases
+        the stream."""
+        target = _target(path, query)
+        asked = f"{what} (GET {target})"
+        token = self._token(asked)
+        try:
+            connection, response, deadline = self._open(
+                "GET", target, _JSON, token, asked, None, seconds
+            )
+            if response.status == 200:
+                return Stream(connection, response, deadline, asked, self.server)
+            try:
+                answer = self._read(response, deadline, asked, ok=False)
+            finally:
+                connection.close()
+                deadline.close()
+            raise self._refusal(answer, asked)
+        except KubeError as exc:
+            raise _scrubbed(exc, token) from None
+
+    def _pages(
+        self,
+        path: str,
+        what: str,
+        label_selector: str | None,
+        field_selector: str | None,
+        accept: str,
+    ) -> Iterator[tuple[list[Any], str, str]]:
+        """Each page of a list: its items, how to name the request in a message, and the
+        list's resourceVersion."""
         token = ""
         for _ in range(MAX_PAGES):
             query = {"limit": str(PAGE_SIZE)}
             if label_selector is not None:
                 query["labelSelector"] = label_selector
+            if field_selector is not None:
+                query["fieldSelector"] = field_selector
             if token:
                 query["continue"] = token
-            answer = self.get(path, what=what, query=query, accept=_METADATA_LIST)
+            answer = self.get(path, what=what, query=query, accept=accept)
             shown = f"{what} (GET {_target(path, query)}): {self.server} answered"
             items = answer.get("items")
             if "items" not in answer or not isinstance(items, list | None):
                 raise KubeBadAnswer(f"{shown} a {_kind(answer)}, not a list")
-            for item in items or ():
-                names.append(_object_name(item, shown))
             metadata = answer.get("metadata")
-            token = metadata.get("continue", "") if isinstance(metadata, dict) else ""
+            metadata = metadata if isinstance(metadata, dict) else {}
+            token = metadata.get("continue", "")
             if not isinstance(token, str) or len(token) > 64 * 1024:
                 raise KubeBadAnswer(f"{shown} a list whose continue token is not a string")
+            version = metadata.get("resourceVersion", "")
+            if not isinstance(version, str) or len(version) > 256:
+                raise KubeBadAnswer(f"{shown} a list whose resourceVersion is not a string")
+            yield items or [], shown, version
             if not token:
-                return names
+                return
         raise KubeBadAnswer(
             f"{what} (GET {path}): more than {MAX_PAGES * PAGE_SIZE} objects, more than "
             "fioprobe reads in one list"
         )
 
-    def _exchange(self, target: str, accept: str, what: str) -> bytes:
-        """One GET within the deadline: the body of a 200, or the KubeError it stands for,
-        its message scrubbed of the token."""
-        asked = f"{what} (GET {target})"
+    def _json(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str] | None,
+        what: str,
+        *,
+        accept: str = _JSON,
+        body: Mapping[str, Any] | None = None,
+        ok: tuple[int, ...] = (200,),
+    ) -> dict[str, Any]:
+        """One request whose answer is a JSON object: the object, or the KubeError the
+        answer stands for."""
+        target = _target(path, query)
+        sent = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        raw = self._exchange(method, target, accept, what, sent, ok)
+        try:
+            parsed: object = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            problem = getattr(exc, "msg", None) or type(exc).__name__
+            raise KubeBadAnswer(
+                f"{what} ({method} {target}): {self.server} answered something that is not "
+                f"JSON ({problem})"
+            ) from None
+        if not isinstance(parsed, dict):
+            raise KubeBadAnswer(
+                f"{what} ({method} {target}): {self.server} answered JSON that is not an object"
+            )
+        return parsed
+
+    def _exchange(
+        self,
+        method: str,
+        target: str,
+        accept: str,
+        what: str,
+        body: bytes | None,
+        ok: tuple[int, ...],
+    ) -> bytes:
+        """One request within the deadline: the body of an answer whose status is `ok`, or
+        the KubeError it stands for, its message scrubbed of the token."""
+        asked = f"{what} ({method} {target})"
         token = self._token(asked)
         try:
-            answer = self._send(target, accept, token, asked)
+            connection, response, deadline = self._open(
+                method, target, accept, token, asked, body, self.timeout_seconds
+            )
+            try:
+                answer = self._read(response, deadline, asked, ok=response.status in ok)
+            finally:
+                connection.close()
+                deadline.close()
+            if answer.status in ok:
+                return answer.body
+            raise self._refusal(answer, asked)
         except KubeError as exc:
-            raise type(exc)(_hide(str(exc), token)) from None
-        if answer.status == 200:
-            return answer.body
-        error = self._refusal(answer, asked)
-        if isinstance(error, KubeRefused):
-            raise KubeRefused(_hide(str(error), token), error.status)
-        raise type(error)(_hide(str(error), token))
+            raise _scrubbed(exc, token) from None
 
-    def _send(self, target: str, accept: str, token: str, asked: str) -> _Answer:
+    def _open(
+        self,
+        method: str,
+        target: str,
+        accept: str,
+        token: str,
+        asked: str,
+        body: bytes | None,
+        seconds: float,
+    ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse, Deadline]:
+        """Send the request and read the answer's status and headers, within a deadline of
+        `seconds` that keeps running for the body: the caller reads it, then closes both."""
         host, port = _split_server(self.server)
         context = self._tls(asked)  # before the deadline: reading files is not network time
-        deadline = Deadline(self.timeout_seconds)
+        deadline = Deadline(seconds)
         connection = DeadlineHTTPSConnection(
             host, port, timeout=deadline.seconds, context=context, deadline=deadline
         )
+        headers = {"Authorization": f"Bearer {token}", "Accept": accept, "User-Agent": _USER_AGENT}
+        if body is not None:
+            headers["Content-Type"] = _JSON
         try:
-            connection.request(
-                "GET",
-                target,
-                headers={"Authorization": f"Bearer {token}", "Accept": accept,
-                         "User-Agent": _USER_AGENT},
-            )  # fmt: skip
-            response = connection.getresponse()
-            ok = response.status == 200
-            limit = self.max_answer_bytes if ok else _REFUSAL_BYTES
+            connection.request(method, target, body=body, headers=headers)
+            return connection, connection.getresponse(), deadline
+        except (OSError, http.client.HTTPException) as exc:
+            connection.close()
+            deadline.close()
+            raise self._failed(exc, deadline, asked) from None
+
+    def _read(
+        self, response: http.client.HTTPResponse, deadline: Deadline, asked: str, *, ok: bool
+    ) -> _Answer:
+        """The answer with its body: whole and within the limit when `ok` (an answer to
+        use), else what fits of it (a refusal, read for its message)."""
+        limit = self.max_answer_bytes if ok else _REFUSAL_BYTES
+        try:
             body = read_body(response, limit, strict=ok, read_bytes=_READ_BYTES)
-            location = response.getheader("Location") or ""
-            return _Answer(response.status, response.reason, location, body)
         except TooLarge:
             raise KubeBadAnswer(
                 f"{asked}: the answer of {self.server} is larger than "
                 f"{self.max_answer_bytes} bytes, more than fioprobe reads"
             ) from None
         except (OSError, http.client.HTTPException) as exc:
-            if deadline.hit() or isinstance(exc, DeadlineHit):
-                raise KubeUnreachable(
-                    f"{asked}: no complete answer from {self.server} within "
-                    f"{self.timeout_seconds:g}s"
-                ) from None
-            raise self._network_problem(exc, asked) from None
-        finally:
-            connection.close()
-            deadline.close()
+            raise self._failed(exc, deadline, asked) from None
+        location = response.getheader("Location") or ""
+        return _Answer(response.status, response.reason, location, body)
+
+    def _failed(self, exc: BaseException, deadline: Deadline, asked: str) -> KubeError:
+        if deadline.hit() or isinstance(exc, DeadlineHit):
+            return KubeUnreachable(
+                f"{asked}: no complete answer from {self.server} within {deadline.seconds:g}s"
+            )
+        return self._network_problem(exc, asked)
 
     def _refusal(self, answer: _Answer, asked: str) -> KubeError:
         status = f"HTTP {answer.status}" + (
             f" {printable(answer.reason, 60)}" if answer.reason else ""
         )
-        said = _api_message(answer.body)
+        said, status_object = _api_message(answer.body)
         tail = f": {said}" if said else ""
         where = f"{asked}: {self.server} answered {status}"
-        if 300 <= answer.status < 400:
+        code = answer.status
+        if 300 <= code < 400:
             location = printable(answer.location, 200)
             return KubeBadAnswer(
                 f"{where} (a redirect{' to ' + location if location else ''}); the API server "
-                "does not redirect, refusing to follow"
+                "does not redirect, refusing to follow",
+                code,
             )
-        if answer.status == 401:
+        if code == 401:
             return KubeRefused(
                 f"{where}{tail} (the service account token in {self.token_file} was not "
                 "accepted: expired, or of another cluster)",
-                401,
+                code,
+                status_object,
             )
-        if answer.status == 403:
+        if code == 403:
             return KubeRefused(
-                f"{where}{tail} (the pod's service account is not allowed to: see its RBAC)", 403
+                f"{where}{tail} (the pod's service account is not allowed to: see its RBAC)",
+                code,
+                status_object,
             )
-        if answer.status == 404:
-            return KubeNotFound(f"{where}{tail}")
-        if answer.status == 429 or answer.status >= 500:
-            return KubeUnreachable(f"{where}{tail}")
-        return KubeBadAnswer(f"{where}{tail}")
+        kinds: dict[int, type[KubeError]] = {404: KubeNotFound, 409: KubeConflict, 422: KubeInvalid}
+        if code in kinds:
+            return kinds[code](f"{where}{tail}", code, status_object)
+        if code == 429 or code >= 500:
+            return KubeUnreachable(f"{where}{tail}", code, status_object)
+        return KubeBadAnswer(f"{where}{tail}", code, status_object)
 
     def _network_problem(self, exc: BaseException, asked: str) -> KubeError:
         if isinstance(exc, ssl.SSLCertVerificationError):
@@ -421,14 +543,21 @@ def _kind(answer: dict[str, Any]) -> str:
     return printable(kind, 60) if isinstance(kind, str) and kind else "JSON object"
 
 
-def _api_message(body: bytes) -> str:
-    """What a refusal says: the `message` of the API's Status object, else its text."""
+def _api_message(body: bytes) -> tuple[str, dict[str, Any] | None]:
+    """What a refusal says: the `message` of the API's Status object, else its text; and the
+    Status object itself when the body was one."""
     text = body.decode("utf-8", errors="replace")
     with contextlib.suppress(ValueError, RecursionError):
         parsed: object = json.loads(text)
         if isinstance(parsed, dict) and isinstance(parsed.get("message"), str):
-            return printable(parsed["message"], 400)
-    return printable(text, 300)
+            status_object = parsed if parsed.get("kind") == "Status" else None
+            return printable(parsed["message"], 400), status_object
+    return printable(text, 300), None
+
+
+def _scrubbed(error: KubeError, token: str) -> KubeError:
+    """`error` again, its message without the token (its status and Status object kept)."""
+    return type(error)(_hide(str(error), token), error.status, error.answer)
 
 
 def _hide(text: str, token: str) -> str:

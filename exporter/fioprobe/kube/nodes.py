@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from fioprobe.kube.client import KubeClient, KubeConfigError
+from fioprobe.kube.client import KubeClient
+from fioprobe.kube.errors import KubeConfigError
 
 #: The role labels of control-plane nodes: today's, and the one before it (still OpenShift's).
 CONTROL_PLANE_LABELS = ("node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master")

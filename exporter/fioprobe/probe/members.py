@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol, TypeGuard
 
-from fioprobe.kube.client import KubeClient, KubeError
+from fioprobe.kube.client import KubeClient
+from fioprobe.kube.errors import KubeError
 from fioprobe.kube.nodes import nodes_with_any_label
 from fioprobe.probe import stagger
 from fioprobe.publish.statefile import (
