@@ -138,12 +138,12 @@ def test_delete_with_the_uid_deletes_only_that_object(account: Account) -> None:
     with pytest.raises(KubeConflict) as other:
         client.delete(path, what="deleting claim c-delete", uid="not-its-uid")
     assert other.value.status == 409
-    assert (
-        "the UID in the precondition (not-its-uid) does not match the UID in record"
-        in str(other.value)
+    assert "the UID in the precondition (not-its-uid) does not match the UID in record" in str(
+        other.value
     )
-    assert client.get(path, what="reading claim c-delete")["metadata"]["uid"] == (
-        made["metadata"]["uid"]
+    assert (
+        client.get(path, what="reading claim c-delete")["metadata"]["uid"]
+        == (made["metadata"]["uid"])
     )
     client.delete(path, what="deleting claim c-delete", uid=made["metadata"]["uid"])
 
@@ -325,8 +325,18 @@ def _stream_head() -> bytes:
 
 
 def _event(name: str) -> bytes:
-    return json.dumps({"type": "ADDED", "object": {"kind": "PersistentVolumeClaim",
-                       "metadata": {"name": name, "resourceVersion": "7"}}}).encode() + b"\n"
+    return (
+        json.dumps(
+            {
+                "type": "ADDED",
+                "object": {
+                    "kind": "PersistentVolumeClaim",
+                    "metadata": {"name": name, "resourceVersion": "7"},
+                },
+            }
+        ).encode()
+        + b"\n"
+    )
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ too old) is delivered like any other; listing again is the caller's (it knows wh
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -74,7 +75,7 @@ class Watch:
         self.grace_seconds = grace_seconds
         self.line_bytes = line_bytes
         self._stream: Stream | None = None
-        self._closed = False
+        self._closed = threading.Event()  # set by `close`, from any thread
 
     def deliveries(self) -> Iterator[Delivery]:
         """Open the watch and yield each event as it arrives; return when the server ends
@@ -91,14 +92,14 @@ class Watch:
             query["labelSelector"] = self.label_selector
         if self.field_selector is not None:
             query["fieldSelector"] = self.field_selector
-        if self._closed:
+        if self._closed.is_set():
             return
         stream = self.client.stream(
             self.path, what=self.what, query=query, seconds=self.seconds + self.grace_seconds
         )
         self._stream = stream
         try:
-            if self._closed:  # closed while it was being opened
+            if self._closed.is_set():  # closed while it was being opened
                 return
             while line := stream.readline(self.line_bytes):
                 at = time.monotonic()
@@ -115,7 +116,7 @@ class Watch:
     def close(self) -> None:
         """End the watch now; its reader returns without an error. Safe from any thread,
         before, during or after `deliveries`."""
-        self._closed = True
+        self._closed.set()
         if self._stream is not None:
             self._stream.close()
 
