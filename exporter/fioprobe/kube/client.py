@@ -80,7 +80,7 @@ _USER_AGENT = "fioprobe"
 _JSON = "application/json"
 #: Ask for the objects' metadata alone, with the full list as the fallback of a server too old
 #: to make it (meta.k8s.io/v1 came with Kubernetes 1.15).
-_METADATA_LIST = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json"
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,7 +199,7 @@ class KubeClient:
         """The names of the objects a list of `path` holds (e.g. /api/v1/nodes), only those
         matching `label_selector` when given; page by page, at most MAX_PAGES pages."""
         names: list[str] = []
-        for items, shown, _ in self._pages(path, what, label_selector, None, _METADATA_LIST):
+        for items, shown, _ in self._pages(path, what, label_selector, None, METADATA_LIST):
             names.extend(_object_name(item, shown) for item in items)
         return names
 
@@ -422,11 +422,11 @@ class KubeClient:
                 status_object,
             )
         if code == 403:
-            return KubeRefused(
-                f"{where}{tail} (the pod's service account is not allowed to: see its RBAC)",
-                code,
-                status_object,
-            )
+            # The authorizer names the user it refused; an admission plugin (a quota, Pod
+            # Security, a missing service account) says what it refused, and RBAC is no help.
+            rbac = ' is forbidden: User "' in said or not said
+            hint = " (the pod's service account is not allowed to: see its RBAC)" if rbac else ""
+            return KubeRefused(f"{where}{tail}{hint}", code, status_object)
         kinds: dict[int, type[KubeError]] = {404: KubeNotFound, 409: KubeConflict, 422: KubeInvalid}
         if code in kinds:
             return kinds[code](f"{where}{tail}", code, status_object)

@@ -1,0 +1,249 @@
+"""A provisioning run against a real kube-apiserver (`support.kubeapi`): RBAC on, the probe's
+namespace under the restricted Pod Security standard, the service account allowed exactly
+what docs/PROVISIONING.md lists.
+
+This API server runs no controllers, no scheduler and no kubelet: nothing provisions, binds,
+schedules or deletes past the API. That is the world of a stopped provisioner or scheduler,
+so the runs here fail at the step that waits on them, with `deadline`, and say so; the
+whole path, with a real provisioner and kubelet, is the e2e's (tests/e2e). What is checked
+here: the objects the run creates (admitted under restricted Pod Security, labelled), which
+step fails and why, what a class that keeps its volumes or does not exist does, and that
+the next run removes what a killed run left, and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fioprobe.kube.client import KubeClient
+from fioprobe.provision.manifests import OWNER_LABEL, SLOT_LABEL, RunSpec, slot_of
+from fioprobe.provision.reasons import Reason
+from fioprobe.provision.runner import ProvisionRun
+from fioprobe.provision.steps import Step
+from support import kubeapi, services
+
+pytestmark = pytest.mark.slow
+
+kube_apiserver = kubeapi.kube_apiserver
+
+NAMESPACE = "fioprobe-provision"
+ACCOUNT = "fioprobe-provision"
+OWNER = "fioprobe-provision-test"
+CLAIMS = f"/api/v1/namespaces/{NAMESPACE}/persistentvolumeclaims"
+PODS = f"/api/v1/namespaces/{NAMESPACE}/pods"
+#: What the probe's service account may do: only in its namespace, claims and pods and the
+#: events; cluster-wide, read the storage objects.
+NAMESPACED = [
+    {"apiGroups": [""], "resources": ["persistentvolumeclaims", "pods"],
+     "verbs": ["create", "get", "list", "watch", "delete"]},
+    {"apiGroups": [""], "resources": ["events"], "verbs": ["list", "watch"]},
+]  # fmt: skip
+CLUSTER = [
+    {"apiGroups": [""], "resources": ["persistentvolumes"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["storage.k8s.io"], "resources": ["storageclasses", "volumeattachments"],
+     "verbs": ["get", "list", "watch"]},
+]  # fmt: skip
+
+
+def _class(name: str, mode: str, reclaim: str = "Delete") -> dict[str, Any]:
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+            "metadata": {"name": name}, "provisioner": "example.com/does-not-exist",
+            "volumeBindingMode": mode, "reclaimPolicy": reclaim}  # fmt: skip
+
+
+@dataclass
+class Cluster:
+    kube: kubeapi.Kube
+    token_file: Path
+
+    def client(self) -> KubeClient:
+        return KubeClient(self.kube.url, self.token_file, self.kube.ca_file)
+
+    def spec(self, storage_class: str, node: str | None = None) -> RunSpec:
+        return RunSpec(owner=OWNER, storage_class=storage_class, namespace=NAMESPACE,
+                       size="1Gi", image="fioprobe:test", node=node)  # fmt: skip
+
+    def names(self, resource: str) -> set[str]:
+        got = self.kube.kubectl("get", resource, "-n", NAMESPACE, "-o", "json")
+        assert got.returncode == 0, got.stderr
+        return {
+            item["metadata"]["name"] for item in json.loads(got.stdout)["items"]
+            if not item["metadata"].get("deletionTimestamp")
+        }  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def cluster(kube_apiserver: kubeapi.Kube, tmp_path_factory: pytest.TempPathFactory) -> Cluster:
+    kube = kube_apiserver
+    restricted = {f"pod-security.kubernetes.io/{mode}": "restricted"
+                  for mode in ("enforce", "audit", "warn")}  # fmt: skip
+    kube.apply(
+        [
+            {"apiVersion": "v1", "kind": "Namespace",
+             "metadata": {"name": NAMESPACE, "labels": restricted}},
+            {"apiVersion": "v1", "kind": "ServiceAccount",
+             "metadata": {"name": ACCOUNT, "namespace": NAMESPACE}},
+            # What the controller-manager makes in every namespace (this server runs none):
+            # the test pods run as it, with no token mounted.
+            {"apiVersion": "v1", "kind": "ServiceAccount",
+             "metadata": {"name": "default", "namespace": NAMESPACE}},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+             "metadata": {"name": ACCOUNT, "namespace": NAMESPACE}, "rules": NAMESPACED},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+             "metadata": {"name": ACCOUNT, "namespace": NAMESPACE},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                         "name": ACCOUNT},
+             "subjects": [{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": NAMESPACE}]},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+             "metadata": {"name": ACCOUNT}, "rules": CLUSTER},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+             "metadata": {"name": ACCOUNT},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                         "name": ACCOUNT},
+             "subjects": [{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": NAMESPACE}]},
+            _class("nowhere-immediate", "Immediate"),
+            _class("nowhere-wait", "WaitForFirstConsumer"),
+            _class("kept", "Immediate", reclaim="Retain"),
+        ]
+    )  # fmt: skip
+    token = kube.kubectl("create", "token", ACCOUNT, "-n", NAMESPACE, "--duration=1h")
+    assert token.returncode == 0, token.stderr
+    token_file = tmp_path_factory.mktemp("serviceaccount") / "token"
+    token_file.write_text(token.stdout.strip())
+    made = Cluster(kube, token_file)
+
+    def granted() -> bool:  # the authorizer learns the bindings from a watch: a moment
+        can = kube.kubectl("auth", "can-i", "watch", "volumeattachments.storage.k8s.io",
+                           f"--as=system:serviceaccount:{NAMESPACE}:{ACCOUNT}")  # fmt: skip
+        return can.stdout.strip() == "yes"
+
+    services.wait_for(granted, timeout=60, what="the bindings to take effect")
+    return made
+
+
+def test_immediate_with_no_provisioner_fails_in_bound_and_never_makes_the_pod(
+    cluster: Cluster,
+) -> None:
+    run = ProvisionRun(cluster.client(), cluster.spec("nowhere-immediate"),
+                       deadlines={Step.BOUND: 3.0})  # fmt: skip
+    result = run.execute()
+    assert result.failure is not None, result.log
+    assert (result.failure.reason, result.failure.step) == (Reason.DEADLINE, Step.BOUND)
+    assert result.failure.message.startswith("step bound not done after 3s")
+    assert [t.step for t in result.steps] == [Step.CREATED]
+    assert result.steps[0].direct and 0 < result.steps[0].seconds < 30
+    assert result.skipped is None and not result.success
+    assert run.objects.pod not in cluster.names("pods")  # Immediate: no pod before Bound
+    assert run.objects.claim not in cluster.names("pvc")  # deleted (its finalizer may hold it)
+    assert "failed in bound: deadline: step bound not done after 3s" in result.log
+
+
+def test_wait_for_first_consumer_admits_the_restricted_pod_and_fails_in_scheduled(
+    cluster: Cluster,
+) -> None:
+    """The pod is created at once and admitted under restricted Pod Security (a refusal
+    would end the run as `forbidden`); with no scheduler it is never placed. Deleted before
+    it was scheduled, it is gone at once: the deletion's first step is timed."""
+    run = ProvisionRun(cluster.client(), cluster.spec("nowhere-wait", node="node-1"),
+                       deadlines={Step.SCHEDULED: 3.0})  # fmt: skip
+    result = run.execute()
+    assert result.failure is not None, result.log
+    assert (result.failure.reason, result.failure.step) == (Reason.DEADLINE, Step.SCHEDULED), (
+        "\n".join(result.log)
+    )
+    assert [t.step for t in result.steps] == [Step.CREATED, Step.POD_DELETED], (
+        result.absent,
+        result.log,
+    )
+    assert result.left == ()
+    assert run.objects.pod not in cluster.names("pods")
+
+
+def test_a_class_that_keeps_its_volumes_is_skipped_and_nothing_is_made(cluster: Cluster) -> None:
+    before = cluster.names("pvc")
+    result = ProvisionRun(cluster.client(), cluster.spec("kept")).execute()
+    assert (result.skipped, result.failure, result.steps) == ("retain_policy", None, ())
+    assert cluster.names("pvc") == before
+
+
+def test_a_class_that_does_not_exist_fails_before_any_object(cluster: Cluster) -> None:
+    before = cluster.names("pvc")
+    result = ProvisionRun(cluster.client(), cluster.spec("no-such-class")).execute()
+    assert result.failure is not None
+    assert (result.failure.reason, result.failure.step) == (Reason.PROVISIONING_FAILED, None)
+    assert result.failure.message == 'StorageClass "no-such-class" not found'
+    assert cluster.names("pvc") == before
+
+
+#: A run in a process of its own, for the test to kill mid-run.
+DRIVER = """
+import json, sys
+from fioprobe.kube.client import KubeClient
+from fioprobe.provision.manifests import RunSpec
+from fioprobe.provision.runner import ProvisionRun
+from fioprobe.provision.steps import Step
+args = json.loads(sys.argv[1])
+client = KubeClient(args["server"], args["token"], args["ca"])
+spec = RunSpec(**args["spec"])
+run = ProvisionRun(client, spec, deadlines={Step.SCHEDULED: 600.0})
+print(run.objects.claim, flush=True)
+run.execute()
+"""
+
+
+@pytest.fixture
+def killed_run(cluster: Cluster) -> Iterator[str]:
+    """A run of `nowhere-wait` on node-2, killed (SIGKILL) once its claim and pod exist."""
+    spec = cluster.spec("nowhere-wait", node="node-2")
+    args = {"server": cluster.kube.url, "token": str(cluster.token_file),
+            "ca": str(cluster.kube.ca_file), "spec": spec.__dict__}  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-c", DRIVER, json.dumps(args)],
+                            stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        name = proc.stdout.readline().strip()
+        services.wait_for(lambda: name in cluster.names("pods"), timeout=60,
+                          what="the killed run's pod")  # fmt: skip
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+        yield name
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+
+def test_the_next_run_removes_what_a_killed_run_left_and_nothing_else(
+    cluster: Cluster, killed_run: str
+) -> None:
+    kube = cluster.kube
+    spec = cluster.spec("nowhere-wait", node="node-2")
+    foreign = [
+        ("foreign-no-labels", {}),
+        ("foreign-other-owner", {OWNER_LABEL: "someone-else", SLOT_LABEL: slot_of(spec)}),
+        ("foreign-other-slot", {OWNER_LABEL: OWNER, SLOT_LABEL: "0123456789abcdef"}),
+    ]
+    kube.apply([
+        {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+         "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels},
+         "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "nowhere-wait",
+                  "resources": {"requests": {"storage": "1Gi"}}}}
+        for name, labels in foreign
+    ])  # fmt: skip
+    assert killed_run in cluster.names("pvc") and killed_run in cluster.names("pods")
+    started = time.monotonic()
+    result = ProvisionRun(cluster.client(), spec, deadlines={Step.SCHEDULED: 2.0}).execute()
+    assert set(result.removed) == {f"pod {killed_run}", f"claim {killed_run}"}, result.log
+    assert killed_run not in cluster.names("pods")
+    assert killed_run not in cluster.names("pvc")
+    assert {name for name, _ in foreign} <= cluster.names("pvc")
+    assert time.monotonic() - started < 60
