@@ -20,9 +20,9 @@ from conftest import REPO
 from support import kubeapi
 from support.chart import CHART, HELM, HELM4, VARIANTS, helm, helm_template
 from support.kubeapi import Kube
+from support.paths import GO_JSONNET
 
 INTERVALS = (1, 5, 10, 15)
-GO_JSONNET = REPO / ".tools" / "bin" / "go-jsonnet"
 
 #: A kube-apiserver and etcd of this module's own, ready for the generated manifests.
 kube = kubeapi.kube

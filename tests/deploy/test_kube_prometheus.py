@@ -28,10 +28,10 @@ import yaml
 from conftest import REPO
 from support import kubeapi
 from support.kubeapi import Kube
+from support.paths import GO_JSONNET
 
 VENDOR = REPO / "tests" / "data" / "kube-prometheus" / "vendor"
 EXAMPLE = REPO / "manifests" / "kube-prometheus" / "example.jsonnet"
-JSONNET = REPO / ".tools" / "bin" / "go-jsonnet"
 MANIFESTS = REPO / "manifests"
 PROMETHEUS_SA = "system:serviceaccount:monitoring:prometheus-k8s"
 
@@ -51,7 +51,7 @@ SELECTORS = {
 def render(example: Path, workdir: Path) -> dict[str, dict]:
     """{file name: object} as example.jsonnet writes them (`jsonnet -m`), kube-prometheus's
     `*List` objects (RoleList, ConfigMapList) as they are."""
-    for path in (JSONNET, VENDOR / "kube-prometheus" / "main.libsonnet"):
+    for path in (GO_JSONNET, VENDOR / "kube-prometheus" / "main.libsonnet"):
         if not path.exists():
             pytest.fail(
                 f"{path} missing: run `make setup` "
@@ -61,7 +61,7 @@ def render(example: Path, workdir: Path) -> dict[str, dict]:
     jpath.mkdir()
     (jpath / "fioprobe").symlink_to(REPO)
     result = subprocess.run(
-        [str(JSONNET), "-J", str(jpath), "-J", str(VENDOR), str(example)],
+        [str(GO_JSONNET), "-J", str(jpath), "-J", str(VENDOR), str(example)],
         capture_output=True,
         text=True,
         timeout=600,
@@ -131,7 +131,7 @@ def test_the_example_writes_every_component_of_the_manifests() -> None:
     visible field of main.libsonnet is named in the example's component lists."""
     fields = json.loads(
         subprocess.run(
-            [str(JSONNET), "-J", str(REPO), "-e",
+            [str(GO_JSONNET), "-J", str(REPO), "-e",
              "std.objectFields((import 'manifests/main.libsonnet')())"],
             capture_output=True, text=True, check=True, timeout=120,
         ).stdout

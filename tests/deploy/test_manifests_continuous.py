@@ -31,8 +31,8 @@ from fioprobe.cli.main import build_parser
 from fioprobe.target.config import load_config
 from support import services
 from support.manifests import GENERATED, MANIFESTS, load_objects, pod_spec, render
+from support.paths import GO_JSONNET
 
-GO_JSONNET = REPO / ".tools" / "bin" / "go-jsonnet"
 SCRAPE_CONFIG = "continuous-scrape-config.yaml"
 COMPONENT = "continuous"
 #: Renders without the mixin's rules and dashboards: they do not depend on the stream's keys

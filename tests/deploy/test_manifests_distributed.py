@@ -26,9 +26,9 @@ from fioprobe.distributed.client import STOP_GRACE_SECONDS
 from fioprobe.distributed.jobs import PHASE_SLACK_SECONDS
 from support.benchmarks import QUALIFY_GP3
 from support.fioservers import listening
+from support.paths import GO_JSONNET
 from support.services import free_port
 
-GO_JSONNET = str(REPO / ".tools" / "bin" / "go-jsonnet")
 BENCHMARK = QUALIFY_GP3
 
 
@@ -36,7 +36,7 @@ def render(
     benchmark: dict[str, Any], part: str = "all", overrides: dict[str, Any] | None = None
 ) -> list[dict[str, Any]]:
     done = subprocess.run(
-        [GO_JSONNET, "-J", str(REPO), "-J", str(REPO / "vendor"),
+        [str(GO_JSONNET), "-J", str(REPO), "-J", str(REPO / "vendor"),
          "--tla-code", f"benchmark={json.dumps(benchmark)}", "--tla-str", f"part={part}",
          "--tla-code", f"overrides={json.dumps(overrides or {})}",
          str(REPO / "manifests" / "distributed.jsonnet")],
@@ -48,7 +48,7 @@ def render(
 
 def refusal(benchmark: dict[str, Any]) -> str:
     done = subprocess.run(
-        [GO_JSONNET, "-J", str(REPO), "-J", str(REPO / "vendor"),
+        [str(GO_JSONNET), "-J", str(REPO), "-J", str(REPO / "vendor"),
          "--tla-code", f"benchmark={json.dumps(benchmark)}",
          str(REPO / "manifests" / "distributed.jsonnet")],
         capture_output=True, text=True, timeout=120, check=False,

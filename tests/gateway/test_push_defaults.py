@@ -11,6 +11,7 @@ from fioprobe.cli.main import build_parser
 from fioprobe.gateway import defaults as push_defaults
 from fioprobe.gateway.settings import PushgatewayConfig
 from fioprobe.gateway.transport import Transport
+from support.paths import GO_JSONNET
 
 EXPECTED = (push_defaults.TIMEOUT_SECONDS, push_defaults.ATTEMPTS)
 
@@ -34,7 +35,7 @@ def test_manifests_default_to_the_same() -> None:
         "[pgw.timeoutSeconds, pgw.attempts]"
     )
     result = subprocess.run(
-        ["jsonnet", "-J", str(REPO), "-e", program],
+        [str(GO_JSONNET), "-J", str(REPO), "-e", program],
         capture_output=True, text=True, timeout=120, check=True, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert tuple(json.loads(result.stdout)) == EXPECTED

@@ -63,7 +63,7 @@ import pytest
 import yaml
 from support import fixtures as fx
 from support import services
-from support.paths import REPO
+from support.paths import GO_JSONNET, REPO
 from support.promql import instant_values
 from support.slowfs import slow_fs
 from support.throttle import ThrottledMount
@@ -146,7 +146,7 @@ ETCD_LOAD_SECONDS = 200.0
 def render_rules(path: Path) -> Path:
     """The mixin's rule file rendered now with RULE_CONFIG (JSON, which Prometheus reads)."""
     result = subprocess.run(
-        ["jsonnet", "-J", str(REPO), "--tla-code", f"config={json.dumps(RULE_CONFIG)}",
+        [str(GO_JSONNET), "-J", str(REPO), "--tla-code", f"config={json.dumps(RULE_CONFIG)}",
          str(REPO / "alerts" / "rules.jsonnet")],
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 from support import services
+from support.paths import GO_JSONNET
 
 pytestmark = pytest.mark.slow
 
@@ -36,7 +37,7 @@ FIRING, PENDING = "gp3-firing", "gp3-pending"
 def render_rules(path: Path) -> Path:
     config = json.dumps({"probeIntervalSeconds": INTERVAL_S})
     proc = subprocess.run(
-        ["jsonnet", "-J", str(REPO), "--tla-code", f"config={config}",
+        [str(GO_JSONNET), "-J", str(REPO), "--tla-code", f"config={config}",
          str(REPO / "alerts" / "rules.jsonnet")],
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip

@@ -21,7 +21,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from support.paths import REPO
+from support.paths import GO_JSONNET, REPO
 from support.promql import VARIABLE_REF, metric_names
 
 DASHBOARDS = REPO / "dashboards"
@@ -30,7 +30,6 @@ SCHEMA_DIR = REPO / ".tools" / "grafana-schema"
 EXTERNAL = json.loads((DASHBOARDS / "external-metrics.json").read_text())
 GENERATOR = REPO / "scripts" / "generate.d" / "20-dashboards.sh"
 #: The generators' interpreter: what the tests render is what dashboards/out holds.
-JSONNET = str(REPO / ".tools" / "bin" / "go-jsonnet")
 
 #: The uids are a contract: links, bookmarks and provisioning refer to them.
 EXPECTED_UIDS = {
@@ -71,7 +70,7 @@ def _render(config: str = "{}") -> dict[str, Json]:
     """The mixin's grafanaDashboards rendered with `config` merged into its _config."""
     code = f"((import 'mixin.libsonnet') + {{ _config+:: {config} }}).grafanaDashboards"
     result = subprocess.run(
-        [JSONNET, "-J", ".", "-J", "vendor", "-e", code],
+        [str(GO_JSONNET), "-J", ".", "-J", "vendor", "-e", code],
         cwd=REPO,
         check=True,
         capture_output=True,
@@ -372,7 +371,11 @@ def test_recording_rules_used_are_recorded_by_the_mixin() -> None:
         " for r in g.rules if std.objectHas(r, 'record')]"
     )
     result = subprocess.run(
-        [JSONNET, "-J", ".", "-e", code], cwd=REPO, check=True, capture_output=True, text=True
+        [str(GO_JSONNET), "-J", ".", "-e", code],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
     )
     recorded = set(json.loads(result.stdout))
     used = {m for m in _all_metric_names() if ":" in m}
@@ -456,7 +459,7 @@ def test_layout_wraps_and_starts_rows_on_new_lines() -> None:
       ], width=8, height=8)]
     """
     result = subprocess.run(
-        [JSONNET, "-J", ".", "-J", "vendor", "-e", code],
+        [str(GO_JSONNET), "-J", ".", "-J", "vendor", "-e", code],
         cwd=REPO,
         check=True,
         capture_output=True,

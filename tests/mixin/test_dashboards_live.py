@@ -50,7 +50,7 @@ from fioprobe.preview import evaluate
 from support import services
 from support.fioservers import fio_servers
 from support.fixtures import fuse_unavailable
-from support.paths import REPO
+from support.paths import GO_JSONNET, REPO
 from support.promql import instant_values
 from support.slowfs import slow_fs
 
@@ -123,7 +123,7 @@ def render_recording_rules(path: Path) -> Path:
         " { groups: m.prometheusRules.groups }"
     )
     result = subprocess.run(
-        ["jsonnet", "-J", str(REPO), "-e", code],
+        [str(GO_JSONNET), "-J", str(REPO), "-e", code],
         capture_output=True,
         text=True,
         timeout=120,

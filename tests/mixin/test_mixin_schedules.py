@@ -20,7 +20,7 @@ import pytest
 import scenarios
 import yaml
 from observed import narrowed
-from support.paths import REPO
+from support.paths import GO_JSONNET, REPO
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -30,7 +30,7 @@ def render(tmp_path: Path, interval_min: int, example: str) -> Path:
     `example` deployment, at this schedule, as one rule file."""
     config = json.dumps({"probeIntervalSeconds": interval_min * 60})
     proc = subprocess.run(
-        ["jsonnet", "-J", str(REPO), "--tla-code", f"config={config}",
+        [str(GO_JSONNET), "-J", str(REPO), "--tla-code", f"config={config}",
          "--tla-str", f"example={example}", str(REPO / scenarios.RULES_JSONNET)],
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip

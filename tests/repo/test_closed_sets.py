@@ -19,6 +19,7 @@ import pytest
 from conftest import REPO
 from fioprobe.errors import FailureReason
 from fioprobe.target.volumes import MODELS, VOLUME_TYPES, model
+from support.paths import GO_JSONNET
 
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 PUSHED = [reason.value for reason in FailureReason if reason.pushed]
@@ -83,7 +84,7 @@ def test_mixin_knows_every_volume_type_and_no_other() -> None:
     """Each type has its own latency threshold except `unknown` (the default applies); the
     non-bursting list names only types that exist."""
     result = subprocess.run(
-        ["jsonnet", "-J", str(REPO), "-e", "(import 'mixin.libsonnet')._config"],
+        [str(GO_JSONNET), "-J", str(REPO), "-e", "(import 'mixin.libsonnet')._config"],
         capture_output=True, text=True, timeout=120, check=True, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     config = json.loads(result.stdout)

@@ -34,8 +34,8 @@ import jsonschema
 import pytest
 import yaml
 from conftest import REPO
+from support.paths import GO_JSONNET
 
-GO_JSONNET = REPO / ".tools" / "bin" / "go-jsonnet"
 DOCS = [
     REPO / "README.md",
     REPO / "CONTRIBUTING.md",

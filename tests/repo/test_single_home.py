@@ -35,8 +35,8 @@ import pytest
 from conftest import REPO
 from fioprobe import __version__
 from fioprobe.grouping import PROBE_LABELS
+from support.paths import GO_JSONNET
 
-GO_JSONNET = REPO / ".tools" / "bin" / "go-jsonnet"
 VERSION_HOME = "exporter/fioprobe/__init__.py"
 LABEL_HOMES = {"exporter/fioprobe/grouping.py", "lib/util.libsonnet"}
 

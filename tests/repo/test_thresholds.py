@@ -15,12 +15,13 @@ from collections.abc import Iterator
 import pytest
 from conftest import REPO
 from fioprobe import thresholds
+from support.paths import GO_JSONNET
 
 
 @pytest.fixture(scope="module")
 def mixin_config() -> dict[str, object]:
     result = subprocess.run(
-        ["jsonnet", "-J", str(REPO), "-e", "(import 'mixin.libsonnet')._config"],
+        [str(GO_JSONNET), "-J", str(REPO), "-e", "(import 'mixin.libsonnet')._config"],
         capture_output=True, text=True, timeout=120, check=True, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     return json.loads(result.stdout)
@@ -41,7 +42,7 @@ def values_of(key: str, tree: object) -> Iterator[object]:
 
 def jsonnet(code: str) -> object:
     result = subprocess.run(
-        ["jsonnet", "-J", str(REPO), "-e", code],
+        [str(GO_JSONNET), "-J", str(REPO), "-e", code],
         capture_output=True, text=True, timeout=120, check=True, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     return json.loads(result.stdout)

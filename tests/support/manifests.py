@@ -13,12 +13,11 @@ from typing import Any
 
 import yaml
 
-from support.paths import REPO
+from support.paths import GO_JSONNET, REPO
 
 MANIFESTS = REPO / "manifests"
 GENERATED = MANIFESTS / "generated"
 GENERATE = REPO / "scripts" / "generate.d" / "30-manifests.sh"
-GO_JSONNET = REPO / ".tools" / "bin" / "go-jsonnet"
 #: How every problem the configuration's checks (manifests/lib/params.libsonnet) report begins.
 PREFIX = "fioprobe manifests config: "
 
