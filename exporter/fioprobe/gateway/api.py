@@ -31,16 +31,18 @@ def push(
     registry: CollectorRegistry,
     *,
     replace: bool = True,
+    job: str = JOB,
 ) -> None:
     """PUT the registry's families as the whole group (replacing its previous push), or,
     with `replace=False`, POST them: only the metrics of the same names are replaced, the
-    rest of the group (its counters) stays as it is."""
+    rest of the group (its counters) stays as it is. The group is `job`'s (the fio probes'
+    by default)."""
     send = push_to_gateway if replace else pushadd_to_gateway
     transport.retrying(
         "push",
         lambda: send(
             transport.url,
-            job=JOB,
+            job=job,
             registry=registry,
             grouping_key=grouping_key,
             timeout=transport.timeout_seconds,
@@ -49,13 +51,13 @@ def push(
     )
 
 
-def delete_group(transport: Transport, grouping_key: dict[str, str]) -> None:
+def delete_group(transport: Transport, grouping_key: dict[str, str], *, job: str = JOB) -> None:
     """DELETE the group: the Pushgateway forgets it and Prometheus stops seeing it."""
     transport.retrying(
         "delete",
         lambda: delete_from_gateway(
             transport.url,
-            job=JOB,
+            job=job,
             grouping_key=grouping_key,
             timeout=transport.timeout_seconds,
             handler=transport.handler,

@@ -15,19 +15,20 @@ from dataclasses import dataclass
 
 from fioprobe.gateway.api import METRICS_API, Shape, list_groups, show, string_map
 from fioprobe.gateway.transport import Transport
-from fioprobe.grouping import JOB
-from fioprobe.metrics.histogram import BUCKET_BOUNDS_SECONDS, BUCKET_COUNT, le_label
-from fioprobe.metrics.table import EXPORTED_OPS
-from fioprobe.metrics.totals import COUNT_LIMIT, GroupTotals, HistogramTotals
-
-#: The families of fioprobe's group that are read back (gc judges a group by them too).
-COUNTERS = (
-    "fioprobe_runs_total",
-    "fioprobe_failures_total",
-    "fioprobe_read_bytes_total",
-    "fioprobe_written_bytes_total",
+from fioprobe.metrics.histogram import le_label
+from fioprobe.metrics.totals import (
+    COUNT_LIMIT,
+    PROBE_SCHEMA,
+    GroupSchema,
+    GroupTotals,
+    HistogramRow,
+    HistogramTotals,
 )
-LAST_SUCCESS = "fioprobe_last_success_timestamp_seconds"
+
+#: The counters of a fio probe's group that are read back (gc judges a group by them too).
+COUNTERS = tuple(name for _, name in PROBE_SCHEMA.counters)
+LAST_SUCCESS = PROBE_SCHEMA.last_success
+#: The bookkeeping every kind of group carries under the same names (fioprobe.metrics.table).
 WRITER_INFO = "fioprobe_writer_info"
 PUSH_IDS = ("fioprobe_push_id", "fioprobe_push_basis_id")
 PUSH_TIME = "push_time_seconds"
@@ -50,10 +51,13 @@ class ReadBack:
     dropped: tuple[str, ...]
 
 
-def read_group(transport: Transport, grouping_key: dict[str, str]) -> ReadBack | None:
+def read_group(
+    transport: Transport, grouping_key: dict[str, str], schema: GroupSchema = PROBE_SCHEMA
+) -> ReadBack | None:
     """This group as last pushed, or None if the Pushgateway has no such group.
 
-    The group is the one whose labels are exactly {"job": "fioprobe", **grouping_key}.
+    The group is the one whose labels are exactly {"job": schema.job, **grouping_key}, and
+    what is read is what `schema` names.
     What is kept must be something fioprobe could have pushed: counters are finite whole
     numbers from 0 up to (not including) 2**53, a latency histogram has exactly the
     contract's bucket bounds (compared as numbers), whole non-decreasing cumulative counts, a
@@ -63,11 +67,11 @@ def read_group(transport: Transport, grouping_key: dict[str, str]) -> ReadBack |
     is corrupt could never be removed from the totals again, a reset heals at once.
     An answer that is not shaped as a Pushgateway's is a PushError.
     """
-    wanted = {"job": JOB, **grouping_key}
+    wanted = {"job": schema.job, **grouping_key}
     for group in list_groups(transport):
         if group["labels"] == wanted:
             try:
-                read_back = _read_back(group)
+                read_back = _read_back(group, schema)
             except Shape as exc:
                 raise transport.error(
                     f"read back: {transport.shown_url}{METRICS_API} is not a Pushgateway "
@@ -85,26 +89,23 @@ def read_group(transport: Transport, grouping_key: dict[str, str]) -> ReadBack |
     return None
 
 
-def read_totals(transport: Transport, grouping_key: dict[str, str]) -> GroupTotals | None:
+def read_totals(
+    transport: Transport, grouping_key: dict[str, str], schema: GroupSchema = PROBE_SCHEMA
+) -> GroupTotals | None:
     """The trusted cumulative totals of this group, or None if the group is absent."""
-    read_back = read_group(transport, grouping_key)
+    read_back = read_group(transport, grouping_key, schema)
     return None if read_back is None else read_back.totals
 
 
-def _read_back(group: dict[str, object]) -> ReadBack:
+def _read_back(group: dict[str, object], schema: GroupSchema) -> ReadBack:
     notes: list[str] = []
-    runs, failures, read_bytes, written_bytes = (_counter(group, name, notes) for name in COUNTERS)
-    totals = GroupTotals(
-        runs_total=runs,
-        failures_total=failures,
-        read_bytes_total=read_bytes,
-        written_bytes_total=written_bytes,
-        last_success_timestamp=_timestamp(group, LAST_SUCCESS, notes),
-    )
-    for op in EXPORTED_OPS:
-        histogram = _histogram(group, f"fioprobe_{op}_latency_seconds", notes)
+    totals = GroupTotals(last_success_timestamp=_timestamp(group, schema.last_success, notes))
+    for key, name in schema.counters:
+        totals.set_count(key, _counter(group, name, notes))
+    for row in schema.histograms:
+        histogram = _histogram(group, row, schema.bounds, notes)
         if histogram is not None:
-            totals.histograms[op] = histogram
+            totals.histograms[row.key] = histogram
     push_time = _timestamp(group, PUSH_TIME, notes)
     writer = None
     writer_metric = _single(group, WRITER_INFO, notes)
@@ -127,8 +128,14 @@ def _identity(group: dict[str, object], name: str, notes: list[str]) -> int | No
     return int(value)
 
 
-def _single(group: dict[str, object], name: str, notes: list[str]) -> dict[str, object] | None:
-    """The one series of family `name`, None when absent (noted when there are several)."""
+def _single(
+    group: dict[str, object],
+    name: str,
+    notes: list[str],
+    labels: tuple[tuple[str, str], ...] = (),
+) -> dict[str, object] | None:
+    """The one series of family `name` (of those that carry `labels`), None when absent
+    (noted when there are several)."""
     family = group.get(name)
     if family is None:
         return None
@@ -142,9 +149,14 @@ def _single(group: dict[str, object], name: str, notes: list[str]) -> dict[str, 
             raise Shape(f"{name}: metric {index} is not an object")
         if not string_map(metric.get("labels", {})):
             raise Shape(f"{name}: metric {index}: its labels are not a map of strings")
+    if labels:
+        metrics = [m for m in metrics if all(m.get("labels", {}).get(k) == v for k, v in labels)]
     if len(metrics) != 1:
         if metrics:
-            notes.append(f"{name}: {len(metrics)} series where fioprobe pushes one; not used")
+            shown = "".join(f" {k}={v!r}" for k, v in labels)
+            notes.append(
+                f"{name}{shown}: {len(metrics)} series where fioprobe pushes one; not used"
+            )
         return None
     only: dict[str, object] = metrics[0]
     return only
@@ -189,21 +201,26 @@ def _timestamp(group: dict[str, object], name: str, notes: list[str]) -> float |
     return value
 
 
-def _histogram(group: dict[str, object], name: str, notes: list[str]) -> HistogramTotals | None:
-    metric = _single(group, name, notes)
+def _histogram(
+    group: dict[str, object], row: HistogramRow, bounds: tuple[float, ...], notes: list[str]
+) -> HistogramTotals | None:
+    metric = _single(group, row.name, notes, row.labels)
     if metric is None:
         return None
-    problem = _histogram_problem(group, name, metric)
+    problem = _histogram_problem(group, row.name, metric, bounds)
     if isinstance(problem, str):
-        notes.append(f"{name}: {problem}; dropped, its series start again from 0")
+        shown = "".join(f" {k}={v!r}" for k, v in row.labels)
+        notes.append(f"{row.name}{shown}: {problem}; dropped, its series start again from 0")
         return None
     return problem
 
 
 def _histogram_problem(
-    group: dict[str, object], name: str, metric: dict[str, object]
+    group: dict[str, object], name: str, metric: dict[str, object], bounds_wanted: tuple[float, ...]
 ) -> HistogramTotals | str:
-    """The histogram's totals, or why they cannot be trusted."""
+    """The histogram's totals, or why they cannot be trusted (`bounds_wanted`: the kind's
+    bucket bounds, +Inf included)."""
+    count_wanted = len(bounds_wanted)
     family = group[name]
     assert isinstance(family, dict)  # `_single` checked: an object
     kind = family.get("type", "HISTOGRAM")
@@ -219,10 +236,10 @@ def _histogram_problem(
         for key, raw in buckets.items()
     )
     found = [bound for bound, _ in bounds]
-    if len(found) != BUCKET_COUNT or set(found) != set(BUCKET_BOUNDS_SECONDS):
+    if len(found) != count_wanted or set(found) != set(bounds_wanted):
         shown = ", ".join(map(le_label, found[:8])) + (", ..." if len(found) > 8 else "")
         return (
-            f"bucket bounds are not fioprobe's {BUCKET_COUNT} (found {len(found)}: "
+            f"bucket bounds are not fioprobe's {count_wanted} (found {len(found)}: "
             f"{shown or 'none'})"
         )
     cumulative = []
@@ -245,7 +262,7 @@ def _histogram_problem(
     if not math.isfinite(total) or total < 0:
         return f"sum {total:g} is not a finite number of seconds of at least 0"
     counts = [cumulative[0]] + [
-        cumulative[index] - cumulative[index - 1] for index in range(1, BUCKET_COUNT)
+        cumulative[index] - cumulative[index - 1] for index in range(1, count_wanted)
     ]
     return HistogramTotals(counts, total)
 

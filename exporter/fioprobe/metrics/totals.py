@@ -2,10 +2,12 @@
 
 A Pushgateway keeps only the last push, so every push carries totals over all runs of its
 group (docs/DESIGN.md, "Why cumulative"). This module is what those totals are and how they grow:
-`merge_run` adds one run, `combine` adds runs to totals read back from the Pushgateway. It
-knows no file and no gateway: `fioprobe.publish.state` saves the totals between runs, the
-gateway reads and pushes them, and the offline commands (`convert`, `backfill`) merge runs
-the very same way without either.
+`merge_run` adds one run, `combine` adds runs to totals read back from the Pushgateway, and a
+`GroupSchema` says under which names a kind of group pushes them (the fio probes' groups,
+`PROBE_SCHEMA`; the provisioning probe's, `fioprobe.metrics.provision`), so that one state
+file, one read-back and one push path serve every kind. It knows no file and no gateway:
+`fioprobe.publish.state` saves the totals between runs, the gateway reads and pushes them,
+and the offline commands (`convert`, `backfill`) merge runs the very same way without either.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import operator
 from dataclasses import dataclass, field
 
 from fioprobe.fio.model import Run
-from fioprobe.metrics.histogram import BUCKET_COUNT, op_histogram
+from fioprobe.grouping import JOB
+from fioprobe.metrics.histogram import BUCKET_BOUNDS_SECONDS, BUCKET_COUNT, op_histogram
 from fioprobe.metrics.table import EXPORTED_OPS
 
 #: Every count fioprobe keeps (runs, bytes, histogram buckets) stays below this. Counts are
@@ -25,6 +28,53 @@ from fioprobe.metrics.table import EXPORTED_OPS
 COUNT_LIMIT = 2**53
 #: The limit as a message shows it.
 COUNT_LIMIT_SHOWN = f"2**{COUNT_LIMIT.bit_length() - 1}"
+
+
+@dataclass(frozen=True, slots=True)
+class HistogramRow:
+    """One cumulative histogram of a kind of group: its key in `GroupTotals.histograms`, the
+    family it is pushed as, and the labels of its series in that family beyond the grouping
+    key (none when the family holds one histogram)."""
+
+    key: str
+    name: str
+    labels: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSchema:
+    """What one kind of Pushgateway group keeps cumulatively, and under which names: the
+    read-back takes exactly these families from the gateway, and a state file's totals are
+    valid only with these keys and this bucket layout."""
+
+    #: The group's `job` label.
+    job: str
+    #: (key in `GroupTotals`, counter name) of every cumulative counter.
+    counters: tuple[tuple[str, str], ...]
+    #: The gauge that carries the last successful run's time forward.
+    last_success: str
+    histograms: tuple[HistogramRow, ...]
+    #: The bucket bounds of every histogram of the kind, +Inf included.
+    bounds: tuple[float, ...]
+
+    @property
+    def bucket_count(self) -> int:
+        return len(self.bounds)
+
+
+#: The fio probes' groups: a latency histogram per operation, runs, failures and IO bytes.
+PROBE_SCHEMA = GroupSchema(
+    job=JOB,
+    counters=(
+        ("runs_total", "fioprobe_runs_total"),
+        ("failures_total", "fioprobe_failures_total"),
+        ("read_bytes_total", "fioprobe_read_bytes_total"),
+        ("written_bytes_total", "fioprobe_written_bytes_total"),
+    ),
+    last_success="fioprobe_last_success_timestamp_seconds",
+    histograms=tuple(HistogramRow(op, f"fioprobe_{op}_latency_seconds") for op in EXPORTED_OPS),
+    bounds=BUCKET_BOUNDS_SECONDS,
+)
 
 
 @dataclass(slots=True)
@@ -55,10 +105,26 @@ class GroupTotals:
     read_bytes_total: int = 0
     written_bytes_total: int = 0
     last_success_timestamp: float | None = None
+    #: Counters of a kind of group beyond the fields above, by their key in its schema (the
+    #: provisioning probe's objects removed).
+    other: dict[str, int] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
         return self.runs_total == 0 and not self.histograms
+
+    def count(self, key: str) -> int:
+        """The counter `key` of a schema: a field above, or one of `other`."""
+        if key in _COUNTER_FIELDS:
+            value: int = getattr(self, key)
+            return value
+        return self.other.get(key, 0)
+
+    def set_count(self, key: str, value: int) -> None:
+        if key in _COUNTER_FIELDS:
+            setattr(self, key, value)
+        else:
+            self.other[key] = value
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -71,14 +137,19 @@ class GroupTotals:
             "read_bytes_total": self.read_bytes_total,
             "written_bytes_total": self.written_bytes_total,
             "last_success_timestamp": self.last_success_timestamp,
+            # Only when there are any: a fio probe's file stays as older fioprobes wrote it.
+            **({"other": dict(sorted(self.other.items()))} if self.other else {}),
         }
 
     @classmethod
-    def from_json(cls, data: object) -> GroupTotals:
-        """Totals from their `to_json` form, every number checked; a bad one is a ValueError
-        naming it. Whether the counts are still below COUNT_LIMIT is `beyond_limit`'s part."""
+    def from_json(cls, data: object, schema: GroupSchema = PROBE_SCHEMA) -> GroupTotals:
+        """Totals of a group of `schema` from their `to_json` form, every number checked; a
+        bad one is a ValueError naming it. Whether the counts are still below COUNT_LIMIT is
+        `beyond_limit`'s part."""
         if not isinstance(data, dict):
             raise ValueError("totals are not an object")
+        keys = {row.key for row in schema.histograms}
+        others = {key for key, _ in schema.counters} - set(_COUNTER_FIELDS)
         try:
             totals = cls(
                 runs_total=_count(data, "runs_total"),
@@ -87,11 +158,16 @@ class GroupTotals:
                 written_bytes_total=_count(data, "written_bytes_total"),
                 last_success_timestamp=optional_float(data, "last_success_timestamp"),
             )
+            other = data.get("other", {})
+            for key in other:
+                if key not in others:
+                    raise ValueError(f"counter {key!r} is not one of this group's")
+                totals.other[key] = _count(other, key)
             for op, hist in data.get("histograms", {}).items():
                 counts, seconds = hist["counts"], hist["sum_seconds"]
                 if (
-                    op not in EXPORTED_OPS
-                    or len(counts) != BUCKET_COUNT
+                    op not in keys
+                    or len(counts) != schema.bucket_count
                     or any(type(c) is not int or c < 0 for c in counts)
                     or isinstance(seconds, bool)
                     or not isinstance(seconds, int | float)
@@ -108,8 +184,8 @@ class GroupTotals:
 
         A histogram is pushed cumulatively, so its total count is what must stay below.
         """
-        for name in _COUNTER_FIELDS:
-            value = getattr(self, name)
+        for name in (*_COUNTER_FIELDS, *sorted(self.other)):
+            value = self.count(name)
             if value >= COUNT_LIMIT:
                 return f"{name} is {value}"
         for op, histogram in sorted(self.histograms.items()):
@@ -149,8 +225,11 @@ def combine(base: GroupTotals, delta: GroupTotals) -> GroupTotals:
         last_success_timestamp=_latest(base.last_success_timestamp, delta.last_success_timestamp),
     )
     for source in (base, delta):
+        for key, value in source.other.items():
+            result.other[key] = result.other.get(key, 0) + value
         for op, hist in source.histograms.items():
-            result.histograms.setdefault(op, HistogramTotals()).add(hist.counts, hist.sum_seconds)
+            empty = HistogramTotals([0] * len(hist.counts))
+            result.histograms.setdefault(op, empty).add(hist.counts, hist.sum_seconds)
     return result
 
 

@@ -50,6 +50,10 @@ import secrets
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Generic, Protocol, Self, TypeVar
+
+from prometheus_client.registry import CollectorRegistry
 
 from fioprobe.errors import FailureReason
 from fioprobe.gateway import api, readback
@@ -59,13 +63,71 @@ from fioprobe.gateway.shards import Shards
 from fioprobe.gateway.transport import PushError, Transport, TransportConfigError
 from fioprobe.grouping import WRITER
 from fioprobe.metrics.collector import ProbeOutcome, registry_for
-from fioprobe.metrics.totals import COUNT_LIMIT, GroupTotals, combine, merge_run
+from fioprobe.metrics.totals import (
+    COUNT_LIMIT,
+    PROBE_SCHEMA,
+    GroupSchema,
+    GroupTotals,
+    combine,
+    merge_run,
+)
 from fioprobe.publish import state
 from fioprobe.publish.state import GroupState
 from fioprobe.publish.statefile import StateError, StateFile
 from fioprobe.text import printable
 
 WRITER_LEASE_SECONDS = push_defaults.WRITER_LEASE_SECONDS
+
+
+class Publishable(Protocol):
+    """What the push path needs of a run's outcome, whatever the probe."""
+
+    @property
+    def success(self) -> bool: ...
+
+    @property
+    def failure_reason(self) -> FailureReason | None: ...
+
+    def failed(self, reason: FailureReason) -> Self:
+        """This outcome as one that could not be counted, for `reason` (a state that could
+        not be kept, another writer's group): what is pushed without the group's totals."""
+        ...
+
+
+OutcomeT = TypeVar("OutcomeT", bound=Publishable)
+
+
+@dataclass(frozen=True)
+class GroupKind(Generic[OutcomeT]):
+    """One kind of group the push path keeps: its names (`schema`: the job, what is read
+    back, what a state file may hold), how an outcome adds to its totals, and what one push
+    holds. The fio probes' is `PROBES`; the provisioning probe's is in `provision`."""
+
+    schema: GroupSchema
+    #: Add one outcome to the totals (in place), finished at the given time.
+    merge: Callable[[GroupTotals, OutcomeT, float], None]
+    #: The families of one push: the outcome with the group's totals, or with None its health
+    #: alone (a failure POSTed beside the counters, a refused writer's group); the writer's
+    #: identity and (push id, basis id) when the push carries the counters.
+    registry: Callable[[OutcomeT, GroupTotals | None, str | None, tuple[int, int] | None],
+                       CollectorRegistry]  # fmt: skip
+
+
+def _merge_probe(totals: GroupTotals, outcome: ProbeOutcome, finished_at: float) -> None:
+    merge_run(totals, outcome.run, success=outcome.success, finished_at=finished_at)
+
+
+def _probe_registry(
+    outcome: ProbeOutcome,
+    totals: GroupTotals | None,
+    writer: str | None,
+    push_ids: tuple[int, int] | None,
+) -> CollectorRegistry:
+    return registry_for(outcome, totals, writer=writer, push_ids=push_ids)
+
+
+#: The fio probes' groups (job="fioprobe").
+PROBES: GroupKind[ProbeOutcome] = GroupKind(PROBE_SCHEMA, _merge_probe, _probe_registry)
 
 #: A hook run inside the state lock before the merge: it may update model state kept beside
 #: the totals (the gp2 credit balance) and returns the outcome to push.
@@ -91,11 +153,28 @@ def publish(
     adjust: Adjust | None = None,
     lease_seconds: float = WRITER_LEASE_SECONDS,
 ) -> ProbeOutcome:
-    """Merge, save, push; returns the outcome that was pushed.
+    """Merge, save, push a fio probe's outcome; returns the outcome that was pushed.
 
     Raises PushError when nothing could be pushed (the run is saved and goes with the next
     push), and StateNotKept when the state could not be used (the failure was pushed).
     """
+    return publish_group(PROBES, outcome, grouping_key, transport, state_file,
+                         finished_at=finished_at, adjust=adjust,
+                         lease_seconds=lease_seconds)  # fmt: skip
+
+
+def publish_group(
+    kind: GroupKind[OutcomeT],
+    outcome: OutcomeT,
+    grouping_key: dict[str, str],
+    transport: Transport | Shards,
+    state_file: StateFile,
+    *,
+    finished_at: float | None = None,
+    adjust: Callable[[OutcomeT, GroupTotals], OutcomeT] | None = None,
+    lease_seconds: float = WRITER_LEASE_SECONDS,
+) -> OutcomeT:
+    """`publish` for a group of any kind (see `GroupKind`)."""
     finished_at = time.time() if finished_at is None else finished_at
     settle = settle_seconds()
     shards = Shards.of(transport)
@@ -103,8 +182,8 @@ def publish(
     try:
         with state_file.locked():
             return _publish_locked(
-                outcome, grouping_key, shards, state_file, finished_at, adjust, lease_seconds,
-                settle,
+                kind, outcome, grouping_key, shards, state_file, finished_at, adjust,
+                lease_seconds, settle,
             )  # fmt: skip
     except StateError as exc:
         if isinstance(exc, StateNotKept | WriterConflict):
@@ -113,7 +192,7 @@ def publish(
         # state directory; the cause to report is the directory).
         reason = exc.reason if outcome.success else outcome.failure_reason or exc.reason
         try:
-            push_failure(replica, grouping_key, outcome.failed(reason))
+            _push_health(kind, replica, grouping_key, outcome.failed(reason))
         except PushError as push_exc:
             raise StateNotKept(
                 f"{exc}; the failure ({reason}) could not be pushed either: {push_exc}",
@@ -128,16 +207,17 @@ def publish(
 
 
 def _publish_locked(
-    outcome: ProbeOutcome,
+    kind: GroupKind[OutcomeT],
+    outcome: OutcomeT,
     key: dict[str, str],
     shards: Shards,
     file: StateFile,
     finished_at: float,
-    adjust: Adjust | None,
+    adjust: Callable[[OutcomeT, GroupTotals], OutcomeT] | None,
     lease_seconds: float,
     settle: float,
-) -> ProbeOutcome:
-    loaded = state.load(file)
+) -> OutcomeT:
+    loaded = state.load(file, kind.schema)
     before = loaded or GroupState()
     transport = shards.for_key(key)
     # Replicas that may still hold a copy of this group from before the replicas changed.
@@ -156,7 +236,7 @@ def _publish_locked(
     if owns and before.totals is not None:  # `owns` says it is not None; mypy needs it here
         group = before
         basis = group.push_id or 0
-        merge_run(before.totals, outcome.run, success=outcome.success, finished_at=finished_at)
+        kind.merge(before.totals, outcome, finished_at)
         state.save(file, group)
     else:
         # Look, decide, save, look again: a writer that pushed between the two looks would
@@ -165,7 +245,7 @@ def _publish_locked(
         # caught by the look after the push.
         for _ in range(_LOOKS):
             group = copy.deepcopy(before)
-            back = _read(transport, moved_from, key, outcome, group, file, finished_at,
+            back = _read(kind, transport, moved_from, key, outcome, group, file, finished_at,
                          unreadable)  # fmt: skip
             for note in back.dropped if back is not None else ():
                 print(f"fioprobe: read back of {key}: {note}", file=sys.stderr)
@@ -173,7 +253,7 @@ def _publish_locked(
             if back is not None and owner not in (None, group.writer):
                 if back.push_time is None or now - back.push_time < lease_seconds:
                     return _refuse(
-                        outcome, key, transport, file, before, finished_at,
+                        kind, outcome, key, transport, file, before, finished_at,
                         f"owned by another writer ({printable(owner, 80)}) that pushed less "
                         "than the writer lease ago",
                     )  # fmt: skip
@@ -183,17 +263,17 @@ def _publish_locked(
             # A state claims the group only once it has outlived a run: a state that is new
             # at every run (a container without a volume) is no owner, just a reader-writer.
             group.claimed = loaded is not None
-            merge_run(group.totals, outcome.run, success=outcome.success, finished_at=finished_at)
+            kind.merge(group.totals, outcome, finished_at)
             state.save(file, group)
             basis = 0 if back is None else back.push_id or 0
             # A failed second look is a failed push: the run is saved in the totals, the next
             # run reads the group back and pushes it.
-            if _same(back, _look(transport, moved_from, key, unreadable)):
+            if _same(back, _look(kind, transport, moved_from, key, unreadable)):
                 break
             took_over = False
         else:
             return _refuse(
-                outcome, key, transport, file, before, finished_at,
+                kind, outcome, key, transport, file, before, finished_at,
                 f"pushed by other writers at every one of {_LOOKS} looks",
             )  # fmt: skip
     assert group.totals is not None
@@ -202,13 +282,14 @@ def _publish_locked(
     api.push(
         transport,
         key,
-        registry_for(outcome, group.totals, writer=writer, push_ids=(push_id, basis)),
+        kind.registry(outcome, group.totals, writer, (push_id, basis)),
+        job=kind.schema.job,
     )
     group.last_push_at = time.time()
     group.push_id = push_id
-    if not owns and _replaced(transport, key, push_id, settle):
+    if not owns and _replaced(kind, transport, key, push_id, settle):
         return _refuse(
-            outcome, key, transport, file, before, finished_at,
+            kind, outcome, key, transport, file, before, finished_at,
             "pushed by another writer at the same moment, and that push does not contain "
             "this run",
         )  # fmt: skip
@@ -216,7 +297,7 @@ def _publish_locked(
     # that counts. A failed delete keeps the old replica in the state: the next run retries.
     # A replica that could not be read is not asked again: its delete waits for a later run.
     moved = all(
-        [previous.url not in unreadable and _delete_quietly(previous, key)
+        [previous.url not in unreadable and _delete_quietly(kind, previous, key)
          for previous in moved_from]
     )  # fmt: skip
     if moved:
@@ -225,7 +306,7 @@ def _publish_locked(
     with contextlib.suppress(StateError):
         state.save(file, group)
     if took_over:
-        _delete_quietly(transport, {**key, WRITER: group.writer})
+        _delete_quietly(kind, transport, {**key, WRITER: group.writer})
     return outcome
 
 
@@ -253,10 +334,11 @@ def settle_seconds() -> float:
 
 
 def _read(
+    kind: GroupKind[OutcomeT],
     transport: Transport,
     moved_from: tuple[Transport, ...],
     key: dict[str, str],
-    outcome: ProbeOutcome,
+    outcome: OutcomeT,
     group: GroupState,
     file: StateFile,
     finished_at: float,
@@ -269,14 +351,15 @@ def _read(
     cannot be read does not stop the push (see `_look`).
     """
     try:
-        return _look(transport, moved_from, key, unreadable)
+        return _look(kind, transport, moved_from, key, unreadable)
     except PushError:
-        merge_run(group.pending, outcome.run, success=outcome.success, finished_at=finished_at)
+        kind.merge(group.pending, outcome, finished_at)
         state.save(file, group)
         raise
 
 
 def _look(
+    kind: GroupKind[OutcomeT],
     transport: Transport,
     moved_from: tuple[Transport, ...],
     key: dict[str, str],
@@ -292,12 +375,12 @@ def _look(
     to delete), so the state keeps the replica it named before, and a later run deletes an
     old copy there once it answers.
     """
-    back = readback.read_group(transport, key)
+    back = readback.read_group(transport, key, kind.schema)
     for previous in moved_from if back is None else ():
         if previous.url in unreadable:
             continue
         try:
-            back = readback.read_group(previous, key)
+            back = readback.read_group(previous, key, kind.schema)
         except PushError as exc:
             unreadable.add(previous.url)
             print(
@@ -324,7 +407,13 @@ def _same(first: ReadBack | None, second: ReadBack | None) -> bool:
     )
 
 
-def _replaced(transport: Transport, key: dict[str, str], push_id: int, settle: float) -> bool:
+def _replaced(
+    kind: GroupKind[OutcomeT],
+    transport: Transport,
+    key: dict[str, str],
+    push_id: int,
+    settle: float,
+) -> bool:
     """Whether another writer's push replaced this one without continuing from it.
 
     A push that continued from this one names it as its basis: this run is in it. The look
@@ -335,7 +424,7 @@ def _replaced(transport: Transport, key: dict[str, str], push_id: int, settle: f
     """
     time.sleep(settle)
     try:
-        after = readback.read_group(transport, key)
+        after = readback.read_group(transport, key, kind.schema)
     except PushError:
         return False
     if after is None:  # deleted since (`fioprobe gc`, an operator): nothing was replaced
@@ -376,30 +465,32 @@ class WriterConflict(StateError):
 
     exit_code = 1
 
-    def __init__(self, message: str, outcome: ProbeOutcome) -> None:
+    def __init__(self, message: str, outcome: Publishable) -> None:
         super().__init__(message, FailureReason.WRITER_CONFLICT)
         self.outcome = outcome
 
 
 def _refuse(
-    outcome: ProbeOutcome,
+    kind: GroupKind[OutcomeT],
+    outcome: OutcomeT,
     key: dict[str, str],
     transport: Transport,
     file: StateFile,
     group: GroupState,
     finished_at: float,
     why: str,
-) -> ProbeOutcome:
+) -> OutcomeT:
     """This run cannot count now: keep it as pending (added when this writer takes the group
     over) and push the refusal into a group of its own, where FioProbeFailing sees it."""
     group = copy.deepcopy(group)
-    merge_run(group.pending, outcome.run, success=outcome.success, finished_at=finished_at)
+    kind.merge(group.pending, outcome, finished_at)
     state.save(file, group)
     refused = outcome.failed(FailureReason.WRITER_CONFLICT)
     api.push(
         transport,
         {**key, WRITER: group.writer},
-        registry_for(refused, None, writer=group.writer),
+        kind.registry(refused, None, group.writer, None),
+        job=kind.schema.job,
     )
     raise WriterConflict(
         f"group {key} was {why}; this run (writer {group.writer}) was kept in {file.path}, "
@@ -411,15 +502,22 @@ def _refuse(
 
 def push_failure(transport: Transport | Shards, key: dict[str, str], outcome: ProbeOutcome) -> None:
     """POST only the failure's gauges into the group: its counters stay as they are."""
+    _push_health(PROBES, transport, key, outcome)
+
+
+def _push_health(
+    kind: GroupKind[OutcomeT], transport: Transport | Shards, key: dict[str, str], outcome: OutcomeT
+) -> None:
     target = Shards.of(transport).for_key(key)
-    api.push(target, key, registry_for(outcome, None), replace=False)
+    api.push(target, key, kind.registry(outcome, None, None, None), replace=False,
+             job=kind.schema.job)  # fmt: skip
 
 
-def _delete_quietly(transport: Transport, key: dict[str, str]) -> bool:
+def _delete_quietly(kind: GroupKind[OutcomeT], transport: Transport, key: dict[str, str]) -> bool:
     """Delete a left-over group (a refusal, a moved group's old copy); False if that failed:
     the caller retries later, or `fioprobe gc` removes it."""
     try:
-        api.delete_group(transport, key)
+        api.delete_group(transport, key, job=kind.schema.job)
     except PushError:
         return False
     return True

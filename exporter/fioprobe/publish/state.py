@@ -14,7 +14,14 @@ import math
 import secrets
 from dataclasses import dataclass, field
 
-from fioprobe.metrics.totals import COUNT_LIMIT, COUNT_LIMIT_SHOWN, GroupTotals, optional_float
+from fioprobe.metrics.totals import (
+    COUNT_LIMIT,
+    COUNT_LIMIT_SHOWN,
+    PROBE_SCHEMA,
+    GroupSchema,
+    GroupTotals,
+    optional_float,
+)
 from fioprobe.publish.statefile import StateError, StateFile
 
 #: Bumped whenever the file layout changes; a newer file is refused, never overwritten.
@@ -28,11 +35,11 @@ _RESET_HINT = (
 )
 
 
-def totals_from_json(data: object, where: str) -> GroupTotals:
-    """Totals from a state file, every number checked: a bad one, or one at or above
-    COUNT_LIMIT, is a StateError (`where` names the file)."""
+def totals_from_json(data: object, where: str, schema: GroupSchema = PROBE_SCHEMA) -> GroupTotals:
+    """Totals of a group of `schema` from a state file, every number checked: a bad one, or
+    one at or above COUNT_LIMIT, is a StateError (`where` names the file)."""
     try:
-        totals = GroupTotals.from_json(data)
+        totals = GroupTotals.from_json(data, schema)
     except ValueError as exc:
         raise StateError(f"{where}: state is corrupt ({exc})") from None
     problem = totals.beyond_limit()
@@ -84,7 +91,7 @@ class GroupState:
         }
 
     @classmethod
-    def from_json(cls, data: object, where: str) -> GroupState:
+    def from_json(cls, data: object, where: str, schema: GroupSchema = PROBE_SCHEMA) -> GroupState:
         if not isinstance(data, dict):
             raise StateError(f"{where}: state is corrupt (not a JSON object)")
         version = data.get("version")
@@ -96,7 +103,7 @@ class GroupState:
                 f"reads {STATE_VERSION}); refusing to use or overwrite it"
             )
         if version == 1:  # the totals alone; runs never combined with the gateway's: pending
-            totals = totals_from_json(data, where)
+            totals = totals_from_json(data, where, schema)
             if data.get("needs_readback") is True:
                 return cls(pending=totals)
             return cls(totals=totals)
@@ -110,8 +117,8 @@ class GroupState:
         raw_totals = data.get("totals")
         return cls(
             writer=writer,
-            totals=None if raw_totals is None else totals_from_json(raw_totals, where),
-            pending=totals_from_json(data.get("pending", {}), where),
+            totals=None if raw_totals is None else totals_from_json(raw_totals, where, schema),
+            pending=totals_from_json(data.get("pending", {}), where, schema),
             last_push_at=last_push_at,
             claimed=data.get("claimed") is True,
             shard=_optional_shard(data, where),
@@ -137,10 +144,10 @@ def _optional_shard(data: dict[str, object], where: str) -> str | None:
     return shard
 
 
-def load(file: StateFile) -> GroupState | None:
-    """The saved state, or None when there is none yet."""
+def load(file: StateFile, schema: GroupSchema = PROBE_SCHEMA) -> GroupState | None:
+    """The saved state of a group of `schema`, or None when there is none yet."""
     data = file.read()
-    return None if data is None else GroupState.from_json(data, str(file.path))
+    return None if data is None else GroupState.from_json(data, str(file.path), schema)
 
 
 def save(file: StateFile, group: GroupState) -> None:
