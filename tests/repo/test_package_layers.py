@@ -111,11 +111,12 @@ ORDER: dict[str, tuple[str, ...]] = {
     ),
     "fioprobe.metrics": (
         "__init__", "exposition", "table", "histogram", "totals", "collector", "distributed",
+        "provision",
     ),
     "fioprobe.gateway": (
         "__init__", "deadline", "defaults", "settings", "transport", "api", "readback", "shards",
     ),
-    "fioprobe.publish": ("__init__", "statefile", "state", "outcome"),
+    "fioprobe.publish": ("__init__", "statefile", "state", "outcome", "provision"),
     "fioprobe.target": (
         "__init__", "quantity", "volumes", "config", "childproc", "stuck", "etcd_filesystem",
     ),
@@ -143,7 +144,8 @@ ORDER: dict[str, tuple[str, ...]] = {
     ),
     "fioprobe.cli": (
         "__init__", "argtypes", "options", "backfill_cmd", "continuous_cmd", "convert_cmd",
-        "demo_cmd", "distributed_cmd", "gc_cmd", "prepare_cmd", "probe_cmd", "push_cmd",
+        "demo_cmd", "distributed_cmd", "gc_cmd", "prepare_cmd", "probe_cmd", "provision_cmd",
+        "push_cmd",
         "report_cmd", "run_cmd", "main",
     ),
 }  # fmt: skip

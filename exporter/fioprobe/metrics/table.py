@@ -339,6 +339,72 @@ METRICS: tuple[MetricDef, ...] = (
         "IO depths (comma-separated in a sweep), jobs per server and IO engine",
         ("fio_version", "version", "block_size", "iodepth", "jobs_per_server", "ioengine"),
     ),
+    # --- The provisioning probe (`fioprobe provision`, pushed per StorageClass) ------------
+    # A group of their own (job="fioprobe_provision", storageclass[, node]; no profile), with
+    # the probes' bookkeeping (writer, push ids, owner) under the same names. `step` is one
+    # of fioprobe.provision.steps.Step, `reason` one of fioprobe.provision.reasons.Reason
+    # (docs/PROVISIONING.md), or, for a run that could not be counted, of the probes' own.
+    MetricDef(
+        "fioprobe_provision_step_duration_seconds",
+        "histogram",
+        "Duration of each finished step of a provisioning run (claim to first fdatasync, then "
+        "the deletion), cumulative over all runs of this group; a step a run does not have "
+        "(no attach without a VolumeAttachment) or did not finish adds no sample",
+        ("step",),
+    ),
+    MetricDef(
+        "fioprobe_provision_last_step_duration_seconds",
+        "gauge",
+        "Duration of each step the last provisioning run finished (none for the others)",
+        ("step",),
+    ),
+    MetricDef(
+        "fioprobe_provision_success",
+        "gauge",
+        "1 if the last provisioning run succeeded, else 0; absent while the class is skipped",
+    ),
+    MetricDef(
+        "fioprobe_provision_failure_reason_info",
+        "gauge",
+        "Why the last provisioning run failed, and in which step (empty: outside the steps); "
+        "present only while it is failing",
+        ("reason", "step"),
+    ),
+    MetricDef(
+        "fioprobe_provision_skipped_info",
+        "gauge",
+        "Why the class is not provisioned at all (retain_policy: it keeps its volumes); "
+        "present only while it is skipped, in place of fioprobe_provision_success",
+        ("reason",),
+    ),
+    MetricDef(
+        "fioprobe_provision_runs_total",
+        "counter",
+        "Provisioning runs, successful or not (skipped ones are not runs)",
+    ),
+    MetricDef("fioprobe_provision_failures_total", "counter", "Provisioning runs that failed"),
+    MetricDef(
+        "fioprobe_provision_last_run_timestamp_seconds",
+        "gauge",
+        "Unix time the last provisioning run (or skip) of this group ended",
+    ),
+    MetricDef(
+        "fioprobe_provision_last_success_timestamp_seconds",
+        "gauge",
+        "Unix time of the last successful provisioning run (carried forward while runs fail)",
+    ),
+    MetricDef(
+        "fioprobe_provision_objects_left",
+        "gauge",
+        "Claims and pods of the last run still there after its deadlines (the next run of "
+        "the group removes them)",
+    ),
+    MetricDef(
+        "fioprobe_provision_objects_removed_total",
+        "counter",
+        "Claims and pods of earlier runs (killed, or past their deadlines) that a run removed "
+        "before it started",
+    ),
 )
 
 METRICS_BY_NAME: dict[str, MetricDef] = {m.name: m for m in METRICS}
