@@ -45,6 +45,7 @@ COMMANDS = [
     "prepare-dirs",
     "continuous",
     "demo",
+    "provision",
     "gc",
     "report",
     "backfill",

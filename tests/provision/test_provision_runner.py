@@ -19,115 +19,23 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import pytest
-from fioprobe.kube.client import KubeClient
-from fioprobe.provision.manifests import OWNER_LABEL, SLOT_LABEL, RunSpec, slot_of
+from fioprobe.provision.manifests import OWNER_LABEL, SLOT_LABEL, slot_of
 from fioprobe.provision.reasons import Reason
 from fioprobe.provision.runner import ProvisionRun
 from fioprobe.provision.steps import Step
-from support import kubeapi, services
+from support import kubeapi, provision_api, services
+from support.provision_api import NAMESPACE, OWNER, Cluster
 
 pytestmark = pytest.mark.slow
 
 kube_apiserver = kubeapi.kube_apiserver
 
-NAMESPACE = "fioprobe-provision"
-ACCOUNT = "fioprobe-provision"
-OWNER = "fioprobe-provision-test"
-CLAIMS = f"/api/v1/namespaces/{NAMESPACE}/persistentvolumeclaims"
-PODS = f"/api/v1/namespaces/{NAMESPACE}/pods"
-#: What the probe's service account may do: only in its namespace, claims and pods and the
-#: events; cluster-wide, read the storage objects.
-NAMESPACED = [
-    {"apiGroups": [""], "resources": ["persistentvolumeclaims", "pods"],
-     "verbs": ["create", "get", "list", "watch", "delete"]},
-    {"apiGroups": [""], "resources": ["events"], "verbs": ["list", "watch"]},
-]  # fmt: skip
-CLUSTER = [
-    {"apiGroups": [""], "resources": ["persistentvolumes"], "verbs": ["get", "list", "watch"]},
-    {"apiGroups": ["storage.k8s.io"], "resources": ["storageclasses", "volumeattachments"],
-     "verbs": ["get", "list", "watch"]},
-]  # fmt: skip
-
-
-def _class(name: str, mode: str, reclaim: str = "Delete") -> dict[str, Any]:
-    return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
-            "metadata": {"name": name}, "provisioner": "example.com/does-not-exist",
-            "volumeBindingMode": mode, "reclaimPolicy": reclaim}  # fmt: skip
-
-
-@dataclass
-class Cluster:
-    kube: kubeapi.Kube
-    token_file: Path
-
-    def client(self) -> KubeClient:
-        return KubeClient(self.kube.url, self.token_file, self.kube.ca_file)
-
-    def spec(self, storage_class: str, node: str | None = None) -> RunSpec:
-        return RunSpec(owner=OWNER, storage_class=storage_class, namespace=NAMESPACE,
-                       size="1Gi", image="fioprobe:test", node=node)  # fmt: skip
-
-    def names(self, resource: str) -> set[str]:
-        got = self.kube.kubectl("get", resource, "-n", NAMESPACE, "-o", "json")
-        assert got.returncode == 0, got.stderr
-        return {
-            item["metadata"]["name"] for item in json.loads(got.stdout)["items"]
-            if not item["metadata"].get("deletionTimestamp")
-        }  # fmt: skip
-
 
 @pytest.fixture(scope="module")
 def cluster(kube_apiserver: kubeapi.Kube, tmp_path_factory: pytest.TempPathFactory) -> Cluster:
-    kube = kube_apiserver
-    restricted = {f"pod-security.kubernetes.io/{mode}": "restricted"
-                  for mode in ("enforce", "audit", "warn")}  # fmt: skip
-    kube.apply(
-        [
-            {"apiVersion": "v1", "kind": "Namespace",
-             "metadata": {"name": NAMESPACE, "labels": restricted}},
-            {"apiVersion": "v1", "kind": "ServiceAccount",
-             "metadata": {"name": ACCOUNT, "namespace": NAMESPACE}},
-            # What the controller-manager makes in every namespace (this server runs none):
-            # the test pods run as it, with no token mounted.
-            {"apiVersion": "v1", "kind": "ServiceAccount",
-             "metadata": {"name": "default", "namespace": NAMESPACE}},
-            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-             "metadata": {"name": ACCOUNT, "namespace": NAMESPACE}, "rules": NAMESPACED},
-            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-             "metadata": {"name": ACCOUNT, "namespace": NAMESPACE},
-             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
-                         "name": ACCOUNT},
-             "subjects": [{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": NAMESPACE}]},
-            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-             "metadata": {"name": ACCOUNT}, "rules": CLUSTER},
-            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-             "metadata": {"name": ACCOUNT},
-             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                         "name": ACCOUNT},
-             "subjects": [{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": NAMESPACE}]},
-            _class("nowhere-immediate", "Immediate"),
-            _class("nowhere-wait", "WaitForFirstConsumer"),
-            _class("kept", "Immediate", reclaim="Retain"),
-        ]
-    )  # fmt: skip
-    token = kube.kubectl("create", "token", ACCOUNT, "-n", NAMESPACE, "--duration=1h")
-    assert token.returncode == 0, token.stderr
-    token_file = tmp_path_factory.mktemp("serviceaccount") / "token"
-    token_file.write_text(token.stdout.strip())
-    made = Cluster(kube, token_file)
-
-    def granted() -> bool:  # the authorizer learns the bindings from a watch: a moment
-        can = kube.kubectl("auth", "can-i", "watch", "volumeattachments.storage.k8s.io",
-                           f"--as=system:serviceaccount:{NAMESPACE}:{ACCOUNT}")  # fmt: skip
-        return can.stdout.strip() == "yes"
-
-    services.wait_for(granted, timeout=60, what="the bindings to take effect")
-    return made
+    return provision_api.prepare(kube_apiserver, tmp_path_factory)
 
 
 def test_immediate_with_no_provisioner_fails_in_bound_and_never_makes_the_pod(

@@ -30,6 +30,7 @@ from fioprobe.cli import (
     gc_cmd,
     prepare_cmd,
     probe_cmd,
+    provision_cmd,
     push_cmd,
     report_cmd,
     run_cmd,
@@ -95,6 +96,11 @@ COMMANDS: tuple[Command, ...] = (
         "local Pushgateway, Prometheus with the mixin's rules and Alertmanager; etcd-fsync "
         "probes of a local, a memory and a slow disk every round; alert states and dashboards",
         demo_cmd,
+    ),
+    Command(
+        "provision",
+        "provision a volume of each StorageClass as a workload would, time every step, push",
+        provision_cmd,
     ),
     Command("gc", "delete Pushgateway groups of probes no longer in the configuration", gc_cmd),
     Command(

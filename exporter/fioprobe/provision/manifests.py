@@ -47,6 +47,17 @@ HOLD_COMMAND = ("sleep", "infinity")
 #: The fioprobe image's own user.
 RUN_AS = 65532
 _LABEL_VALUE = re.compile(r"^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+_DNS_LABEL = re.compile(r"^[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?$")
+#: A claim's size as the API takes it: digits, an optional fraction, and a binary or
+#: decimal suffix (no exponent, no sign, no space; "K" is not one of Kubernetes' suffixes).
+_SIZE = re.compile(r"^([0-9]{1,15})(?:\.([0-9]{1,9}))?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
+_SIZE_SCALE = {None: 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15,
+               "E": 10**18, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50,
+               "Ei": 2**60}  # fmt: skip
+#: The smallest claim a run asks for: below a MiB no provisioner makes a volume one can
+#: format. The largest: 64 TiB, the largest EBS volume (io2 Block Express).
+MIN_SIZE_BYTES = 2**20
+MAX_SIZE_BYTES = 64 * 2**40
 
 
 @dataclass(frozen=True)
@@ -72,6 +83,36 @@ def label_value_problem(value: str) -> str | None:
             f"{value!r:.80} is not a Kubernetes label value (at most 63 characters: letters, "
             "digits, '-', '_', '.', starting and ending with a letter or digit)"
         )
+    return None
+
+
+def namespace_problem(value: str) -> str | None:
+    """Why `value` cannot be a namespace's name (a DNS label), or None."""
+    if not _DNS_LABEL.match(value):
+        return (
+            f"{value!r:.80} is not a namespace name (at most 63 characters: lower-case "
+            "letters, digits and '-', starting and ending with a letter or digit)"
+        )
+    return None
+
+
+def size_problem(value: str) -> str | None:
+    """Why `value` cannot be the run's claim size (a Kubernetes quantity of whole bytes from
+    1Mi to 64Ti, "1Gi", "500M"), or None."""
+    match = _SIZE.match(value)
+    if not match:
+        return (
+            f"{value!r:.80} is not a Kubernetes quantity of bytes (digits and a suffix: "
+            "Ki, Mi, Gi, Ti, Pi, Ei, k, M, G, T, P, E; e.g. 1Gi)"
+        )
+    whole, fraction, suffix = match.groups()
+    scale = _SIZE_SCALE[suffix]
+    digits = fraction or ""
+    size = int(whole) * scale + int(digits or "0") * scale // 10 ** len(digits)
+    if digits and int(digits) * scale % 10 ** len(digits):
+        return f"{value!r:.80} is not a whole number of bytes"
+    if not MIN_SIZE_BYTES <= size <= MAX_SIZE_BYTES:
+        return f"{value!r:.80} is not from 1Mi to 64Ti"
     return None
 
 

@@ -1,0 +1,217 @@
+"""`fioprobe provision` end to end: the real command in a subprocess, a real kube-apiserver
+(`support.provision_api`: RBAC on, restricted Pod Security, classes whose provisioner does
+not exist) and a real Pushgateway; and every refused argument's exact message.
+
+Nothing provisions on this API server, so a class's run fails with `deadline` in the step
+that waits on a controller; a short --deadline keeps each run to a few seconds. One API server
+and one Pushgateway serve the whole module; each test uses groups of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import fioprobe
+from fioprobe.cli.main import main
+from support import kubeapi, provision_api, services
+from support.provision_api import NAMESPACE, OWNER, Cluster
+
+pytestmark = pytest.mark.slow
+
+kube_apiserver = kubeapi.kube_apiserver
+JOB = "fioprobe_provision"
+
+
+@pytest.fixture(scope="module")
+def cluster(kube_apiserver: kubeapi.Kube, tmp_path_factory: pytest.TempPathFactory) -> Cluster:
+    return provision_api.prepare(kube_apiserver, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[services.Service]:
+    service = services.pushgateway(tmp_path_factory.mktemp("pushgateway")).start()
+    yield service
+    service.stop()
+
+
+def _provision(cluster: Cluster, gateway_url: str, state: Path, *args: str) -> tuple[int, str, str]:
+    proc = fioprobe(
+        "provision", "--namespace", NAMESPACE, "--owner", OWNER, "--image", "fioprobe:test",
+        "--gateway", gateway_url, "--state-dir", str(state), *cluster.kube_options(), *args,
+        timeout=120,
+    )  # fmt: skip
+    return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+
+
+def _group(gateway: services.Service, **labels: str) -> dict[str, list[dict]] | None:
+    """The metrics of one provisioning group, {name: [series]}, or None when absent."""
+    with urllib.request.urlopen(gateway.url + "/api/v1/metrics", timeout=30) as response:
+        groups = json.load(response)["data"]
+    for group in groups:
+        if group["labels"] == {"job": JOB, **labels}:
+            return {name: family["metrics"] for name, family in group.items()
+                    if isinstance(family, dict) and "metrics" in family}  # fmt: skip
+    return None
+
+
+def _value(group: dict[str, list[dict]], name: str, **labels: str) -> float:
+    (series,) = [s for s in group[name] if labels.items() <= s["labels"].items()]
+    return float(series["value"])
+
+
+def _count(group: dict[str, list[dict]], step: str) -> float:
+    (series,) = [s for s in group["fioprobe_provision_step_duration_seconds"]
+                 if s["labels"]["step"] == step]  # fmt: skip
+    return float(series["count"])
+
+
+def test_a_class_that_cannot_provision_fails_with_deadline_and_the_next_run_keeps_counting(
+    cluster: Cluster, gateway: services.Service, tmp_path: Path
+) -> None:
+    """Two classes in one command: one whose provisioner never comes (failed, exit 1), one
+    that keeps its volumes (skipped: its own state, never a failure). Run twice: the
+    counters go on from the group's totals."""
+    args = ("--storageclass", "nowhere-immediate", "--storageclass", "kept",
+            "--deadline", "bound=2")  # fmt: skip
+    code, out, err = _provision(cluster, gateway.url, tmp_path / "state", *args)
+    assert code == 1, (out, err)
+    lines = out.splitlines()
+    assert lines[0].startswith("nowhere-immediate: FAILED (deadline in bound) after "), out
+    assert lines[0].endswith(": step bound not done after 2s"), out
+    assert lines[1] == "kept: skipped (retain_policy)", out
+    assert "fioprobe: provision nowhere-immediate: failed in bound: deadline" in err
+    assert "Traceback" not in err
+
+    failed = _group(gateway, storageclass="nowhere-immediate")
+    assert failed is not None
+    assert _value(failed, "fioprobe_provision_success") == 0
+    assert _value(failed, "fioprobe_provision_failure_reason_info",
+                  reason="deadline", step="bound") == 1  # fmt: skip
+    assert _value(failed, "fioprobe_provision_runs_total") == 1
+    assert _value(failed, "fioprobe_provision_failures_total") == 1
+    assert _count(failed, "created") == 1
+    assert {s["labels"]["step"] for s in failed["fioprobe_provision_step_duration_seconds"]} == {
+        "created"
+    }
+    assert _value(failed, "fioprobe_owner_info", owner=OWNER) == 1
+    assert _value(failed, "fioprobe_provision_objects_left") == 0
+
+    skipped = _group(gateway, storageclass="kept")
+    assert skipped is not None
+    assert _value(skipped, "fioprobe_provision_skipped_info", reason="retain_policy") == 1
+    assert "fioprobe_provision_success" not in skipped
+    assert _value(skipped, "fioprobe_provision_runs_total") == 0
+
+    # Again, with a state directory of its own (as a new pod would have): read back.
+    code, out, err = _provision(cluster, gateway.url, tmp_path / "other-state", *args[:2],
+                                "--deadline", "bound=2")  # fmt: skip
+    assert code == 1, (out, err)
+    again = _group(gateway, storageclass="nowhere-immediate")
+    assert again is not None
+    assert _value(again, "fioprobe_provision_runs_total") == 2
+    assert _value(again, "fioprobe_provision_failures_total") == 2
+    assert _count(again, "created") == 2
+    # And nothing of the runs is left in the namespace.
+    assert not {n for n in cluster.names("pods") | cluster.names("pvc") if "nowhere" in n}
+
+
+def test_an_unreachable_pushgateway_exits_4_and_the_next_run_pushes_both(
+    cluster: Cluster, gateway: services.Service, tmp_path: Path
+) -> None:
+    state = tmp_path / "state"
+    nowhere = f"http://127.0.0.1:{services.free_port()}"
+    args = ("--storageclass", "nowhere-wait", "--node", "node-3", "--deadline", "scheduled=2")
+    code, out, err = _provision(cluster, nowhere, state, *args, "--attempts", "1")
+    assert code == 4, (out, err)
+    assert out.startswith("nowhere-wait on node-3: FAILED (deadline in scheduled) after "), out
+    assert "goes with the next push" in err and str(state) in err, err
+    assert "Traceback" not in err
+    assert _group(gateway, storageclass="nowhere-wait", node="node-3") is None
+
+    code, out, err = _provision(cluster, gateway.url, state, *args)
+    assert code == 1, (out, err)
+    group = _group(gateway, storageclass="nowhere-wait", node="node-3")
+    assert group is not None
+    assert _value(group, "fioprobe_provision_runs_total") == 2
+    assert _value(group, "fioprobe_provision_failures_total") == 2
+    assert _value(group, "fioprobe_provision_failure_reason_info",
+                  reason="deadline", step="scheduled") == 1  # fmt: skip
+
+
+#: Every refused argument and its exact message (after "fioprobe: error: "). The base
+#: command is valid but for the argument tested; nothing reaches the API or the gateway.
+REFUSED: list[tuple[list[str], str]] = [
+    (["--size", "1K"], "provision: --size '1K' is not a Kubernetes quantity of bytes (digits "
+     "and a suffix: Ki, Mi, Gi, Ti, Pi, Ei, k, M, G, T, P, E; e.g. 1Gi)"),
+    (["--size", "512Ki"], "provision: --size '512Ki' is not from 1Mi to 64Ti"),
+    (["--size", "1.3333Mi"], "provision: --size '1.3333Mi' is not a whole number of bytes"),
+    (["--namespace", "Probe_NS"], "provision: --namespace 'Probe_NS' is not a namespace name "
+     "(at most 63 characters: lower-case letters, digits and '-', starting and ending with a "
+     "letter or digit)"),
+    (["--storageclass", "a/b"], "provision: --storageclass 'a/b' must be a StorageClass name: "
+     "lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, "
+     "at most 253 characters"),
+    (["--storageclass", "gp3"], "provision: --storageclass names a class twice: give each once"),
+    (["--node", "Node_1"], "provision: --node 'Node_1' must be a node name: lower-case "
+     "letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 "
+     "characters"),
+    (["--owner", ""], "provision: --owner must not be empty"),
+    (["--owner", "x" * 64], f"provision: --owner {'x' * 64!r} is not a Kubernetes label value "
+     "(at most 63 characters: letters, digits, '-', '_', '.', starting and ending with a "
+     "letter or digit)"),
+    (["--image", "my image"], "provision: --image must be an image reference, printable, "
+     "without spaces, at most 512 characters: 'my image'"),
+    (["--deadline", "bound"], "provision: --deadline 'bound' is not STEP=SECONDS"),
+    (["--deadline", "bond=3"], "provision: --deadline 'bond=3': 'bond' is not a step (created, "
+     "scheduled, bound, attached, running, written, pod_deleted, detached, volume_deleted)"),
+    (["--deadline", "bound=0.5"], "provision: --deadline 'bound=0.5': must be from 1 to 3600 "
+     "seconds: '0.5'"),
+    (["--deadline", "bound=3", "--deadline", "bound=4"],
+     "provision: --deadline names step bound twice"),
+    (["--kube-server", "https://127.0.0.1:6443"], "provision: --kube-token-file, --kube-ca-file "
+     "missing: outside a pod, give --kube-server, --kube-token-file and --kube-ca-file "
+     "together"),
+    (["--kube-server", "https://127.0.0.1:6443", "--kube-token-file", "/nonexistent/token",
+      "--kube-ca-file", "/nonexistent/ca"],
+     "provision: --kube-token-file '/nonexistent/token' is not a readable file"),
+    (["--timeout", "0"], "provision: argument --timeout: must be from 0.1 to 600 seconds: '0' "
+     "(see fioprobe provision --help)"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("extra", "message"), REFUSED, ids=[" ".join(e)[:40] for e, _ in REFUSED])
+def test_a_refused_argument_says_exactly_why_and_runs_nothing(
+    extra: list[str], message: str, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    argv = ["provision", "--storageclass", "gp3", "--namespace", "probe", "--image", "img",
+            "--gateway", "http://127.0.0.1:9", *extra]  # fmt: skip
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse's own refusals
+        code = int(str(exc.code))
+    captured = capsys.readouterr()
+    assert (code, captured.err, captured.out) == (2, f"fioprobe: error: {message}\n", "")
+
+
+def test_without_a_gateway_or_outside_a_pod_it_says_what_is_missing(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("FIOPROBE_PUSHGATEWAY_URL", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_PORT", raising=False)
+    base = ["provision", "--storageclass", "gp3", "--namespace", "probe", "--image", "img"]
+    assert main(base) == 2
+    assert capsys.readouterr().err == (
+        "fioprobe: error: no Pushgateway: give --gateway URL or set FIOPROBE_PUSHGATEWAY_URL\n"
+    )
+    assert main([*base, "--gateway", "http://127.0.0.1:9"]) == 2
+    assert capsys.readouterr().err == (
+        "fioprobe: error: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT not set: not "
+        "running in a Kubernetes pod, so the API server cannot be found\n"
+    )
