@@ -59,6 +59,11 @@ def alias_bomb(levels: int) -> str:
     return "\n".join([*lines, f"pushgateway: {{url: *a{levels - 1}}}", "targets: []", ""])
 
 
+#: A provisioning command valid but for what a case adds (it never reaches an API server).
+PROVISION = ["provision", "--storageclass", "gp3", "--namespace", "probe", "--image", "img",
+             "--gateway", GATEWAY]  # fmt: skip
+
+
 def run_case(*args: str) -> list[str]:
     return ["run", "--config", *args]
 
@@ -348,6 +353,16 @@ CASES = [
         "owner: 'a b' must be a name",
         {"c.yaml": config(owner="a b")},
     ),
+    Case(
+        "provision-size",
+        [*PROVISION, "--size", "1 Gi"],
+        "provision: --size '1 Gi' is not a Kubernetes quantity of bytes",
+    ),
+    Case(
+        "provision-deadline-step",
+        [*PROVISION, "--deadline", "mounted=30"],
+        "provision: --deadline 'mounted=30': 'mounted' is not a step",
+    ),
     Case("gc-config-missing", ["gc", "--config", "{dir}/nope.yaml"], "nope.yaml: cannot read"),
     Case(
         "gc-jobs-dir-without-the-profile",  # gc reads the configuration as `run` does
@@ -552,6 +567,7 @@ BEFORE = {
     "report": ["report", FIO_OUTPUT, "-o", "{dir}/out"],
     "distributed": ["distributed", "--plan", "{dir}/p.yaml", "--servers", "127.0.0.1:9"],
     "prepare-dirs": ["prepare-dirs", "--path", "{dir}=/var/lib/etcd-fioprobe"],
+    "provision": PROVISION,
 }
 SECONDS, WHOLE, BYTES, MILLISECONDS, LISTEN = "seconds", "whole", "bytes", "milliseconds", "listen"
 #: (subcommand, option, kind, low, high, too small, too large).
@@ -579,6 +595,9 @@ NUMERIC_OPTIONS = [
     ("distributed", "--attempts", WHOLE, "1", "10", "0", "11"),
     ("distributed", "--wait-for-servers", SECONDS, "0", "3600", "-1", "3601"),
     ("prepare-dirs", "--owner", WHOLE, "1", "2147483647", "0", "2147483648"),
+    ("provision", "--timeout", SECONDS, "0.1", "600", "0", "601"),
+    ("provision", "--attempts", WHOLE, "1", "10", "0", "11"),
+    ("provision", "--writer-lease", SECONDS, "1", "604800", "0.5", "604801"),
 ]
 
 
