@@ -48,9 +48,9 @@ class Layer(NamedTuple):
 
 #: The layers, lowest first. foundation: what every stage shares (errors, text, bounds...),
 #: and what stages of different layers share (one HTTP exchange under one deadline, for
-#: kube/ and gateway/: exchange); kube/ reads the Kubernetes API, and beside it provision/
-#: computes the provisioning probe's steps and failure reasons from objects' JSON (pure:
-#: neither imports the other); fio/ runs and reads fio; metrics/ is where a fio field becomes
+#: kube/ and gateway/: exchange); kube/ speaks to the Kubernetes API; provision/ computes the
+#: provisioning probe's steps and failure reasons from objects' JSON (its model is pure: a
+#: rule below) and runs it against the API (follow, runner); fio/ runs and reads fio; metrics/ is where a fio field becomes
 #: a metric; gateway/ is the Pushgateway client; publish/ keeps the totals between runs and
 #: pushes them; shared: what several stages above need (target/: a target's configuration and
 #: the safe ways to touch its volume; services/: local Prometheus and friends; results/:
@@ -72,7 +72,8 @@ LAYERS: tuple[Layer, ...] = (
         ),
         apart=False,
     ),
-    Layer("kube", ("fioprobe.kube", "fioprobe.provision")),
+    Layer("kube", ("fioprobe.kube",)),
+    Layer("provision", ("fioprobe.provision",)),
     Layer("fio", ("fioprobe.fio",)),
     Layer("metrics", ("fioprobe.metrics",)),
     Layer("gateway", ("fioprobe.gateway",)),
@@ -100,10 +101,10 @@ ORDER: dict[str, tuple[str, ...]] = {
         "__init__", "errors", "text", "bounds", "thresholds", "grouping", "processes",
         "exchange", "__main__",
     ),
-    "fioprobe.kube": ("__init__", "client", "nodes"),
+    "fioprobe.kube": ("__init__", "errors", "stream", "client", "nodes", "watch"),
     "fioprobe.provision": (
         "__init__", "shape", "timestamps", "objects", "attach", "observations", "steps",
-        "events", "reasons", "cross_check",
+        "events", "reasons", "cross_check", "manifests", "follow", "runner",
     ),
     "fioprobe.fio": (
         "__init__", "output_error", "model", "repeats", "parse", "clientserver", "profiles",
@@ -151,6 +152,13 @@ ORDER: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 
 
+#: The provisioning probe's model: what a run's objects mean, computed from their JSON alone.
+PROVISION_MODEL = (
+    "shape", "timestamps", "objects", "attach", "observations", "steps", "events", "reasons",
+    "cross_check", "manifests",
+)  # fmt: skip
+
+
 class Rule(NamedTuple):
     """`importers` (modules or packages) import nothing of `forbidden`, because `why`."""
 
@@ -176,6 +184,11 @@ RULES: tuple[Rule, ...] = (
         ("fioprobe.report", "fioprobe.offline", "fioprobe.results", "fioprobe.metrics.collector"),
         ("fioprobe.publish",),
         "report, backfill, convert, the results they read and the collector import no state module",
+    ),
+    Rule(
+        tuple(f"fioprobe.provision.{name}" for name in PROVISION_MODEL),
+        ("fioprobe.kube",),
+        "the provisioning model is pure (no I/O, no clock): the API is follow's and runner's",
     ),
     Rule(
         ("fioprobe.continuous",),
@@ -417,10 +430,15 @@ def test_a_command_package_importing_another_fails(tmp_path: Path) -> None:
     assert "stand side by side" in found["fioprobe.demo.chain", "fioprobe.report.build"]
 
 
-def test_provision_importing_kube_fails(tmp_path: Path) -> None:
+def test_the_provisioning_model_importing_kube_fails(tmp_path: Path) -> None:
     """The provisioning computation stays pure: the API client is the runner's business."""
     found = seeded(tmp_path, "provision/steps.py", "from fioprobe.kube import client\n")
-    assert "stand side by side" in found["fioprobe.provision.steps", "fioprobe.kube.client"]
+    assert "model is pure" in found["fioprobe.provision.steps", "fioprobe.kube.client"]
+
+
+def test_kube_importing_provision_fails(tmp_path: Path) -> None:
+    found = seeded(tmp_path, "kube/client.py", "from fioprobe.provision import steps\n")
+    assert "a layer above" in found["fioprobe.kube.client", "fioprobe.provision.steps"]
 
 
 def test_importing_cli_from_below_fails(tmp_path: Path) -> None:
