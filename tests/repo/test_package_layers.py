@@ -50,13 +50,13 @@ class Layer(NamedTuple):
 #: and what stages of different layers share (one HTTP exchange under one deadline, for
 #: kube/ and gateway/: exchange); kube/ speaks to the Kubernetes API; provision/ computes the
 #: provisioning probe's steps and failure reasons from objects' JSON (its model is pure: a
-#: rule below) and runs it against the API (follow, runner); fio/ runs and reads fio; metrics/ is where a fio field becomes
-#: a metric; gateway/ is the Pushgateway client; publish/ keeps the totals between runs and
-#: pushes them; shared: what several stages above need (target/: a target's configuration and
-#: the safe ways to touch its volume; services/: local Prometheus and friends; results/:
-#: folders of fio results read); stages: one probe run (probe/), the dashboards evaluated and
-#: drawn (preview/); commands: the packages a command of cli/ runs, which nothing but cli/
-#: imports; cli/; the entry point.
+#: rule below) and runs it against the API (follow, runner); fio/ runs and reads fio;
+#: metrics/ is where a fio field becomes a metric; gateway/ is the Pushgateway client;
+#: publish/ keeps the totals between runs and pushes them; shared: what several stages above
+#: need (target/: a target's configuration and the safe ways to touch its volume; services/:
+#: local Prometheus and friends; results/: folders of fio results read); stages: one probe
+#: run (probe/), the dashboards evaluated and drawn (preview/); commands: the packages a
+#: command of cli/ runs, which nothing but cli/ imports; cli/; the entry point.
 LAYERS: tuple[Layer, ...] = (
     Layer(
         "foundation",
