@@ -24,7 +24,13 @@ from fioprobe.provision.observations import Change, WatchFailed, read_watch_even
 from fioprobe.provision.shape import ShapeError
 from fioprobe.provision.steps import Step, StepTime, Timeline
 from fioprobe.provision.timestamps import KubeTime, parse_time
-from support.provision import SCENARIOS, Scenario, attachments_of_the_deletion, catalog, scenario
+from support.provision_fixtures import (
+    SCENARIOS,
+    Scenario,
+    attachments_of_the_deletion,
+    catalog,
+    scenario,
+)
 
 EBS = "ebs-gp3-wait-for-first-consumer"
 

@@ -30,7 +30,7 @@ from fioprobe.provision.reasons import (
 )
 from fioprobe.provision.steps import Step, Timeline
 from fioprobe.text import printable
-from support.provision import attachments_of_the_deletion, catalog, scenario
+from support.provision_fixtures import attachments_of_the_deletion, catalog, scenario
 
 EVENTS = catalog("events.json")
 API_ERRORS = catalog("api-errors.json")

@@ -24,7 +24,7 @@ from fioprobe.provision.steps import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.provision import SCENARIOS, Scenario, observations, scenario
+from support.provision_fixtures import SCENARIOS, Scenario, observations, scenario
 
 #: Per scenario: the provisioning steps (step, seconds, seen directly), then the deletion's,
 #: then the steps absent in each. Read off the fixtures' delivery times by hand.
