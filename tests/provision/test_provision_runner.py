@@ -74,6 +74,11 @@ def test_wait_for_first_consumer_admits_the_restricted_pod_and_fails_in_schedule
     )
     assert result.left == ()
     assert run.objects.pod not in cluster.names("pods")
+    created, deleted = result.steps
+    # The deletion starts at the failure, not at the last delivery before it: the deadline's
+    # wait belongs to no step.
+    assert deleted.start - created.end >= 3.0
+    assert 0 < deleted.seconds < 30
 
 
 def test_a_class_that_keeps_its_volumes_is_skipped_and_nothing_is_made(cluster: Cluster) -> None:

@@ -172,8 +172,12 @@ class ProvisionRun:
             timeline = Timeline.provisioning(info.mode, clock.monotonic, self.objects)
             self._last_at = clock.monotonic
             failure = self._provision(follower, timeline)
-            start = max(self._last_at, timeline.start + timeline.wall)
-            deletion = timeline.deletion(start, self._pod_created)
+            # The deletion starts where the last step ended when the run succeeded (the two
+            # add up to the wall time), at the failure when it failed (the wait for the
+            # deadline is no part of any deletion step).
+            end = timeline.start + timeline.wall if failure is None else time.monotonic()
+            self._last_at = max(self._last_at, end)
+            deletion = timeline.deletion(self._last_at, self._pod_created)
             deletion_failure = self._delete(follower, deletion)
         finally:
             follower.stop()
