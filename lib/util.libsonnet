@@ -15,13 +15,11 @@
   matcherList(list):: std.join(', ', std.filter(function(m) m != '', list)),
 
   // A distributed benchmark's group (`fioprobe distributed`: benchmark and storageclass, no
-  // profile) and a provisioning probe's (`fioprobe provision`: storageclass and node, no
-  // profile) hold series of their own only, but the Pushgateway adds push_time_seconds to
-  // them as to every group: without these matchers the probe rules would take a benchmark
-  // pushed once, or a provisioning class, for a probe (Stale, the inventory). Every probe
-  // group has a profile. Not configurable: no selector a deployment chooses may let probe
-  // rules see other groups.
-  probeGroupMatcher:: 'benchmark="", profile!=""',
+  // profile) holds fioprobe_distributed_* series only, but the Pushgateway adds
+  // push_time_seconds to it as to every group: without this matcher the probe rules would
+  // take a benchmark pushed once for a probe that stopped (Stale). Not configurable: no
+  // selector a deployment chooses may let probe rules see benchmarks.
+  probeGroupMatcher:: 'benchmark=""',
   benchmarkMatcher:: 'benchmark!=""',
 
   // The configured selector of fioprobe's pushed series plus `extra`: probe groups only.
