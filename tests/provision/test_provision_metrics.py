@@ -21,11 +21,11 @@ from fioprobe.metrics.provision import (
 )
 from fioprobe.metrics.table import METRICS_BY_NAME
 from fioprobe.metrics.totals import PROBE_SCHEMA, GroupTotals, combine
-from fioprobe.provision.manifests import RunSpec
 from fioprobe.provision.objects import Mode
 from fioprobe.provision.reasons import Failure, Reason
 from fioprobe.provision.runner import RunResult
 from fioprobe.provision.steps import Step, StepTime
+from fioprobe.provision.workload import RunSpec
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 

@@ -21,10 +21,10 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from fioprobe.provision.manifests import OWNER_LABEL, SLOT_LABEL, slot_of
 from fioprobe.provision.reasons import Reason
 from fioprobe.provision.runner import ProvisionRun
 from fioprobe.provision.steps import Step
+from fioprobe.provision.workload import OWNER_LABEL, SLOT_LABEL, slot_of
 from support import kubeapi, provision_api, services
 from support.provision_api import NAMESPACE, OWNER, Cluster
 
@@ -101,7 +101,7 @@ def test_a_class_that_does_not_exist_fails_before_any_object(cluster: Cluster) -
 DRIVER = """
 import json, sys
 from fioprobe.kube.client import KubeClient
-from fioprobe.provision.manifests import RunSpec
+from fioprobe.provision.workload import RunSpec
 from fioprobe.provision.runner import ProvisionRun
 from fioprobe.provision.steps import Step
 args = json.loads(sys.argv[1])

@@ -104,7 +104,7 @@ ORDER: dict[str, tuple[str, ...]] = {
     "fioprobe.kube": ("__init__", "errors", "stream", "client", "nodes", "watch"),
     "fioprobe.provision": (
         "__init__", "shape", "timestamps", "objects", "attach", "observations", "steps",
-        "events", "reasons", "cross_check", "manifests", "follow", "runner",
+        "events", "reasons", "cross_check", "workload", "follow", "runner",
     ),
     "fioprobe.fio": (
         "__init__", "output_error", "model", "repeats", "parse", "clientserver", "profiles",
@@ -155,7 +155,7 @@ ORDER: dict[str, tuple[str, ...]] = {
 #: The provisioning probe's model: what a run's objects mean, computed from their JSON alone.
 PROVISION_MODEL = (
     "shape", "timestamps", "objects", "attach", "observations", "steps", "events", "reasons",
-    "cross_check", "manifests",
+    "cross_check", "workload",
 )  # fmt: skip
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from fioprobe.kube.client import KubeClient
-from fioprobe.provision.manifests import RunSpec
+from fioprobe.provision.workload import RunSpec
 
 from support import kubeapi, services
 

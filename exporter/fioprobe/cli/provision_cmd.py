@@ -120,8 +120,8 @@ def run(args: argparse.Namespace) -> int:
     from fioprobe.gateway.transport import PushError
     from fioprobe.grouping import provision_key
     from fioprobe.metrics.provision import ProvisionOutcome
-    from fioprobe.provision.manifests import RunSpec
     from fioprobe.provision.runner import ProvisionRun
+    from fioprobe.provision.workload import RunSpec
     from fioprobe.publish.outcome import StateNotKept, WriterConflict
     from fioprobe.publish.provision import publish_provision, state_file
     from fioprobe.publish.statefile import StateDir, default_state_dir
@@ -169,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> None:
     """Every argument a run uses, before the first run: the first bad one is a UsageError."""
     from fioprobe.kube.nodes import node_name_problem
-    from fioprobe.provision.manifests import label_value_problem, namespace_problem, size_problem
+    from fioprobe.provision.workload import label_value_problem, namespace_problem, size_problem
     from fioprobe.target.config import valid_owner
 
     for name in args.storageclass:

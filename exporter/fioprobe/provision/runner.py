@@ -4,7 +4,7 @@ follow the deletion; the steps' times and the run's verdict.
 The order of a run:
 
 1. Remove what an earlier run of the same probe and slot (class and node) left: claims and
-   pods carrying both labels, and nothing else (`manifests.OWNER_LABEL`, `SLOT_LABEL`).
+   pods carrying both labels, and nothing else (`workload.OWNER_LABEL`, `SLOT_LABEL`).
 2. Read the StorageClass: its binding mode orders the steps; a class that keeps its volumes
    (`Retain`) is skipped unless asked, since every run would leave a volume behind.
 3. List, then watch, what the run will see (`follow.Follower`), before the first create.
@@ -36,16 +36,6 @@ from fioprobe.provision.attach import AttachmentState
 from fioprobe.provision.cross_check import Clock, Stamp, cross_check, stamps_of
 from fioprobe.provision.events import Event, read_event
 from fioprobe.provision.follow import Follower, Source, Trouble
-from fioprobe.provision.manifests import (
-    OWNER_LABEL,
-    RUN_LABEL,
-    SLOT_LABEL,
-    RunSpec,
-    run_objects,
-    slot_of,
-)
-from fioprobe.provision.manifests import claim as claim_manifest
-from fioprobe.provision.manifests import pod as pod_manifest
 from fioprobe.provision.objects import (
     Mode,
     PodState,
@@ -68,6 +58,16 @@ from fioprobe.provision.reasons import (
 )
 from fioprobe.provision.shape import ShapeError, message
 from fioprobe.provision.steps import Step, StepTime, Timeline
+from fioprobe.provision.workload import (
+    OWNER_LABEL,
+    RUN_LABEL,
+    SLOT_LABEL,
+    RunSpec,
+    run_objects,
+    slot_of,
+)
+from fioprobe.provision.workload import claim as claim_manifest
+from fioprobe.provision.workload import pod as pod_manifest
 
 #: How long each step may take before the run fails in it. A provisioner that calls a cloud
 #: API and an EBS attach take seconds to a minute when all is well; 5 minutes is broken.
