@@ -7,11 +7,9 @@ export PATH=$PWD/.tools/bin:$PWD/.venv/bin:$PATH
 # The whole suite (no arguments) runs two test files at a time (pytest-xdist, one worker per
 # core of CI's 2-core machine): most of its time is waiting on real servers, fio and slow
 # disks, not CPU. A file stays on one worker, so a module's fixture (one apiserver, one
-# Prometheus) is built once. The files are handed out in the order tests/conftest.py gives
-# (its long files first), not xdist's by test count, which left the waiting files for the
-# end with the CPU two-thirds idle. With arguments (a file, `-k`, `-s`), pytest runs as given.
+# Prometheus) is built once. With arguments (a file, `-k`, `-s`), pytest runs as given.
 if [[ $# -eq 0 ]]; then
-  set -- -n "${FIOPROBE_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder
+  set -- -n "${FIOPROBE_TEST_WORKERS:-2}" --dist loadfile
 fi
 # --durations: every run (CI's too) says where its time went, for docs/BENCHMARKS.md.
 .venv/bin/python -m pytest --durations=40 --durations-min=5 "$@"

@@ -18,36 +18,6 @@ from support.services import wait_for  # noqa: F401 - tests import it from here
 CORPUS = TEST_DATA / "fio-corpus"
 
 
-#: The test files of minutes each, started first, in this order. The whole suite runs two
-#: files at a time (scripts/run-tests.sh: xdist, one file per worker, each worker taking the
-#: next two in order, with xdist's own ordering by test count turned off). The alert suites
-#: keep the CPU busy (promtool over long timelines); most of the others wait (a hung disk, a
-#: slot, a Prometheus scrape). Handed out first and alternately, the first worker takes the
-#: two promtool suites while the second works through the waiting ones beside them, and no
-#: long file is left for the end, when the other worker would sit idle.
-LONG_FILES_FIRST = (
-    "tests/mixin/test_mixin.py",
-    "tests/probe/test_hung_volume.py",
-    "tests/mixin/test_mixin_schedules.py",
-    "tests/demo/test_demo.py",
-    "tests/kube/test_kube_client.py",
-    "tests/bench/test_fidelity.py",
-    "tests/probe/test_stagger.py",
-    "tests/mixin/test_alerts_e2e.py",
-    "tests/distributed/test_distributed_failures.py",
-    "tests/publish/test_two_writers.py",
-    "tests/mixin/test_dashboards_live.py",
-    "tests/mixin/test_alerts_restart.py",
-    "tests/mixin/test_mixin_evaluation.py",
-)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The long files first (`LONG_FILES_FIRST`), the rest in collection order."""
-    rank = {name: index for index, name in enumerate(LONG_FILES_FIRST)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
-
-
 def corpus_files(negative: bool) -> list[Path]:
     files = sorted(p for p in CORPUS.iterdir() if p.name != "SOURCES.tsv")
     return [p for p in files if p.name.startswith("neg-") == negative]
