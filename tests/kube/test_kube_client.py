@@ -97,10 +97,7 @@ def cluster(kube_apiserver: kubeapi.Kube, tmp_path_factory: pytest.TempPathFacto
                            "namespace": NAMESPACE}]},
         ]
     )  # fmt: skip
-    token = kube.kubectl("create", "token", ACCOUNT, "-n", NAMESPACE, "--duration=1h")
-    assert token.returncode == 0, token.stderr
-    token_file = tmp_path_factory.mktemp("serviceaccount") / "token"
-    token_file.write_text(token.stdout.strip())
+    token_file = kube.token_file(ACCOUNT, NAMESPACE, tmp_path_factory.mktemp("serviceaccount"))
     made = Cluster(kube, token_file)
     client = made.client()
 

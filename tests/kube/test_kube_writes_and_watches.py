@@ -78,10 +78,7 @@ def account(kube_apiserver: kubeapi.Kube, tmp_path_factory: pytest.TempPathFacto
          "metadata": {"name": ACCOUNT, "namespace": NAMESPACE}}
     )  # fmt: skip
     kube.apply(_role_in(QUOTA_NAMESPACE))
-    token = kube.kubectl("create", "token", ACCOUNT, "-n", NAMESPACE, "--duration=1h")
-    assert token.returncode == 0, token.stderr
-    token_file = tmp_path_factory.mktemp("serviceaccount") / "token"
-    token_file.write_text(token.stdout.strip())
+    token_file = kube.token_file(ACCOUNT, NAMESPACE, tmp_path_factory.mktemp("serviceaccount"))
     made = Account(kube, token_file)
     client = made.client()
 

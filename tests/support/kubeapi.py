@@ -79,6 +79,15 @@ class Kube:
             check=False,
         )
 
+    def token_file(self, account: str, namespace: str, directory: Path) -> Path:
+        """A real token of the service account (`kubectl create token`, an hour), written to
+        `directory`/token as the kubelet projects one into a pod."""
+        token = self.kubectl("create", "token", account, "-n", namespace, "--duration=1h")
+        assert token.returncode == 0, token.stderr
+        path = directory / "token"
+        path.write_text(token.stdout.strip())
+        return path
+
     def dry_run(self, *args: str) -> subprocess.CompletedProcess[str]:
         return self.kubectl("apply", "--dry-run=server", "--validate=strict", *args)
 

@@ -108,10 +108,7 @@ def prepare(kube: kubeapi.Kube, tmp_path_factory: pytest.TempPathFactory) -> Clu
             *(storage_class(*row) for row in CLASSES),
         ]
     )  # fmt: skip
-    token = kube.kubectl("create", "token", ACCOUNT, "-n", NAMESPACE, "--duration=1h")
-    assert token.returncode == 0, token.stderr
-    token_file = tmp_path_factory.mktemp("serviceaccount") / "token"
-    token_file.write_text(token.stdout.strip())
+    token_file = kube.token_file(ACCOUNT, NAMESPACE, tmp_path_factory.mktemp("serviceaccount"))
 
     def granted() -> bool:  # the authorizer learns the bindings from a watch: a moment
         can = kube.kubectl("auth", "can-i", "watch", "volumeattachments.storage.k8s.io",

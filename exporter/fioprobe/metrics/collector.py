@@ -8,7 +8,7 @@ is not in the table cannot be exported.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from prometheus_client.core import (
@@ -128,15 +128,7 @@ class ProbeCollector(Collector):
     # -- helpers ---------------------------------------------------------------------------
 
     def _family(self, name: str) -> Metric:
-        definition = METRICS_BY_NAME[name]
-        labels = [*self.const_labels, *definition.labels]
-        if definition.kind == "histogram":
-            return HistogramMetricFamily(name, definition.help, labels=labels)
-        if definition.kind == "counter":
-            return CounterMetricFamily(name, definition.help, labels=labels)
-        if definition.kind == "gauge":
-            return GaugeMetricFamily(name, definition.help, labels=labels)
-        return Metric(name, definition.help, "summary")
+        return metric_family(name, tuple(self.const_labels))
 
     def _scalar(self, name: str) -> CounterMetricFamily | GaugeMetricFamily:
         """A counter or gauge of the table: one value per label set."""
@@ -323,3 +315,18 @@ def registry_for(
     registry = CollectorRegistry(auto_describe=False)
     registry.register(ProbeCollector(outcome, totals, const_labels, writer, push_ids))
     return registry
+
+
+def metric_family(name: str, leading_labels: Sequence[str] = ()) -> Metric:
+    """An empty family of the metric table's `name`, of its kind, its labels after
+    `leading_labels`: every collector's only way to a family, so that no name outside the
+    table can be exported."""
+    definition = METRICS_BY_NAME[name]
+    labels = [*leading_labels, *definition.labels]
+    if definition.kind == "histogram":
+        return HistogramMetricFamily(name, definition.help, labels=labels)
+    if definition.kind == "counter":
+        return CounterMetricFamily(name, definition.help, labels=labels)
+    if definition.kind == "gauge":
+        return GaugeMetricFamily(name, definition.help, labels=labels)
+    return Metric(name, definition.help, "summary")

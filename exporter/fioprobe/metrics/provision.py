@@ -38,8 +38,8 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from fioprobe.errors import FailureReason
 from fioprobe.grouping import PROVISION_JOB
+from fioprobe.metrics.collector import metric_family
 from fioprobe.metrics.histogram import le_label
-from fioprobe.metrics.table import METRICS_BY_NAME
 from fioprobe.metrics.totals import GroupSchema, GroupTotals, HistogramRow, HistogramTotals
 from fioprobe.provision.runner import RunResult
 from fioprobe.provision.steps import STEP_BUCKETS, Step
@@ -202,15 +202,7 @@ class ProvisionCollector(Collector):
             yield self._scalar(PROVISION_SCHEMA.last_success, (), totals.last_success_timestamp)
 
     def _family(self, name: str) -> Metric:
-        definition = METRICS_BY_NAME[name]
-        labels = list(definition.labels)
-        if definition.kind == "histogram":
-            return HistogramMetricFamily(name, definition.help, labels=labels)
-        if definition.kind == "counter":
-            return CounterMetricFamily(name, definition.help, labels=labels)
-        if definition.kind == "gauge":
-            return GaugeMetricFamily(name, definition.help, labels=labels)
-        raise TypeError(f"{name} is a {definition.kind} in the metric table")
+        return metric_family(name)
 
     def _scalar(self, name: str, values: tuple[str, ...], value: float) -> Metric:
         """A counter or gauge of the table with one sample (its labels' `values`)."""
