@@ -158,6 +158,7 @@ local etcdNodeRules =
     'platform',
     'pushgateway',
     'continuous',
+    'provisioning',
     'perNode',
     'benchmarks',
     'probeResources',

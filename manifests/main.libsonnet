@@ -25,6 +25,7 @@ function(config=(import 'config.libsonnet'), overrides={})
   local monitoring = (import 'components/monitoring.libsonnet')(c);
   local perNode = (import 'components/pernode.libsonnet')(c, probes);
   local continuous = (import 'components/continuous.libsonnet')(c);
+  local provisioning = (import 'components/provisioning.libsonnet')(c, probes).objects;
   local openshift = (import 'components/openshift.libsonnet')(c, [
     pushgateway,
     probes.storageClasses,
@@ -32,6 +33,7 @@ function(config=(import 'config.libsonnet'), overrides={})
     perNode,
     continuous.etcd,
     continuous.storageClasses,
+    provisioning,
   ]);
   {
     config:: c,
@@ -42,6 +44,7 @@ function(config=(import 'config.libsonnet'), overrides={})
     probes: probes,
     perNode: perNode,
     continuous: continuous,
+    provisioning: provisioning,
     openshift: openshift,
     monitoring: monitoring,
   }

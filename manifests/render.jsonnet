@@ -18,6 +18,7 @@ function(overrides={})
     ['continuous', all.continuous],
     ['continuous-etcd', all.continuous.etcd],
     ['continuous-storageclasses', all.continuous.storageClasses],
+    ['provisioning', all.provisioning],
     ['openshift', all.openshift],
     ['dashboard', all.monitoring.dashboards],
   ];

@@ -8,6 +8,7 @@
 // ServiceMonitor scrapes every replica through the headless Service's endpoints.
 // With an existing Pushgateway (pushgateway.url) only the namespace: the probes push there.
 local common = import '../lib/common.libsonnet';
+local provisioning = import '../lib/provisioning.libsonnet';
 local sizing = import '../lib/sizing.libsonnet';
 
 function(config) {
@@ -170,7 +171,11 @@ function(config) {
             podSelector: { matchLabels: common.selectorLabels('probe') },
           }
           for ns in probeNamespaces
-        ] + [common.prometheusPeer(c)],
+        ] + (if std.length(provisioning.classes(c)) == 0 then [] else [{
+               // The provisioning probe's pod (components/provisioning.libsonnet).
+               namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': c.namespace } },
+               podSelector: { matchLabels: common.selectorLabels('provision') },
+             }]) + [common.prometheusPeer(c)],
         ports: [{ protocol: 'TCP', port: pgw.port }],
       }],
       // The Pushgateway initiates no connection.

@@ -64,11 +64,12 @@ local kp = (import 'kube-prometheus/main.libsonnet') + {
 { ['prometheus-' + name]: kp.prometheus[name] for name in std.objectFields(kp.prometheus) } +
 { ['prometheus-adapter-' + name]: kp.prometheusAdapter[name] for name in std.objectFields(kp.prometheusAdapter) } +
 // fioprobe: the mixin's PrometheusRule (from addMixin) and every fioprobe object (`openshift`:
-// the hostPath probes' SCC and its bindings, present only with platform: 'openshift').
+// the hostPath probes' SCC and its bindings, present only with platform: 'openshift';
+// `provisioning`: the provisioning probe's CronJob, its namespace and its RBAC).
 { 'fioprobe-prometheusRule': fioprobeMixin.prometheusRules } +
 {
   ['fioprobe-' + component + '-' + key]: fioprobe[component][key]
-  for component in ['pushgateway', 'monitoring', 'perNode', 'continuous', 'openshift']
+  for component in ['pushgateway', 'monitoring', 'perNode', 'continuous', 'provisioning', 'openshift']
   for key in std.objectFields(fioprobe[component])
   if fioprobe[component][key] != null && std.objectHas(fioprobe[component][key], 'kind')
 } +

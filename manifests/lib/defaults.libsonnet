@@ -166,6 +166,10 @@ local toleration = {
   tolerationSeconds: p.optional('number'),
 };
 
+// The provisioning probe's steps (exporter/fioprobe/provision/steps.py's Step), whose
+// deadlines the configuration may set.
+local provisionSteps = ['created', 'scheduled', 'bound', 'attached', 'running', 'written', 'pod_deleted', 'detached', 'volume_deleted'];
+
 local nonEmpty(default) = p.check(default, function(v) v != '', 'must not be empty', { minLength: 1 });
 local name = p.required(nonEmpty(p.type('string')));
 
@@ -234,6 +238,8 @@ local name = p.required(nonEmpty(p.type('string')));
     profiles: profiles(),
     '#etcdDisk':: "The volume holds etcd's data (published as etcd_disk; the etcd alerts select by it).",
     etcdDisk: false,
+    '#provision':: 'Provision a volume of this class on the provisioning schedule (provisioning.enabled).',
+    provision: true,
   }, unique='name'),
   // Mount point of the probe volume inside the pod: the config's `directory`.
   '#probeMountPath':: "Mount point of the probe volume in the pod (the config's directory).",
@@ -302,6 +308,36 @@ local name = p.required(nonEmpty(p.type('string')));
     ),
     '#cidrs':: 'Addresses of the API server endpoints (CIDRs); empty: any address on those ports.',
     cidrs: p.list('string'),
+  },
+
+  // The provisioning probe (`fioprobe provision`, docs/PROVISIONING.md): a claim and a pod of
+  // each StorageClass (those with `provision` on), every step from claim to first fdatasync
+  // timed, both deleted. Every 10 minutes by default: a cluster that cannot give a disk is
+  // seen within one interval, at the cost of one small volume at a time (the type's smallest:
+  // docs/PROVISIONING.md, "Cost").
+  '#provisioning':: 'The provisioning probe: a claim and a pod per StorageClass on a schedule (docs/PROVISIONING.md).',
+  provisioning: {
+    '#enabled':: 'Deploy the provisioning CronJob, its namespace and its RBAC.',
+    enabled: true,
+    '#namespace':: 'Namespace of the test claims and pods (restricted, nothing else in it); created here.',
+    namespace: nonEmpty('fioprobe-provision'),
+    '#everyMinutes':: "Provisioning interval in minutes; must divide 60. Also the mixin's provisionIntervalSeconds.",
+    everyMinutes: p.check(10, function(v) v == std.floor(v) && v >= 1 && v <= 60 && 60 % v == 0, 'must be a whole number of minutes that divides 60', {
+      enum: [m for m in std.range(1, 60) if 60 % m == 0],
+    }),
+    '#schedule':: 'A cron schedule instead of everyMinutes with its start-time offset.',
+    schedule: p.optional('string'),
+    '#storageClasses':: 'More StorageClasses to provision (names), beside the storageClasses entries.',
+    storageClasses: p.check(p.list(nonEmpty(p.type('string'))), function(v) std.length(std.set(v)) == std.length(v), 'must not name a class twice', { uniqueItems: true }),
+    // Each step's limit (docs/PROVISIONING.md, "Steps"): a step that takes longer fails the
+    // run with reason `deadline`; the defaults (fioprobe provision --help) fit an EBS attach.
+    '#deadlines':: 'Seconds each step may take before the run fails in it (1 to 3600); unset: the default.',
+    deadlines: p.check(
+      p.map({}, 'number', keys=provisionSteps),
+      function(v) std.all([v[k] == null || (v[k] == std.floor(v[k]) && v[k] >= 1 && v[k] <= 3600) for k in std.objectFields(v)]),
+      'each deadline must be a whole number of seconds from 1 to 3600',
+      { additionalProperties: { type: 'integer', minimum: 1, maximum: 3600 } },
+    ),
   },
 
   // The continuous stream (`fioprobe continuous`, docs/CONTINUOUS.md): a small write and an

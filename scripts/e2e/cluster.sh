@@ -523,6 +523,15 @@ provisioner: kubernetes.io/no-provisioner
 volumeBindingMode: WaitForFirstConsumer
 "
   done
+  # A class whose provisioner does not exist: its claims stay Pending, with no ProvisioningFailed
+  # (nothing answers), which the provisioning probe must report as a step past its deadline.
+  docs+="---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: e2e-noprovisioner}
+provisioner: example.com/fioprobe-e2e-none
+volumeBindingMode: Immediate
+"
   local spec
   # name class capacity
   for spec in "gp2-0 gp2 100Gi" "gp3-0 gp3 20Gi" "slow e2e-slow 1Gi" "full e2e-full 1Gi" \

@@ -15,26 +15,32 @@ function(run) {
   //   e2e-readonly  a filesystem mounted read-only (as after ext4's errors=remount-ro)
   //   e2e-unbound   no volume at all (no StorageClass of that name): its probe never runs,
   //                 the deployed probe that is Missing
-  storageClasses: (import 'manifests/config.libsonnet').storageClasses + [
+  // None of them is provisioned: their volumes are the local ones above, one per class, which a
+  // provisioning run would take (the provisioning probe has classes of its own, below).
+  storageClasses: [sc { provision: false } for sc in (import 'manifests/config.libsonnet').storageClasses] + [
     {
       name: 'e2e-slow',
       volume: { type: 'io2', size: '1Gi', iops: 3000, provisioner: 'kubernetes.io/no-provisioner' },
       profiles: ['etcd-fsync'],
+      provision: false,
     },
     {
       name: 'e2e-full',
       volume: { type: 'unknown', size: '1Gi', provisioner: 'kubernetes.io/no-provisioner' },
       profiles: ['etcd-fsync'],
+      provision: false,
     },
     {
       name: 'e2e-readonly',
       volume: { type: 'unknown', size: '1Gi', provisioner: 'kubernetes.io/no-provisioner' },
       profiles: ['etcd-fsync'],
+      provision: false,
     },
     {
       name: 'e2e-unbound',
       volume: { type: 'unknown', size: '1Gi', provisioner: 'kubernetes.io/no-provisioner' },
       profiles: ['etcd-fsync'],
+      provision: false,
     },
   ],
 
@@ -53,6 +59,15 @@ function(run) {
   // directory can only be tried after the slow etcd disk's alert, and this keeps that chain
   // about a minute shorter. Every other window is the shipped one.
   monitoring: { mixinConfig: { failingRuns: 2 } },
+
+  // The provisioning probe on the cluster's real dynamic provisioner (local-path, no attach) and on
+  // a class whose provisioner does not exist (scripts/e2e/cluster.sh), every minute; a claim
+  // that is not bound within 30 s fails its run (the shipped 5 minutes would outlast the test).
+  provisioning: {
+    everyMinutes: 1,
+    storageClasses: ['local-path', 'e2e-noprovisioner'],
+    deadlines: { bound: 30 },
+  },
 
   // The continuous stream runs on the node's (slow) etcd disk, the DaemonSet a user gets, and
   // the test's Prometheus scrapes it from its pod. The StorageClass streams stay off here: the

@@ -1,0 +1,351 @@
+"""The provisioning probe as deployed (components/provisioning.libsonnet): its CronJob provisions
+a claim and a pod of the cluster's real dynamic provisioner (local-path, which attaches
+nothing) and of a class whose provisioner does not exist, every minute
+(scripts/e2e/config.jsonnet), and pushes each run.
+
+Scenarios, in order: healthy runs with every step timed; the class without a provisioner failing
+at `bound` with `deadline` and its alert firing; the provisioner stopped (its Deployment scaled
+to zero: a stopped provisioner emits no ProvisioningFailed), the same failure and alert, then
+healthy runs again once it is back, nothing left; a run killed mid-way (its pod deleted) whose
+objects the next run removes while a foreign claim beside them stays; and the RBAC, asked with
+`kubectl auth can-i`: exactly the verbs the probe needs, where it needs them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from typing import Any
+
+import pytest
+from conftest import (
+    NAMESPACE,
+    Kube,
+    find_alert,
+    pushgateway_groups,
+)
+from support import services
+
+CRONJOB = "fioprobe-provision"
+TEST_NAMESPACE = "fioprobe-provision"
+ACCOUNT = f"system:serviceaccount:{NAMESPACE}:fioprobe-provision"
+HEALTHY = "local-path"
+NO_PROVISIONER = "e2e-noprovisioner"
+PROVISIONER_NAMESPACE = "local-path-storage"
+PROVISIONER = "deployment/local-path-provisioner"
+# exporter/fioprobe/provision/workload.py's labels.
+OWNER_LABEL = "fioprobe.io/provision-owner"
+RUN_LABEL = "fioprobe.io/provision-run"
+# A run every minute, a Job that provisions both classes (the one without a provisioner waits
+# out its 30 s deadline, then deletes its claim), on a busy 2-core machine: four minutes sees
+# at least two runs of each class.
+RUNS_WITHIN_SECONDS = 240
+# FioProbeProvisioningFailing: two failed runs of the last three (two minutes at a run a minute),
+# evaluation and notification; from the first failed run on.
+ALERT_WITHIN_SECONDS = 420
+
+
+def provision_group(url: str, storageclass: str) -> dict[str, Any] | None:
+    for group in pushgateway_groups(url):
+        if group["labels"] == {"job": "fioprobe_provision", "storageclass": storageclass}:
+            return group
+    return None
+
+
+def samples(group: dict[str, Any], metric: str) -> list[tuple[dict[str, str], float]]:
+    family = group.get(metric) or {}
+    return [(m.get("labels", {}), float(m["value"])) for m in family.get("metrics", [])]
+
+
+def value(group: dict[str, Any], metric: str) -> float | None:
+    found = samples(group, metric)
+    return found[0][1] if found else None
+
+
+def runs(url: str, storageclass: str) -> float:
+    group = provision_group(url, storageclass)
+    return (value(group, "fioprobe_provision_runs_total") or 0.0) if group else 0.0
+
+
+def next_run(url: str, storageclass: str, after: float) -> dict[str, Any]:
+    """The class's group once it holds a run counted after `after` runs."""
+
+    def counted() -> dict[str, Any] | None:
+        group = provision_group(url, storageclass)
+        return group if group and runs(url, storageclass) > after else None
+
+    found: dict[str, Any] = services.wait_for(
+        counted, RUNS_WITHIN_SECONDS, f"a provisioning run of {storageclass} after run {after:g}", 2
+    )
+    return found
+
+
+def failure(group: dict[str, Any]) -> dict[str, str] | None:
+    found = samples(group, "fioprobe_provision_failure_reason_info")
+    return found[0][0] if found else None
+
+
+def probe_objects(kube: Kube) -> list[dict[str, Any]]:
+    """The claims and pods the probe made that are still in its namespace."""
+    return [
+        item
+        for kind in ("pvc", "pod")
+        for item in kube.json(kind, "-n", TEST_NAMESPACE, "-l", OWNER_LABEL)["items"]
+    ]
+
+
+def test_healthy_runs_push_every_step(pushgateway_url: str, kube: Kube) -> None:
+    """local-path binds on the first consumer: created, scheduled, bound, running, written, then
+    the deletion's pod_deleted and volume_deleted; no attach (it has no VolumeAttachment). The
+    steps add up to the run's wall time, which the probe's log line gives."""
+    group = next_run(pushgateway_url, HEALTHY, runs(pushgateway_url, HEALTHY))
+    assert value(group, "fioprobe_provision_success") == 1.0, failure(group)
+    steps = {labels["step"]: seconds for labels, seconds in
+             samples(group, "fioprobe_provision_last_step_duration_seconds")}  # fmt: skip
+    assert set(steps) == {
+        "created", "scheduled", "bound", "running", "written", "pod_deleted", "volume_deleted",
+    }, steps  # fmt: skip
+    assert all(seconds >= 0 for seconds in steps.values()), steps
+    assert value(group, "fioprobe_provision_objects_left") == 0.0
+    info = samples(group, "fioprobe_provision_info")
+    assert info and info[0][0]["provisioner"] == "rancher.io/local-path", info
+    assert info[0][0]["binding_mode"] == "WaitForFirstConsumer", info
+    # The log of a finished Job: "local-path: ok in 12.3s (created 0.1s, ...)".
+    wall, logged = logged_run(kube, HEALTHY)
+    assert abs(sum(logged.values()) - wall) <= 1.0, (wall, logged)
+
+
+def logged_run(kube: Kube, storageclass: str) -> tuple[float, dict[str, float]]:
+    """The wall time and step durations of the newest logged successful run of the class."""
+    pattern = re.compile(rf"^{re.escape(storageclass)}: ok in ([0-9.]+)s \((.*)\)$", re.M)
+
+    def found() -> tuple[float, dict[str, float]] | None:
+        for job in sorted(
+            kube.json("job", "-n", NAMESPACE, "-l", "app.kubernetes.io/component=provision")[
+                "items"
+            ],
+            key=lambda j: j["metadata"]["creationTimestamp"],
+            reverse=True,
+        ):
+            log = kube("logs", "-n", NAMESPACE, f"job/{job['metadata']['name']}", check=False)
+            match = pattern.search(log)
+            if match:
+                steps = dict(part.rsplit(" ", 1) for part in match.group(2).split(", "))
+                return float(match.group(1)), {k: float(v.rstrip("s")) for k, v in steps.items()}
+        return None
+
+    result: tuple[float, dict[str, float]] = kube.wait(
+        found, RUNS_WITHIN_SECONDS, f"a Job's log line of a successful run of {storageclass}"
+    )
+    return result
+
+
+def test_a_class_without_a_provisioner_fails_at_bound_and_alerts(
+    pushgateway_url: str, alertmanager: Any
+) -> None:
+    group = next_run(pushgateway_url, NO_PROVISIONER, runs(pushgateway_url, NO_PROVISIONER))
+    assert value(group, "fioprobe_provision_success") == 0.0
+    assert failure(group) == {"reason": "deadline", "step": "bound"}, failure(group)
+    services.wait_for(
+        lambda: find_alert(
+            alertmanager.url, "FioProbeProvisioningFailing", storageclass=NO_PROVISIONER
+        ),
+        ALERT_WITHIN_SECONDS,
+        f"FioProbeProvisioningFailing for {NO_PROVISIONER}",
+        5,
+    )
+
+
+@pytest.fixture
+def provisioner_stopped(kube: Kube) -> Any:
+    kube("scale", "-n", PROVISIONER_NAMESPACE, PROVISIONER, "--replicas=0")
+    try:
+        kube.wait(
+            lambda: (
+                not kube.json(
+                    "pod", "-n", PROVISIONER_NAMESPACE, "-l", "app=local-path-provisioner"
+                )["items"]
+            ),
+            120,
+            "the local-path provisioner's pod to be gone",
+        )
+        yield
+    finally:
+        kube("scale", "-n", PROVISIONER_NAMESPACE, PROVISIONER, "--replicas=1")
+        kube(
+            "rollout",
+            "status",
+            "-n",
+            PROVISIONER_NAMESPACE,
+            PROVISIONER,
+            "--timeout=120s",
+            timeout=150,
+        )
+
+
+def test_a_stopped_provisioner_fails_runs_until_it_is_back(
+    pushgateway_url: str, alertmanager: Any, kube: Kube, provisioner_stopped: None
+) -> None:
+    group = next_run(pushgateway_url, HEALTHY, runs(pushgateway_url, HEALTHY))
+    # A run that began before the stop may still have succeeded: the one after it cannot.
+    if value(group, "fioprobe_provision_success") == 1.0:
+        group = next_run(pushgateway_url, HEALTHY, runs(pushgateway_url, HEALTHY))
+    assert value(group, "fioprobe_provision_success") == 0.0
+    assert failure(group) == {"reason": "deadline", "step": "bound"}, failure(group)
+    services.wait_for(
+        lambda: find_alert(alertmanager.url, "FioProbeProvisioningFailing", storageclass=HEALTHY),
+        ALERT_WITHIN_SECONDS,
+        f"FioProbeProvisioningFailing for {HEALTHY}",
+        5,
+    )
+
+
+def test_after_the_provisioner_is_back_runs_succeed_and_nothing_is_left(
+    pushgateway_url: str, kube: Kube
+) -> None:
+    deadline = time.monotonic() + 2 * RUNS_WITHIN_SECONDS
+    while True:
+        group = next_run(pushgateway_url, HEALTHY, runs(pushgateway_url, HEALTHY))
+        if value(group, "fioprobe_provision_success") == 1.0:
+            break
+        assert time.monotonic() < deadline, (
+            f"no successful run since the provisioner is back: {failure(group)}"
+        )
+    assert value(group, "fioprobe_provision_objects_left") == 0.0
+    # Only a run in progress may have objects: all of one run, never an older one's.
+    left = {o["metadata"]["labels"][RUN_LABEL] for o in probe_objects(kube)}
+    assert len(left) <= 1, left
+
+
+def test_a_killed_run_leaves_objects_the_next_run_removes(pushgateway_url: str, kube: Kube) -> None:
+    foreign = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "e2e-foreign", "namespace": TEST_NAMESPACE},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": NO_PROVISIONER,
+            "resources": {"requests": {"storage": "1Mi"}},
+        },
+    }
+    kube("apply", "-f", "-", stdin=json.dumps(foreign))
+    try:
+        # The Job's pod while its run has made its first objects, deleted without grace.
+        objects = kube.wait(lambda: probe_objects(kube), RUNS_WITHIN_SECONDS, "a run's objects")
+        killed_run = objects[0]["metadata"]["labels"][RUN_LABEL]
+        pods = kube.json("pod", "-n", NAMESPACE, "-l", "app.kubernetes.io/component=provision")[
+            "items"
+        ]
+        running = [p["metadata"]["name"] for p in pods if p["status"].get("phase") == "Running"]
+        assert running, "no running provisioning pod while its objects exist"
+        removed_before = sum(
+            value(g, "fioprobe_provision_objects_removed_total") or 0.0
+            for g in pushgateway_groups(pushgateway_url)
+            if g["labels"].get("job") == "fioprobe_provision"
+        )
+        kube(
+            "delete",
+            "pod",
+            "-n",
+            NAMESPACE,
+            *running,
+            "--grace-period=0",
+            "--force",
+            "--wait=false",
+        )
+        # The next runs remove them (by the owner label) and count them.
+        kube.wait(
+            lambda: (
+                not [
+                    o
+                    for o in probe_objects(kube)
+                    if o["metadata"]["labels"][RUN_LABEL] == killed_run
+                ]
+            ),
+            2 * RUNS_WITHIN_SECONDS,
+            f"the objects of killed run {killed_run} to be removed",
+        )
+        removed_after = sum(
+            value(g, "fioprobe_provision_objects_removed_total") or 0.0
+            for g in pushgateway_groups(pushgateway_url)
+            if g["labels"].get("job") == "fioprobe_provision"
+        )
+        assert removed_after > removed_before, (removed_before, removed_after)
+        assert (
+            kube.json("pvc", "-n", TEST_NAMESPACE, "e2e-foreign")["metadata"]["name"]
+            == "e2e-foreign"
+        )
+    finally:
+        kube("delete", "pvc", "-n", TEST_NAMESPACE, "e2e-foreign", "--wait=false", check=False)
+
+
+ALLOWED = (
+    [
+        (verb, resource, TEST_NAMESPACE)
+        for resource in ("persistentvolumeclaims", "pods")
+        for verb in ("create", "get", "list", "watch", "delete")
+    ]
+    + [(verb, "events", TEST_NAMESPACE) for verb in ("list", "watch")]
+    + [
+        (verb, resource, None)
+        for resource in (
+            "persistentvolumes",
+            "storageclasses.storage.k8s.io",
+            "volumeattachments.storage.k8s.io",
+        )
+        for verb in ("get", "list", "watch")
+    ]
+)
+DENIED = (
+    [
+        (verb, resource, NAMESPACE)
+        for resource in ("persistentvolumeclaims", "pods")
+        for verb in ("create", "get", "list", "watch", "delete")
+    ]
+    + [
+        (verb, resource, "default")
+        for resource in ("persistentvolumeclaims", "pods")
+        for verb in ("create", "delete")
+    ]
+    + [
+        ("get", "secrets", TEST_NAMESPACE),
+        ("list", "secrets", TEST_NAMESPACE),
+        ("get", "secrets", NAMESPACE),
+        ("get", "nodes", None),
+        ("list", "nodes", None),
+        ("update", "persistentvolumeclaims", TEST_NAMESPACE),
+        ("patch", "pods", TEST_NAMESPACE),
+        ("create", "pods/exec", TEST_NAMESPACE),
+        ("get", "pods/log", TEST_NAMESPACE),
+        ("create", "events", TEST_NAMESPACE),
+        ("delete", "persistentvolumes", None),
+        ("create", "storageclasses.storage.k8s.io", None),
+        ("delete", "volumeattachments.storage.k8s.io", None),
+    ]
+)
+
+
+def can_i(kube: Kube, verb: str, resource: str, namespace: str | None) -> str:
+    where = ["-n", namespace] if namespace else []
+    return kube("auth", "can-i", verb, resource, *where, "--as", ACCOUNT, check=False).strip()
+
+
+@pytest.mark.parametrize(("verb", "resource", "namespace"), ALLOWED)
+def test_the_probe_may_do_what_a_run_needs(
+    kube: Kube, verb: str, resource: str, namespace: str | None
+) -> None:
+    assert can_i(kube, verb, resource, namespace) == "yes"
+
+
+@pytest.mark.parametrize(("verb", "resource", "namespace"), DENIED)
+def test_the_probe_may_do_nothing_else(
+    kube: Kube, verb: str, resource: str, namespace: str | None
+) -> None:
+    assert can_i(kube, verb, resource, namespace) == "no"
+
+
+def test_the_test_namespace_holds_no_secret_and_enforces_restricted(kube: Kube) -> None:
+    assert kube.json("secret", "-n", TEST_NAMESPACE)["items"] == []
+    labels = kube.json("namespace", TEST_NAMESPACE)["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "restricted", labels
