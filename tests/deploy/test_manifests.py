@@ -163,15 +163,20 @@ def test_kube_prometheus_part_leaves_rules_and_dashboards_to_add_mixin() -> None
 def test_every_pod_spec_is_restricted() -> None:
     workloads = {n: o for n, o in load_objects().items() if pod_spec(o) is not None}
     # Pushgateway, 2 StorageClass CronJobs, the etcd probes' DaemonSet; the continuous stream:
-    # a DaemonSet on the etcd nodes and a StatefulSet per StorageClass.
-    assert len(workloads) == 7
+    # a DaemonSet on the etcd nodes and a StatefulSet per StorageClass; the provisioning probe's
+    # CronJob.
+    assert len(workloads) == 8
     for name, obj in workloads.items():
         spec = pod_spec(obj)
         assert spec is not None
         # No pod mounts the token by itself; where the API is read (the etcd probes, to list
-        # the members by role), a projected token in the probe's container alone.
+        # the members by role; the provisioning probe), a projected token in the probe's
+        # container alone.
         assert spec["automountServiceAccountToken"] is False, name
-        reads_api = (obj["kind"], obj["metadata"]["name"]) == ("DaemonSet", "fioprobe-etcd")
+        reads_api = (obj["kind"], obj["metadata"]["name"]) in {
+            ("DaemonSet", "fioprobe-etcd"),
+            ("CronJob", "fioprobe-provision"),
+        }
         token = [v for v in spec["volumes"] if v["name"] == "kube-api-access"]
         assert bool(token) is reads_api, name
         for container in spec["containers"] + spec.get("initContainers", []):
@@ -246,12 +251,15 @@ def test_every_pod_spec_is_restricted() -> None:
 
 
 def test_the_etcd_probes_read_only_the_node_names_of_the_api() -> None:
-    """The one component that reads the API: its ClusterRole may get and list Nodes, nothing
-    else, bound to its own ServiceAccount; its NetworkPolicy adds the API server's ports."""
-    (role,) = of_kind("ClusterRole").values()
+    """Its ClusterRole may get and list Nodes, nothing else, bound to its own ServiceAccount;
+    its NetworkPolicy adds the API server's ports. (The provisioning probe's RBAC is
+    tests/deploy/test_manifests_provisioning.py's.)"""
+    (role,) = [r for r in of_kind("ClusterRole").values()
+               if r["metadata"]["name"] != "fioprobe-provision"]  # fmt: skip
     assert role["metadata"]["name"] == "fioprobe-etcd-members"
     assert role["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]}]
-    (binding,) = of_kind("ClusterRoleBinding").values()
+    (binding,) = [b for b in of_kind("ClusterRoleBinding").values()
+                  if b["metadata"]["name"] != "fioprobe-provision"]  # fmt: skip
     assert binding["roleRef"]["name"] == "fioprobe-etcd-members"
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "fioprobe-etcd", "namespace": "fioprobe-etcd"}
@@ -299,7 +307,10 @@ def _config_of(cronjob: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_cronjobs_are_bounded_and_spread() -> None:
-    cronjobs = of_kind("CronJob")
+    """The StorageClass probes' CronJobs (the provisioning probe's is
+    tests/deploy/test_manifests_provisioning.py's)."""
+    cronjobs = {name: cj for name, cj in of_kind("CronJob").items()
+                if cj["metadata"]["labels"]["app.kubernetes.io/component"] == "probe"}  # fmt: skip
     assert len(cronjobs) == 2
     schedules = []
     for name, cj in cronjobs.items():

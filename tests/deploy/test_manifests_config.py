@@ -31,7 +31,7 @@ PARAMS_DOC = REPO / "scripts" / "generate.d" / "31-manifests-params.sh"
 TOP_LEVEL = (
     "apiServer, configMountPath, continuous, dns, etcd, everyMinutes, failedJobsHistoryLimit, "
     "image, monitoring, namespace, perNode, platform, probeMountPath, probeResources, probeUser, "
-    "profileTimeoutSeconds, pushgateway, startingDeadlineSeconds, stateHostPath, "
+    "profileTimeoutSeconds, provisioning, pushgateway, startingDeadlineSeconds, stateHostPath, "
     "storageClasses, successfulJobsHistoryLimit, version"
 )
 VOLUME_KEYS = "dedicated, iops, provisioner, size, throughput, type"
@@ -523,6 +523,7 @@ def test_list_items_are_completed_and_optional_keys_stay_absent() -> None:
         "volume": {"type": "unknown", "size": "1Gi"},
         "profiles": ["etcd-fsync"],
         "etcdDisk": False,
+        "provision": True,
     }
     assert c["perNode"]["localDisks"][0]["volume"] == {"type": "unknown"}
     assert c["perNode"]["localDisks"][0]["etcdDisk"] is False
