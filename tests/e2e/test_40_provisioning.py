@@ -218,6 +218,15 @@ def test_after_the_provisioner_is_back_runs_succeed_and_nothing_is_left(
     assert len(left) <= 1, left
 
 
+def removed(url: str) -> float:
+    """Objects removed from killed runs, over every provisioning group."""
+    return sum(
+        value(g, "fioprobe_provision_objects_removed_total") or 0.0
+        for g in pushgateway_groups(url)
+        if g["labels"].get("job") == "fioprobe_provision"
+    )
+
+
 def test_a_killed_run_leaves_objects_the_next_run_removes(pushgateway_url: str, kube: Kube) -> None:
     foreign = {
         "apiVersion": "v1",
@@ -232,18 +241,19 @@ def test_a_killed_run_leaves_objects_the_next_run_removes(pushgateway_url: str, 
     kube("apply", "-f", "-", stdin=json.dumps(foreign))
     try:
         # The Job's pod while its run has made its first objects, deleted without grace.
-        objects = kube.wait(lambda: probe_objects(kube), RUNS_WITHIN_SECONDS, "a run's objects")
-        killed_run = objects[0]["metadata"]["labels"][RUN_LABEL]
-        pods = kube.json("pod", "-n", NAMESPACE, "-l", "app.kubernetes.io/component=provision")[
-            "items"
-        ]
-        running = [p["metadata"]["name"] for p in pods if p["status"].get("phase") == "Running"]
-        assert running, "no running provisioning pod while its objects exist"
-        removed_before = sum(
-            value(g, "fioprobe_provision_objects_removed_total") or 0.0
-            for g in pushgateway_groups(pushgateway_url)
-            if g["labels"].get("job") == "fioprobe_provision"
-        )
+        def in_progress() -> tuple[str, list[str]] | None:
+            # Not yet being deleted: a run past its deletion would leave nothing to remove.
+            objects = [o for o in probe_objects(kube) if not o["metadata"].get("deletionTimestamp")]
+            pods = kube.json("pod", "-n", NAMESPACE, "-l", "app.kubernetes.io/component=provision")[
+                "items"
+            ]
+            running = [p["metadata"]["name"] for p in pods if p["status"].get("phase") == "Running"]
+            if not objects or not running:
+                return None
+            return objects[0]["metadata"]["labels"][RUN_LABEL], running
+
+        killed_run, running = kube.wait(in_progress, RUNS_WITHIN_SECONDS, "a run in progress")
+        removed_before = removed(pushgateway_url)
         kube(
             "delete",
             "pod",
@@ -254,7 +264,7 @@ def test_a_killed_run_leaves_objects_the_next_run_removes(pushgateway_url: str, 
             "--force",
             "--wait=false",
         )
-        # The next runs remove them (by the owner label) and count them.
+        # The next run of that class removes them (by the owner label) ...
         kube.wait(
             lambda: (
                 not [
@@ -266,12 +276,12 @@ def test_a_killed_run_leaves_objects_the_next_run_removes(pushgateway_url: str, 
             2 * RUNS_WITHIN_SECONDS,
             f"the objects of killed run {killed_run} to be removed",
         )
-        removed_after = sum(
-            value(g, "fioprobe_provision_objects_removed_total") or 0.0
-            for g in pushgateway_groups(pushgateway_url)
-            if g["labels"].get("job") == "fioprobe_provision"
+        # ... and count them once that run has pushed.
+        kube.wait(
+            lambda: removed(pushgateway_url) > removed_before,
+            RUNS_WITHIN_SECONDS,
+            "the removal to be counted",
         )
-        assert removed_after > removed_before, (removed_before, removed_after)
         assert (
             kube.json("pvc", "-n", TEST_NAMESPACE, "e2e-foreign")["metadata"]["name"]
             == "e2e-foreign"
