@@ -62,11 +62,12 @@ function(run) {
 
   // The provisioning probe on the cluster's real dynamic provisioner (local-path, no attach) and on
   // a class whose provisioner does not exist (scripts/e2e/cluster.sh), every minute; a claim
-  // that is not bound within 30 s fails its run (the shipped 5 minutes would outlast the test).
+  // that is not bound within 30 s fails its run, and a volume the stopped provisioner cannot
+  // delete fails it within a minute (the shipped 5 minutes each would outlast the test).
   provisioning: {
     everyMinutes: 1,
     storageClasses: ['local-path', 'e2e-noprovisioner'],
-    deadlines: { bound: 30 },
+    deadlines: { bound: 30, volume_deleted: 60 },
   },
 
   // The continuous stream runs on the node's (slow) etcd disk, the DaemonSet a user gets, and

@@ -104,7 +104,7 @@ def test_helm_4_renders_what_helm_3_renders(variant: str) -> None:
 
 def test_template_gives_probes_rules_monitors_and_dashboards() -> None:
     docs = objects(EXAMPLE_CLASSES)
-    assert set(of_kind(docs, "CronJob")) == {"fioprobe-gp2", "fioprobe-gp3"}
+    assert set(of_kind(docs, "CronJob")) == {"fioprobe-gp2", "fioprobe-gp3", "fioprobe-provision"}
     # The etcd disks: a DaemonSet on the nodes with the role, and the stream beside it.
     assert set(of_kind(docs, "DaemonSet")) == {"fioprobe-etcd", "fioprobe-continuous"}
     assert set(of_kind(docs, "PrometheusRule")) == {"fioprobe", "fioprobe-expected"}
@@ -123,17 +123,24 @@ def test_template_gives_probes_rules_monitors_and_dashboards() -> None:
     for d in dashboards.values():
         (text,) = d["data"].values()
         assert json.loads(text)["uid"], d["metadata"]["name"]
-    # Helm's own labels, and the release's namespace for everything but the etcd probes and
-    # what is cluster-wide (their namespace, which the chart creates, and the members' role).
+    # Helm's own labels, and the release's namespace for everything but the etcd probes, the
+    # provisioning probe's test namespace and what is cluster-wide (their namespaces, which the
+    # chart creates, and the roles).
     cluster_wide = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
     for d in docs:
         assert d["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "Helm"
         if d["kind"] not in cluster_wide:
-            assert d["metadata"]["namespace"] in ("fioprobe", "fioprobe-etcd"), d["metadata"]
+            assert d["metadata"]["namespace"] in (
+                "fioprobe",
+                "fioprobe-etcd",
+                "fioprobe-provision",
+            ), d["metadata"]
     assert {d["kind"] for d in docs} >= {"Deployment", "Service", "PersistentVolumeClaim"}
-    (namespace,) = of_kind(docs, "Namespace").values()
-    assert namespace["metadata"]["name"] == "fioprobe-etcd"
-    assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
+    namespaces = of_kind(docs, "Namespace")
+    assert set(namespaces) == {"fioprobe-etcd", "fioprobe-provision"}
+    enforce = "pod-security.kubernetes.io/enforce"
+    assert namespaces["fioprobe-etcd"]["metadata"]["labels"][enforce] == "privileged"
+    assert namespaces["fioprobe-provision"]["metadata"]["labels"][enforce] == "restricted"
 
 
 def test_without_prometheus_operator_no_monitor_or_rule_is_rendered() -> None:
@@ -613,7 +620,11 @@ def test_the_default_storageclass_is_probed_by_its_name_and_type(kube: Kube) -> 
             time.sleep(1.1)  # creationTimestamp has whole seconds: the next one is newer
         docs, notes = _install_dry_run(kube)
         name = "fioprobe-test-ebs"
-        assert set(of_kind(docs, "CronJob")) == {f"fioprobe-{name}"}
+        assert set(of_kind(docs, "CronJob")) == {f"fioprobe-{name}", "fioprobe-provision"}
+        # The provisioning probe provisions the class the chart found, by its real name.
+        provision = of_kind(docs, "CronJob")["fioprobe-provision"]["spec"]["jobTemplate"]
+        command = provision["spec"]["template"]["spec"]["containers"][0]["command"]
+        assert [command[i + 1] for i, a in enumerate(command) if a == "--storageclass"] == [name]
         pvc = of_kind(docs, "PersistentVolumeClaim")[f"fioprobe-{name}"]
         assert pvc["spec"]["storageClassName"] == name
         assert pvc["spec"]["resources"]["requests"]["storage"] == "20Gi"

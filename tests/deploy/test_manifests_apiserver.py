@@ -58,10 +58,11 @@ def _check_pod_security(kube: Kube, generated: Path) -> None:
         namespace = yaml.safe_load(path.read_text())["metadata"].get("namespace")
         if namespace:
             by_namespace.setdefault(namespace, []).append(f"--filename={path}")
-    assert set(by_namespace) == {"fioprobe", "fioprobe-etcd"}
-    restricted = kube.dry_run(*by_namespace["fioprobe"])
-    assert restricted.returncode == 0, restricted.stderr
-    assert _pod_security_warnings(restricted.stderr) == [], restricted.stderr
+    assert set(by_namespace) == {"fioprobe", "fioprobe-etcd", "fioprobe-provision"}
+    for namespace in ("fioprobe", "fioprobe-provision"):
+        restricted = kube.dry_run(*by_namespace[namespace])
+        assert restricted.returncode == 0, restricted.stderr
+        assert _pod_security_warnings(restricted.stderr) == [], restricted.stderr
     etcd = kube.dry_run(*by_namespace["fioprobe-etcd"])
     assert etcd.returncode == 0, etcd.stderr
     warnings = _pod_security_warnings(etcd.stderr)

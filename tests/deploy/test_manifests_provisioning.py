@@ -281,7 +281,10 @@ def deployed(
 
 
 def can_i(kube: kubeapi.Kube, verb: str, resource: str, namespace: str | None) -> str:
+    # `pods/exec` would be read as the pod named exec: a subresource is an option of its own.
+    resource, _, subresource = resource.partition("/")
     where = ["-n", namespace] if namespace else []
+    where += [f"--subresource={subresource}"] if subresource else []
     result = kube.kubectl("auth", "can-i", verb, resource, *where, f"--as={ACCOUNT}")
     return result.stdout.strip()
 

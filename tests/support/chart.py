@@ -182,10 +182,13 @@ VARIANTS: dict[str, dict[str, Any]] = {
 
 #: The release's namespace is Helm's (--namespace, --create-namespace): the one object the
 #: manifests render and the chart does not. The chart creates the hostPath probes' namespaces
-#: (component "probe") as the manifests do.
+#: (component "probe") and the provisioning probe's (component "provision") as the manifests do.
 def not_in_chart(obj: dict[str, Any]) -> bool:
     labels = obj["metadata"].get("labels", {})
-    return obj["kind"] == "Namespace" and labels.get("app.kubernetes.io/component") != "probe"
+    return obj["kind"] == "Namespace" and labels.get("app.kubernetes.io/component") not in {
+        "probe",
+        "provision",
+    }
 
 
 Key = tuple[str, str, str]

@@ -88,18 +88,19 @@ the pod's DirectoryOrCreate volumes: (dict "root" $ "volumes" list).
 {{- end }}
 
 {{/*
-A namespace the chart creates with its Pod Security labels (hostPath needs "privileged"), unless
-it exists already and is not this release's: a namespace created by hand for an earlier version
-stays the user's (Helm could not adopt it), and the notes say so. (dict "root" $ "name" ns).
+A namespace the chart creates with its Pod Security labels (hostPath needs "privileged"; the
+provisioning probe's test namespace enforces "restricted"), unless it exists already and is not
+this release's: a namespace created by hand for an earlier version stays the user's (Helm could
+not adopt it), and the notes say so. (dict "root" $ "name" ns "component" c "enforce" level).
 */}}
-{{- define "fioprobe.privilegedNamespace" -}}
+{{- define "fioprobe.ownNamespace" -}}
 {{- $existing := lookup "v1" "Namespace" "" .name -}}
 {{- $ours := eq (dig "metadata" "annotations" "meta.helm.sh/release-name" "" $existing) .root.Release.Name -}}
 {{- if or (not $existing) $ours }}
 apiVersion: v1
 kind: Namespace
-{{ include "fioprobe.metadata" (dict "root" .root "component" "probe" "name" .name "extra"
-  (dict "pod-security.kubernetes.io/enforce" "privileged" "pod-security.kubernetes.io/warn" "restricted"
+{{ include "fioprobe.metadata" (dict "root" .root "component" .component "name" .name "extra"
+  (dict "pod-security.kubernetes.io/enforce" .enforce "pod-security.kubernetes.io/warn" "restricted"
   "pod-security.kubernetes.io/audit" "restricted")) }}
 {{- end }}
 {{- end }}
