@@ -650,6 +650,10 @@ def test_the_default_storageclass_is_probed_by_its_name_and_type(kube: Kube) -> 
             r.get("labels") for r in expected["rules"]
         ]
         assert f"({name}, volume type gp3)" in notes
+        assert (
+            f"Provisioning probe: every 10 minutes, a small claim and a pod of {name} in "
+            "namespace fioprobe-provision, each step timed, both deleted." in notes
+        )
         assert "is the cluster's default StorageClass, found at install" in notes
 
         # No default any more: nothing probed, and the notes say so.
