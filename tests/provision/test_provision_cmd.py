@@ -99,12 +99,17 @@ def test_a_class_that_cannot_provision_fails_with_deadline_and_the_next_run_keep
     }
     assert _value(failed, "fioprobe_owner_info", owner=OWNER) == 1
     assert _value(failed, "fioprobe_provision_objects_left") == 0
+    info = {"provisioner": "example.com/does-not-exist", "volume_type": "unknown",
+            "binding_mode": "Immediate"}  # fmt: skip
+    assert len(failed["fioprobe_provision_info"]) == 1
+    assert _value(failed, "fioprobe_provision_info", **info) == 1
 
     skipped = _group(gateway, storageclass="kept")
     assert skipped is not None
     assert _value(skipped, "fioprobe_provision_skipped_info", reason="retain_policy") == 1
     assert "fioprobe_provision_success" not in skipped
     assert _value(skipped, "fioprobe_provision_runs_total") == 0
+    assert _value(skipped, "fioprobe_provision_info", **info) == 1  # a skip read its class
 
     # Again, with a state directory of its own (as a new pod would have): read back.
     code, out, err = _provision(cluster, gateway.url, tmp_path / "other-state", *args[:2],
@@ -117,6 +122,39 @@ def test_a_class_that_cannot_provision_fails_with_deadline_and_the_next_run_keep
     assert _count(again, "created") == 2
     # And nothing of the runs is left in the namespace.
     assert not {n for n in cluster.names("pods") | cluster.names("pvc") if "nowhere" in n}
+
+
+def test_the_class_info_is_what_the_cluster_holds_and_absent_without_a_class(
+    cluster: Cluster, gateway: services.Service, tmp_path: Path
+) -> None:
+    """ODF's Ceph RBD driver on the first consumer: `ceph-rbd`, its binding mode; the run
+    after the class was deleted pushes no class info at all, only its failure."""
+    name = "odf-rbd"
+    cluster.kube.apply({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                        "metadata": {"name": name},
+                        "provisioner": "openshift-storage.rbd.csi.ceph.com",
+                        "parameters": {"clusterID": "openshift-storage"},
+                        "volumeBindingMode": "WaitForFirstConsumer"})  # fmt: skip
+    args = ("--storageclass", name, "--deadline", "scheduled=1")
+    code, out, err = _provision(cluster, gateway.url, tmp_path / "state", *args)
+    assert code == 1 and out.startswith(f"{name}: FAILED (deadline in scheduled)"), (out, err)
+    assert "claim of 1Gi: no size given, the smallest volume of type ceph-rbd" in err
+    group = _group(gateway, storageclass=name)
+    assert group is not None
+    assert len(group["fioprobe_provision_info"]) == 1
+    assert _value(group, "fioprobe_provision_info",
+                  provisioner="openshift-storage.rbd.csi.ceph.com", volume_type="ceph-rbd",
+                  binding_mode="WaitForFirstConsumer") == 1  # fmt: skip
+
+    deleted = cluster.kube.kubectl("delete", "storageclass", name)
+    assert deleted.returncode == 0, deleted.stderr
+    code, out, err = _provision(cluster, gateway.url, tmp_path / "state", *args)
+    assert code == 1 and f'StorageClass "{name}" not found' in out, (out, err)
+    group = _group(gateway, storageclass=name)
+    assert group is not None
+    assert _value(group, "fioprobe_provision_failure_reason_info",
+                  reason="provisioning_failed", step="") == 1  # fmt: skip
+    assert "fioprobe_provision_info" not in group
 
 
 def test_an_unreachable_pushgateway_exits_4_and_the_next_run_pushes_both(

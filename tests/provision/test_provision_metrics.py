@@ -21,7 +21,7 @@ from fioprobe.metrics.provision import (
 )
 from fioprobe.metrics.table import METRICS_BY_NAME
 from fioprobe.metrics.totals import PROBE_SCHEMA, GroupTotals, combine
-from fioprobe.provision.objects import Mode
+from fioprobe.provision.objects import Mode, StorageClassInfo
 from fioprobe.provision.reasons import Failure, Reason
 from fioprobe.provision.runner import RunResult
 from fioprobe.provision.steps import Step, StepTime
@@ -30,6 +30,7 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 SPEC = RunSpec(owner="o", storage_class="gp3", namespace="ns", size="1Gi", image="img")
+GP3 = StorageClassInfo("gp3", "ebs.csi.aws.com", Mode.IMMEDIATE, True, "gp3")
 FINISHED = 1_700_000_000.0
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
@@ -43,13 +44,14 @@ def _result(
     skipped: str | None = None,
     left: tuple[str, ...] = (),
     removed: tuple[str, ...] = (),
+    storage_class: StorageClassInfo | None = GP3,
 ) -> RunResult:
     steps, at = [], 100.0
     for step, seconds in durations:
         steps.append(StepTime(step, at, at + seconds, True))
         at += seconds
     return RunResult(SPEC, "run1", Mode.IMMEDIATE, tuple(steps), absent, failure, skipped,
-                     ("a log line",), left, removed)  # fmt: skip
+                     ("a log line",), left, removed, storage_class)  # fmt: skip
 
 
 #: An Immediate run on a volume with no VolumeAttachment: attached and detached are absent.
@@ -143,10 +145,47 @@ def test_a_failure_names_its_reason_and_step_and_adds_only_the_steps_it_finished
 
 
 def test_a_failure_outside_the_steps_has_an_empty_step() -> None:
-    samples, _ = _run(_result([], failure=NO_CLASS))
+    samples, _ = _run(_result([], failure=NO_CLASS, storage_class=None))
     assert _value(samples, "fioprobe_provision_failure_reason_info",
                   reason="provisioning_failed", step="") == 1  # fmt: skip
     assert "fioprobe_provision_step_duration_seconds_count" not in _names(samples)
+    assert "fioprobe_provision_info" not in _names(samples)  # no class was read
+
+
+def _info(samples: Samples) -> dict[tuple[tuple[str, str], ...], float]:
+    return {labels: value for (name, labels), value in samples.items()
+            if name == "fioprobe_provision_info"}  # fmt: skip
+
+
+INFO_GP3 = (("binding_mode", "Immediate"), ("provisioner", "ebs.csi.aws.com"),
+            ("volume_type", "gp3"))  # fmt: skip
+
+
+@pytest.mark.parametrize("result", [SUCCESS, FAILED, SKIPPED], ids=["success", "failed", "skipped"])
+def test_every_run_or_skip_that_read_its_class_says_what_the_class_is(result: RunResult) -> None:
+    samples, _ = _run(result)
+    assert _info(samples) == {INFO_GP3: 1}
+    assert METRICS_BY_NAME["fioprobe_provision_info"].labels == (
+        "provisioner", "volume_type", "binding_mode",
+    )  # fmt: skip
+
+
+def test_the_class_info_follows_the_class_and_bounds_its_provisioner() -> None:
+    rbd = StorageClassInfo("rbd", "openshift-storage.rbd.csi.ceph.com",
+                           Mode.WAIT_FOR_FIRST_CONSUMER, True, "ceph-rbd")  # fmt: skip
+    samples, _ = _run(SUCCESS, _result([], failure=DEADLINE, storage_class=rbd))
+    assert _info(samples) == {
+        (("binding_mode", "WaitForFirstConsumer"),
+         ("provisioner", "openshift-storage.rbd.csi.ceph.com"), ("volume_type", "ceph-rbd")): 1
+    }  # fmt: skip
+    hostile = StorageClassInfo("x", 'evil"}\nfioprobe_provision_success 1' + "x" * 5000,
+                               Mode.IMMEDIATE, True, "unknown")  # fmt: skip
+    samples, _ = _run(_result([], failure=DEADLINE, storage_class=hostile))
+    ((labels, value),) = _info(samples).items()
+    provisioner = dict(labels)["provisioner"]
+    assert len(provisioner) == 8 and provisioner not in hostile.provisioner
+    assert dict(labels)["volume_type"] == "unknown" and value == 1
+    assert _value(samples, "fioprobe_provision_success") == 0
 
 
 def test_the_reason_is_gone_once_a_run_succeeds_again() -> None:

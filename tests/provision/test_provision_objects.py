@@ -13,12 +13,18 @@ from fioprobe.provision.attach import AttachmentState, read_attachment
 from fioprobe.provision.cross_check import Clock, Stamp, cross_check, stamps_of
 from fioprobe.provision.events import read_event
 from fioprobe.provision.objects import (
+    CEPH_RBD,
+    EBS_DEFAULTS,
+    EBS_TYPES,
+    UNKNOWN,
     Mode,
     Run,
+    provisioner_label,
     read_claim,
     read_pod,
     read_storage_class,
     read_volume,
+    volume_type,
 )
 from fioprobe.provision.observations import Change, WatchFailed, read_watch_event
 from fioprobe.provision.shape import ShapeError
@@ -74,6 +80,78 @@ def test_a_storage_class_gives_its_binding_mode_and_reclaim() -> None:
     assert not read_storage_class({**raw, "reclaimPolicy": "Retain"}).deletes_volumes
     with pytest.raises(ShapeError, match="volumeBindingMode 'Later' is unknown"):
         read_storage_class({**raw, "volumeBindingMode": "Later"})
+
+
+#: (provisioner, parameters.type, the volume type fioprobe_provision_info names).
+VOLUME_TYPES_OF_CLASSES = [
+    ("ebs.csi.aws.com", "gp3", "gp3"),
+    ("ebs.csi.aws.com", "IO2", "io2"),  # the driver takes any case
+    ("ebs.csi.aws.com", "sc1", "sc1"),
+    ("ebs.csi.aws.com", None, "gp3"),  # the CSI driver's default
+    ("kubernetes.io/aws-ebs", None, "gp2"),  # the in-tree plugin's
+    ("kubernetes.io/aws-ebs", "st1", "st1"),
+    ("ebs.csi.aws.com", "standard", "unknown"),  # magnetic: not a type of the closed set
+    ("ebs.csi.aws.com", "gp3 ", "unknown"),
+    ("rbd.csi.ceph.com", None, "ceph-rbd"),
+    ("openshift-storage.rbd.csi.ceph.com", None, "ceph-rbd"),  # ODF
+    ("kubernetes.io/rbd", "gp3", "ceph-rbd"),  # the type is EBS's parameter, not Ceph's
+    ("xrbd.csi.ceph.com", None, "unknown"),  # a suffix only after a dot
+    ("cephfs.csi.ceph.com", None, "unknown"),
+    ("rancher.io/local-path", "gp3", "unknown"),
+    ("example.com/ebs.csi.aws.com", "gp3", "unknown"),
+]
+
+
+@pytest.mark.parametrize(("provisioner", "named", "expected"), VOLUME_TYPES_OF_CLASSES)
+def test_a_classs_volume_type_from_its_provisioner_and_type(
+    provisioner: str, named: str | None, expected: str
+) -> None:
+    assert volume_type(provisioner, named) == expected
+    raw = {"metadata": {"name": "c"}, "provisioner": provisioner}
+    if named is not None:
+        raw["parameters"] = {"type": named, "encrypted": "true"}
+    assert read_storage_class(raw).volume_type == expected
+
+
+def test_the_volume_types_named_are_the_one_tables() -> None:
+    """What this pure model names (it cannot import the table, a layer above it) is held
+    equal to the volume types' one table: every type the mapping gives has a model."""
+    from fioprobe.target.volumes import VOLUME_TYPES
+
+    assert [*EBS_TYPES, CEPH_RBD, UNKNOWN] == list(VOLUME_TYPES)
+    assert set(EBS_DEFAULTS.values()) <= set(EBS_TYPES)
+    given = {expected for _, _, expected in VOLUME_TYPES_OF_CLASSES}
+    assert given == set(VOLUME_TYPES) - {"io1"}  # every type but one is reached above
+
+
+def test_the_fixtures_classes_have_their_types() -> None:
+    assert read_storage_class(scenario(EBS).raw["storageClass"]).volume_type == "gp3"
+    ceph = scenario("ceph-rbd-immediate").raw["storageClass"]
+    assert read_storage_class(ceph).volume_type == "ceph-rbd"
+    with pytest.raises(ShapeError, match=r"parameters\.type is int, not a string"):
+        read_storage_class({**ceph, "parameters": {"type": 3}})
+
+
+@pytest.mark.parametrize(
+    "provisioner",
+    ["ebs.csi.aws.com", "kubernetes.io/aws-ebs", "openshift-storage.rbd.csi.ceph.com",
+     "rancher.io/local-path", "Example.COM/My_Driver.v2", "a", "x" * 63,
+     "p" * 253 + "/" + "n" * 63],
+)  # fmt: skip
+def test_a_provisioner_of_the_apis_shape_is_its_own_label(provisioner: str) -> None:
+    assert provisioner_label(provisioner) == provisioner
+
+
+@pytest.mark.parametrize(
+    "provisioner",
+    ["", "x" * 64, "p" * 254 + "/n", "a/b/c", "-lead", "trail-", "new\nline", "sp ace",
+     'quo"te', "ünï", "/name", "prefix/", "a..b/c", "\ud800", "x" * 100_000],
+)  # fmt: skip
+def test_any_other_provisioner_is_a_short_hash(provisioner: str) -> None:
+    """Written by whoever may create a StorageClass: never its text in the label."""
+    label = provisioner_label(provisioner)
+    assert len(label) == 8 and set(label) <= set("0123456789abcdef")
+    assert label != provisioner_label(provisioner + "x")
 
 
 def test_a_claim_a_pod_and_a_volume_as_the_run_sees_them() -> None:

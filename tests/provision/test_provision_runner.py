@@ -13,16 +13,18 @@ the next run removes what a killed run left, and nothing else.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 
 import pytest
 from fioprobe.provision.reasons import Reason
-from fioprobe.provision.runner import ProvisionRun
+from fioprobe.provision.runner import ProvisionRun, RunResult
 from fioprobe.provision.steps import Step
 from fioprobe.provision.workload import OWNER_LABEL, SLOT_LABEL, slot_of
 from support import kubeapi, provision_api, services
@@ -94,7 +96,64 @@ def test_a_class_that_does_not_exist_fails_before_any_object(cluster: Cluster) -
     assert result.failure is not None
     assert (result.failure.reason, result.failure.step) == (Reason.PROVISIONING_FAILED, None)
     assert result.failure.message == 'StorageClass "no-such-class" not found'
+    assert result.storage_class is None  # nothing read: no fioprobe_provision_info
     assert cluster.names("pvc") == before
+
+
+def _requested_size(cluster: Cluster, run: ProvisionRun) -> tuple[str, RunResult]:
+    """Run `run` (it fails in bound: nothing provisions here) while reading its claim as
+    the API server holds it: the claim's requested storage, and the run's result."""
+    seen: list[str] = []
+
+    def read() -> bool:
+        got = cluster.kube.kubectl("get", "pvc", run.objects.claim, "-n", NAMESPACE,
+                                   "-o", "jsonpath={.spec.resources.requests.storage}")  # fmt: skip
+        if got.returncode == 0 and got.stdout:
+            seen.append(got.stdout)
+        return bool(seen)
+
+    reader = threading.Thread(
+        target=services.wait_for, args=(read,), kwargs={"timeout": 30, "what": "the claim"}
+    )
+    reader.start()
+    result = run.execute()
+    reader.join()
+    assert result.failure is not None and result.failure.step is Step.BOUND, result.log
+    assert seen, result.log
+    return seen[0], result
+
+
+@pytest.mark.parametrize(
+    ("parameters", "size", "volume_type"),
+    [({"type": "io2", "iops": "100"}, "4Gi", "io2"), ({"type": "st1"}, "125Gi", "st1"),
+     ({}, "1Gi", "gp3"), ({"type": "standard"}, "1Gi", "unknown")],
+)  # fmt: skip
+def test_without_a_size_the_claim_is_the_classs_smallest_volume(
+    cluster: Cluster, parameters: dict[str, str], size: str, volume_type: str
+) -> None:
+    """EBS refuses a volume below its type's minimum: the claim asks for exactly that; a size
+    given is taken as it is."""
+    name = f"ebs-{volume_type}"
+    cluster.kube.apply({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                        "metadata": {"name": name}, "provisioner": "ebs.csi.aws.com",
+                        "parameters": parameters, "volumeBindingMode": "Immediate"})  # fmt: skip
+    spec = dataclasses.replace(cluster.spec(name), size=None)
+    requested, result = _requested_size(
+        cluster, ProvisionRun(cluster.client(), spec, deadlines={Step.BOUND: 2.0})
+    )
+    assert (requested, result.spec.size) == (size, size)
+    assert result.storage_class is not None
+    assert (result.storage_class.provisioner, result.storage_class.volume_type) == (
+        "ebs.csi.aws.com", volume_type,
+    )  # fmt: skip
+    said = f"claim of {size}: no size given, the smallest volume of type {volume_type}"
+    assert said in result.log
+    given = dataclasses.replace(spec, size="3Gi")
+    requested, result = _requested_size(
+        cluster, ProvisionRun(cluster.client(), given, deadlines={Step.BOUND: 2.0})
+    )
+    assert (requested, result.spec.size) == ("3Gi", "3Gi")
+    assert not [line for line in result.log if line.startswith("claim of")]
 
 
 #: A run in a process of its own, for the test to kill mid-run.
@@ -102,7 +161,7 @@ DRIVER = """
 import json, sys
 from fioprobe.kube.client import KubeClient
 from fioprobe.provision.workload import RunSpec
-from fioprobe.provision.runner import ProvisionRun
+from fioprobe.provision.runner import ProvisionRun, RunResult
 from fioprobe.provision.steps import Step
 args = json.loads(sys.argv[1])
 client = KubeClient(args["server"], args["token"], args["ca"])

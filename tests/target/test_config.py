@@ -46,7 +46,7 @@ BAD = [
      "owner: 'team a' must be a name (letters, digits, .-_; at most 253)"),
     ("owner: [a]\n" + GOOD, "owner: must be a string, got ['a']"),
     (GOOD + "extra: 1\n",
-     "extra: unknown key (expected one of: owner, pushgateway, targets)"),
+     "extra: unknown key (expected one of: owner, provision, pushgateway, targets)"),
     (GOOD.replace("url:", "ur1:"),
      "pushgateway.url: is required (found unknown key 'ur1': a typo?)"),
     (GOOD.replace("url: http://127.0.0.1:9091", "url: http://127.0.0.1:9091\n  timeout: 5"),
@@ -149,6 +149,29 @@ BAD = [
           ("/var/lib/fioprobe/state/etcd", "'/var/lib/fioprobe/state/etcd' must be apart "
                                            "from the state_dir '/var/lib/fioprobe/state'"),
       )),
+    # provision: the StorageClasses the owner's provisioning probe runs (for gc).
+    (GOOD + "provision: [gp3]\n", "provision: must be a mapping, got ['gp3']"),
+    (GOOD + "provision: {}\n", "provision.storage_classes: is required"),
+    (GOOD + "provision: {storageClasses: [gp3]}\n",
+     "provision.storage_classes: is required (found unknown key 'storageClasses': a typo?)"),
+    (GOOD + "provision: {storage_classes: [gp3], nodes: [n1]}\n",
+     "provision.nodes: unknown key (expected one of: storage_classes)"),
+    (GOOD + "provision: {storage_classes: gp3}\n",
+     "provision.storage_classes: must be a list, got 'gp3'"),
+    (GOOD + "provision: {storage_classes: []}\n",
+     "provision.storage_classes: at least one StorageClass is required (leave out provision: "
+     "when the owner provisions none)"),
+    (GOOD + "provision: {storage_classes: [gp3, 3]}\n",
+     "provision.storage_classes[1]: must be a string, got 3"),
+    (GOOD + "provision: {storage_classes: [GP3]}\n",
+     "provision.storage_classes[0]: 'GP3' must be a StorageClass name: lower-case letters, "
+     "digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters"),
+    (GOOD + "provision: {storage_classes: [gp3, io2, gp3]}\n",
+     "provision.storage_classes[2]: 'gp3' is listed twice"),
+    (GOOD + "provision: {storage_classes: [gp3], storage_classes: [io2]}\n",
+     "line 10: duplicate key 'storage_classes'"),
+    ("pushgateway: {url: http://x}\nprovision: {storage_classes: [gp3]}\ntargets: []\n",
+     "targets: at least one target is required"),
 ]  # fmt: skip
 
 
@@ -178,6 +201,22 @@ def test_etcd_data_dir_is_read_for_an_etcd_disk(tmp_path: Path) -> None:
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read: No such file or directory"):
         load_config(tmp_path / "nope.yaml")
+
+
+def test_provision_lists_the_classes_the_owner_provisions(tmp_path: Path) -> None:
+    """Only gc reads it; a provisioning probe's owner needs no fio target for that."""
+    assert load_config(write(tmp_path, GOOD)).provisioned == ()
+    text = GOOD + "provision:\n  storage_classes: [gp3, io2.fast, local-nvme]\n"
+    config = load_config(write(tmp_path, text))
+    assert config.provisioned == ("gp3", "io2.fast", "local-nvme")
+    assert len(config.targets) == 1
+    alone = "owner: fioprobe-provision\npushgateway: {url: http://x:9091}\n" + (
+        "provision: {storage_classes: [gp3]}\n"
+    )
+    config = load_config(write(tmp_path, alone))
+    assert (config.owner, config.provisioned, config.targets) == (
+        "fioprobe-provision", ("gp3",), (),
+    )  # fmt: skip
 
 
 def test_owner_defaults_to_default_and_is_read(tmp_path: Path) -> None:

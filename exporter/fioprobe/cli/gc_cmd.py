@@ -1,4 +1,5 @@
-"""`fioprobe gc`: delete the Pushgateway groups of probes no longer configured.
+"""`fioprobe gc`: delete the Pushgateway groups of probes no longer configured (the fio
+probes' and the provisioning probe's).
 
 The Pushgateway never forgets a group, so a removed target would keep its last values (and
 its alerts) forever. Only groups of the owners the given configurations name are touched;
@@ -17,10 +18,14 @@ from fioprobe.text import printable
 DESCRIPTION = (
     "The Pushgateway never forgets a group. Delete every job=fioprobe group of the "
     "configurations' owners (fioprobe_owner_info, `owner:` in each configuration) whose "
-    "(storageclass, profile) no given configuration has, and their writer conflict groups once "
-    "older than the writer lease. Groups of other owners, groups without an owner (unless "
-    "--unowned) and groups with other labels are never touched. Node-local groups match on any "
-    "node unless --node lists the nodes that still exist. See docs/GC.md."
+    "(storageclass, profile) no given configuration has, every job=fioprobe_provision group of "
+    "those owners whose storageclass no given configuration lists in `provision: "
+    "storage_classes` (node-bound ones as node-local groups; a configuration without "
+    "`provision:` lists none, so every provisioning group of its owner is deleted), and their "
+    "writer conflict groups once older than the writer lease. Groups of other owners, groups "
+    "without an owner (unless --unowned) and groups with other labels are never touched. "
+    "Node-local groups match on any node unless --node lists the nodes that still exist. See "
+    "docs/GC.md."
 )
 
 

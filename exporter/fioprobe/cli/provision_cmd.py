@@ -42,7 +42,6 @@ DESCRIPTION = (
 #: to an hour (beyond it a step is broken, whatever the class).
 _deadline_seconds = seconds(1, 3600)
 DEFAULT_OWNER = "default"
-DEFAULT_SIZE = "1Gi"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -76,10 +75,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--size",
-        default=DEFAULT_SIZE,
         metavar="QUANTITY",
-        help="the claim's size, a Kubernetes quantity from 1Mi to 64Ti: the class's smallest "
-        f"volume (default: {DEFAULT_SIZE})",
+        help="the claim's size, a Kubernetes quantity from 1Mi to 64Ti, for every class given "
+        f"(default: each class's smallest volume by its type: {_smallest()})",
     )
     parser.add_argument(
         "--image",
@@ -114,6 +112,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     kube.add_argument("--kube-ca-file", metavar="FILE", help="CA bundle of the API server")
     options.add_quiet_option(parser, "log lines of the runs")
     options.add_gateway_options(parser)
+
+
+def _smallest() -> str:
+    """The default sizes by volume type, as the help states them ("1Gi for gp2 and gp3")."""
+    from fioprobe.provision.workload import SMALLEST, SMALLEST_OTHERWISE
+
+    by_size: dict[str, list[str]] = {}
+    for volume_type, size in SMALLEST.items():
+        by_size.setdefault(size, []).append(volume_type)
+    shown = [f"{size} for {' and '.join(types)}" for size, types in by_size.items()]
+    return ", ".join([*shown, f"{SMALLEST_OTHERWISE} for any other"])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -187,7 +196,7 @@ def _check(args: argparse.Namespace) -> None:
             raise UsageError(f"provision: --node {args.node!r:.80} {problem}")
     for option, problem in (
         ("--namespace", namespace_problem(args.namespace)),
-        ("--size", size_problem(args.size)),
+        ("--size", size_problem(args.size) if args.size is not None else None),
         ("--owner", label_value_problem(args.owner) if args.owner else "must not be empty"),
     ):
         if problem is not None:

@@ -17,6 +17,12 @@ Three states, each telling alerts apart from the others:
 A run that could not be counted (its state not kept, another writer's group) is pushed as
 failing, with the probes' own reason (`state_error`, `writer_conflict`, ...), as theirs are.
 
+Every run and skip that read its StorageClass also pushes `fioprobe_provision_info
+{provisioner, volume_type, binding_mode}`: what the class is, so that alerts and panels can
+tell an EBS attach from a Ceph map and an Immediate class from a WaitForFirstConsumer one
+without a second source. The provisioner comes from the cluster and is bounded
+(`objects.provisioner_label`); the type is one of the closed set.
+
 Every family is made through the metric table (`fioprobe.metrics.table`): a name that is not
 in it cannot be exported.
 """
@@ -41,6 +47,7 @@ from fioprobe.grouping import PROVISION_JOB
 from fioprobe.metrics.collector import metric_family
 from fioprobe.metrics.histogram import le_label
 from fioprobe.metrics.totals import GroupSchema, GroupTotals, HistogramRow, HistogramTotals
+from fioprobe.provision.objects import provisioner_label
 from fioprobe.provision.runner import RunResult
 from fioprobe.provision.steps import STEP_BUCKETS, Step
 
@@ -178,6 +185,14 @@ class ProvisionCollector(Collector):
                 yield self._scalar(
                     "fioprobe_provision_failure_reason_info", (outcome.not_counted.value, ""), 1.0
                 )
+        storage_class = result.storage_class
+        if storage_class is not None:
+            yield self._scalar(
+                "fioprobe_provision_info",
+                (provisioner_label(storage_class.provisioner), storage_class.volume_type,
+                 storage_class.mode.value),
+                1.0,
+            )  # fmt: skip
         yield self._scalar("fioprobe_provision_last_run_timestamp_seconds", (), outcome.finished_at)
         yield self._scalar("fioprobe_provision_objects_left", (), float(len(result.left)))
 

@@ -378,6 +378,15 @@ METRICS: tuple[MetricDef, ...] = (
         ("reason",),
     ),
     MetricDef(
+        "fioprobe_provision_info",
+        "gauge",
+        "The StorageClass the last run (or skip) read: its provisioner (a short hash when it "
+        "is not a qualified name), its volume type (from the provisioner and parameters.type, "
+        "one of the volume types; unknown for any other) and its volumeBindingMode; absent "
+        "when the class could not be read",
+        ("provisioner", "volume_type", "binding_mode"),
+    ),
+    MetricDef(
         "fioprobe_provision_runs_total",
         "counter",
         "Provisioning runs, successful or not (skipped ones are not runs)",

@@ -25,6 +25,15 @@ labels. Which groups go (docs/GC.md has the whole story):
   its owner at its next push, so only groups of probes removed before then stay unowned;
 - a `job="fioprobe"` group whose labels are not a fioprobe grouping key is never touched.
 
+The provisioning probe's groups (`job="fioprobe_provision"`, `{storageclass[, node]}`, see
+fioprobe.metrics.provision) carry the same owner, writer and push ids, and go by the same
+rules: a group of a given owner whose StorageClass no given configuration lists under
+`provision.storage_classes` is one no probe pushes any more (a configuration without
+`provision:` lists none, so every provisioning group of its owner goes); a node-bound one
+matches on any node unless `nodes` lists the nodes that still exist; its writer conflict
+groups, unowned groups and copies on other replicas as above. Its copies are ordered by its
+own counters (runs, failures, objects removed), not the fio probes'.
+
 With several Pushgateway replicas (`fioprobe.gateway.shards`) gc reads every replica and deletes a
 group where it is. A group held by two replicas has a copy its probe no longer pushes: the
 old copy of a group that moved (its probe pushed to the new replica and could not delete the
@@ -50,7 +59,16 @@ from fioprobe.gateway.api import delete_group, list_groups
 from fioprobe.gateway.readback import COUNTERS, PUSH_IDS, PUSH_TIME
 from fioprobe.gateway.shards import Shards, identity
 from fioprobe.gateway.transport import Transport
-from fioprobe.grouping import JOB, NODE, PROBE_LABELS, PROFILE, STORAGECLASS, WRITER
+from fioprobe.grouping import (
+    JOB,
+    NODE,
+    PROBE_LABELS,
+    PROFILE,
+    PROVISION_JOB,
+    STORAGECLASS,
+    WRITER,
+)
+from fioprobe.metrics.provision import PROVISION_SCHEMA
 from fioprobe.metrics.totals import COUNT_LIMIT
 from fioprobe.target.config import Config
 
@@ -58,11 +76,29 @@ OWNER_INFO = "fioprobe_owner_info"
 _SHARED_KEY = frozenset({"job", STORAGECLASS, PROFILE})
 _NODE_KEY = _SHARED_KEY | {NODE}
 _CONFLICT_KEYS = (_SHARED_KEY | {WRITER}, _NODE_KEY | {WRITER})
+#: A provisioning group's key: its class, and the node for a class bound to nodes.
+_PROVISION_KEY = frozenset({"job", STORAGECLASS})
+_PROVISION_NODE_KEY = _PROVISION_KEY | {NODE}
+#: The label names of each job's groups (writer conflict groups included).
+_KEYS: dict[str, tuple[frozenset[str], ...]] = {
+    JOB: (_SHARED_KEY, _NODE_KEY, *_CONFLICT_KEYS),
+    PROVISION_JOB: (_PROVISION_KEY, _PROVISION_NODE_KEY, _PROVISION_KEY | {WRITER},
+                    _PROVISION_NODE_KEY | {WRITER}),
+}  # fmt: skip
+#: The cumulative counters that order two copies of a group, by job.
+_COUNTERS: dict[str, tuple[str, ...]] = {
+    JOB: COUNTERS,
+    PROVISION_JOB: tuple(name for _, name in PROVISION_SCHEMA.counters),
+}
 
 
 @dataclass(slots=True)
 class GcResult:
-    """What gc found; `deleted` holds what was deleted (or would be, in a dry run)."""
+    """What gc found; `deleted` holds what was deleted (or would be, in a dry run).
+
+    Each group is listed by its grouping key after `job` (`shown_key`): a fio probe's as it
+    is, a provisioning group's with its job first, so that the two are never confused.
+    """
 
     kept: list[dict[str, str]] = field(default_factory=list)
     deleted: list[dict[str, str]] = field(default_factory=list)
@@ -102,14 +138,24 @@ def configured(configs: Sequence[Config]) -> set[tuple[str, str, bool]]:
     }
 
 
+def provisioned(configs: Sequence[Config]) -> set[str]:
+    """The StorageClasses the configurations' provisioning probes provision."""
+    return {name for config in configs for name in config.provisioned}
+
+
 def is_wanted(
     labels: dict[str, str],
     probes: set[tuple[str, str, bool]],
     nodes: Collection[str] | None,
+    classes: Collection[str] = (),
 ) -> bool:
-    """Whether a fioprobe group (its grouping-key labels) belongs to a configured probe."""
+    """Whether a fioprobe group (its grouping-key labels) belongs to a configured probe: a
+    fio probe of `probes`, or, for a provisioning group, a class of `classes`."""
     node = labels.get(NODE)
-    if (labels[STORAGECLASS], labels[PROFILE], node is not None) not in probes:
+    if labels["job"] == PROVISION_JOB:
+        if labels[STORAGECLASS] not in classes:
+            return False
+    elif (labels[STORAGECLASS], labels[PROFILE], node is not None) not in probes:
         return False
     return node is None or nodes is None or node in nodes
 
@@ -117,6 +163,13 @@ def is_wanted(
 def grouping_key(labels: dict[str, str]) -> dict[str, str]:
     """The labels after `job`, in the order fioprobe pushes them."""
     return {name: labels[name] for name in (*PROBE_LABELS, WRITER) if name in labels}
+
+
+def shown_key(labels: dict[str, str]) -> dict[str, str]:
+    """The grouping key as gc lists it: a fio probe's after `job`; any other job's (a
+    provisioning group, whose key alone could be read as a probe's) with its job first."""
+    key = grouping_key(labels)
+    return key if labels["job"] == JOB else {"job": labels["job"], **key}
 
 
 def collect(
@@ -133,6 +186,7 @@ def collect(
     now = time.time() if now is None else now
     owners = {config.owner for config in configs}
     probes = configured(configs)
+    classes = provisioned(configs)
     lease = max(config.pushgateway.writer_lease_seconds for config in configs)
     shards = Shards.of(transport)
     # Every replica is read before anything is deleted: which copy of a group is the old
@@ -141,21 +195,23 @@ def collect(
     for replica in shards:
         for group in list_groups(replica):
             labels = group.get("labels")
-            if isinstance(labels, dict) and labels.get("job") == JOB:
+            if isinstance(labels, dict) and labels.get("job") in _KEYS:
                 groups.append(({str(k): str(v) for k, v in labels.items()}, group, replica))
     owner_of = {frozenset(labels.items()): _owner(group) for labels, group, _ in groups}
     copies: dict[frozenset[tuple[str, str]], list[tuple[Transport, Copy]]] = {}
     for labels, group, replica in groups:
-        copies.setdefault(frozenset(labels.items()), []).append((replica, Copy.of(group)))
+        copy = Copy.of(group, _COUNTERS[labels["job"]])
+        copies.setdefault(frozenset(labels.items()), []).append((replica, copy))
     result = GcResult(dry_run=dry_run)
     listed_unordered: set[frozenset[tuple[str, str]]] = set()
-    deletions: list[tuple[Transport, dict[str, str]]] = []
+    deletions: list[tuple[Transport, dict[str, str], str]] = []
     for labels, group, replica in groups:
         names = set(labels)
-        if names not in (_SHARED_KEY, _NODE_KEY, *_CONFLICT_KEYS) or not all(labels.values()):
+        job = labels["job"]
+        if names not in _KEYS[job] or not all(labels.values()):
             result.foreign.append(labels)
             continue
-        key = grouping_key(labels)
+        key = shown_key(labels)
         owner = _owner(group)
         conflict = WRITER in labels
         if conflict and owner is None:  # a refused writer without an owner: its probe's
@@ -171,22 +227,22 @@ def collect(
         old, live = _old_and_live(held)
         if any(replica is where for where in old):
             result.misplaced.append((key, replica.url))
-            deletions.append((replica, key))
+            deletions.append((replica, grouping_key(labels), job))
             continue
         if len(held) > 1 and len(live) != 1 and frozenset(labels.items()) not in listed_unordered:
             listed_unordered.add(frozenset(labels.items()))
             kept = [where.url for where, _ in held if all(where is not w for w in old)]
             result.unordered.append((key, kept))
-        wanted = is_wanted(labels, probes, nodes)
+        wanted = is_wanted(labels, probes, nodes, classes)
         if conflict and wanted:
             pushed = _push_time(group)
             wanted = pushed is not None and now - pushed <= lease
         (result.kept if wanted else result.deleted).append(key)
         if not wanted:
-            deletions.append((replica, key))
+            deletions.append((replica, grouping_key(labels), job))
     if not dry_run:
-        for replica, key in deletions:
-            delete_group(replica, key)
+        for replica, key, job in deletions:
+            delete_group(replica, key, job=job)
     return result
 
 
@@ -218,14 +274,15 @@ class Copy:
     push_time: float | None
     push_id: int | None
     basis_id: int | None
-    #: The cumulative counters in `COUNTERS` order; None when one cannot be read as a count.
+    #: The cumulative counters (its job's, in order); None when one cannot be read as a count.
     counts: tuple[int, ...] | None
 
     @classmethod
-    def of(cls, group: dict[str, object]) -> Copy:
+    def of(cls, group: dict[str, object], counters: tuple[str, ...] = COUNTERS) -> Copy:
+        """The copy `group`, its counts read from `counters` (its job's cumulative ones)."""
         # 0 is no push (a first push names basis 0): never a link between two copies.
         push_id, basis_id = (_whole(group, name) or None for name in PUSH_IDS)
-        counts = tuple(_whole(group, name, absent=0) for name in COUNTERS)
+        counts = tuple(_whole(group, name, absent=0) for name in counters)
         known = tuple(count for count in counts if count is not None)
         return cls(
             _push_time(group), push_id, basis_id, known if len(known) == len(counts) else None

@@ -10,6 +10,8 @@ and these times are only the cross-check (cross_check.py).
 from __future__ import annotations
 
 import enum
+import hashlib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +44,65 @@ class Mode(enum.StrEnum):
     WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
 
 
+#: The EBS volume types (the EC2 API's VolumeType) fioprobe knows, as a StorageClass's
+#: `parameters.type` names them. They, CEPH_RBD and UNKNOWN are names of the volume types'
+#: one table (`fioprobe.target.volumes.MODELS`, lib/volume-types.json), which this pure model
+#: sits below and cannot import; tests/provision/test_provision_objects.py holds them equal.
+EBS_TYPES: tuple[str, ...] = ("gp2", "gp3", "io1", "io2", "st1", "sc1")
+CEPH_RBD = "ceph-rbd"
+UNKNOWN = "unknown"
+#: The EBS provisioners, each with the type it makes when the class names none: the CSI
+#: driver's default is gp3, the in-tree plugin's gp2.
+EBS_DEFAULTS: dict[str, str] = {"ebs.csi.aws.com": "gp3", "kubernetes.io/aws-ebs": "gp2"}
+#: Ceph RBD: the CSI driver (ODF names it `openshift-storage.rbd.csi.ceph.com`, any
+#: `<prefix>.rbd.csi.ceph.com`) and the in-tree plugin.
+_CEPH_RBD_DRIVER = "rbd.csi.ceph.com"
+_CEPH_RBD_IN_TREE = "kubernetes.io/rbd"
+#: What the API server takes as a provisioner (a qualified name, as `kubernetes.io/aws-ebs`
+#: or `ebs.csi.aws.com`): an optional DNS-subdomain prefix of at most 253 characters and a
+#: '/', then a name of at most 63.
+_PREFIX = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*")
+_NAME = re.compile(r"[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?")
+
+
+def volume_type(provisioner: str, type_parameter: str | None) -> str:
+    """The volume type of a StorageClass's volumes, one of the volume types' closed set, from
+    its provisioner and its `parameters.type` (None when the class sets none).
+
+    EBS (CSI or in-tree): `parameters.type` lower-cased when it is one of EBS_TYPES, the
+    driver's default when the class names no type, `unknown` for a type fioprobe does not
+    model (magnetic `standard`): naming it gp3 would put a volume of another kind under gp3's
+    thresholds. The same reading as the chart's default-class model
+    (charts/fioprobe/templates/_helpers.tpl, `fioprobe.volumeOfClass`). Ceph RBD: `ceph-rbd`.
+    Anything else: `unknown`.
+    """
+    if provisioner in EBS_DEFAULTS:
+        if not type_parameter:
+            return EBS_DEFAULTS[provisioner]
+        lowered = type_parameter.lower()
+        return lowered if lowered in EBS_TYPES else UNKNOWN
+    if provisioner in (_CEPH_RBD_DRIVER, _CEPH_RBD_IN_TREE) or provisioner.endswith(
+        "." + _CEPH_RBD_DRIVER
+    ):
+        return CEPH_RBD
+    return UNKNOWN
+
+
+def provisioner_label(provisioner: str) -> str:
+    """A provisioner as a label value, bounded: the name itself when it has the shape the API
+    server validates (a qualified name), else a short hash of it, as the probe's objects label
+    their class (`workload.labels`). The name comes from the cluster, written by whoever may
+    create StorageClasses: it must not bring arbitrary text or length into every push."""
+    prefix, slash, name = provisioner.rpartition("/")
+    if (
+        len(name) <= 63
+        and _NAME.fullmatch(name)
+        and (not slash or (len(prefix) <= 253 and _PREFIX.fullmatch(prefix.lower())))
+    ):
+        return provisioner
+    return hashlib.sha256(provisioner.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+
+
 @dataclass(frozen=True)
 class StorageClassInfo:
     name: str
@@ -50,6 +111,8 @@ class StorageClassInfo:
     #: reclaimPolicy Delete (the API's default): the volume goes when the claim goes. A class
     #: that retains its volumes would keep one per run, so the probe does not run on it.
     deletes_volumes: bool
+    #: What its volumes are (`volume_type`): the run's default size, the metrics' label.
+    volume_type: str = UNKNOWN
 
 
 def read_storage_class(obj: Mapping[str, Any]) -> StorageClassInfo:
@@ -61,11 +124,14 @@ def read_storage_class(obj: Mapping[str, Any]) -> StorageClassInfo:
     except ValueError:
         unknown = f"StorageClass {name}: volumeBindingMode {value!r:.60} is unknown"
         raise ShapeError(unknown) from None
+    provisioner = required_text(obj, "provisioner")
+    named = text(mapping(obj, "parameters"), "type", "parameters")
     return StorageClassInfo(
         name=name,
-        provisioner=required_text(obj, "provisioner"),
+        provisioner=provisioner,
         mode=mode,
         deletes_volumes=(text(obj, "reclaimPolicy") or "Delete") == "Delete",
+        volume_type=volume_type(provisioner, named),
     )
 
 

@@ -64,6 +64,7 @@ from fioprobe.provision.workload import (
     SLOT_LABEL,
     RunSpec,
     run_objects,
+    sized,
     slot_of,
 )
 from fioprobe.provision.workload import claim as claim_manifest
@@ -110,6 +111,9 @@ class RunResult:
     left: tuple[str, ...]
     #: Objects of earlier runs of this slot that this run removed first.
     removed: tuple[str, ...]
+    #: The StorageClass as the run read it; None when it could not be read (not found,
+    #: refused, not shaped as one).
+    storage_class: StorageClassInfo | None = None
 
     @property
     def success(self) -> bool:
@@ -144,6 +148,7 @@ class ProvisionRun:
         self._uids: dict[tuple[str, str], str] = {}
         self._last_at = 0.0
         self._mode: Mode | None = None
+        self._class: StorageClassInfo | None = None
         self._pod_created = False
         #: Asked for once (a refused create is not asked again).
         self._pod_asked = False
@@ -157,10 +162,14 @@ class ProvisionRun:
             info = self._storage_class()
         except _Ended as ended:
             return self._result((), (), ended.failure, None, removed, ())
-        self._mode = info.mode
+        self._mode, self._class = info.mode, info
         if not info.deletes_volumes and not self.delete_retained:
             self._say(f"StorageClass {info.name} retains its volumes: not run (retain_policy)")
             return self._result((), (), None, "retain_policy", removed, ())
+        if self.spec.size is None:
+            self.spec = sized(self.spec, info)
+            self._say(f"claim of {self.spec.size}: no size given, the smallest volume of type "
+                      f"{info.volume_type}")  # fmt: skip
         follower = Follower(self.client, self._sources())
         try:
             follower.start()
@@ -414,7 +423,7 @@ class ProvisionRun:
         left: tuple[str, ...],
     ) -> RunResult:
         return RunResult(self.spec, self.run_id, self._mode, steps, absent, failure, skipped,
-                         tuple(self._log), left, removed)  # fmt: skip
+                         tuple(self._log), left, removed, self._class)  # fmt: skip
 
 
 class _Ended(Exception):

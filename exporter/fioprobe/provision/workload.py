@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from fioprobe.provision.objects import WRITER
+from fioprobe.provision.objects import WRITER, StorageClassInfo
 from fioprobe.provision.steps import RunObjects
 
 #: The probe that made an object (its name: the CronJob's or the command's --owner).
@@ -58,6 +58,13 @@ _SIZE_SCALE = {None: 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10
 #: format. The largest: 64 TiB, the largest EBS volume (io2 Block Express).
 MIN_SIZE_BYTES = 2**20
 MAX_SIZE_BYTES = 64 * 2**40
+#: A run's claim size when none is given: the smallest volume of the class's type, which costs
+#: least and which the provisioner must still accept (EBS refuses a smaller one: the EC2
+#: API's minimum VolumeSize, docs/PROVISIONING.md "Cost per run"). A Ceph RBD image is thin.
+SMALLEST: dict[str, str] = {"gp2": "1Gi", "gp3": "1Gi", "io1": "4Gi", "io2": "4Gi",
+                            "st1": "125Gi", "sc1": "125Gi"}  # fmt: skip
+#: Every other type's: a GiB, which any provisioner makes.
+SMALLEST_OTHERWISE = "1Gi"
 
 
 @dataclass(frozen=True)
@@ -67,8 +74,9 @@ class RunSpec:
     owner: str
     storage_class: str
     namespace: str
-    #: The claim's size, as a Kubernetes quantity ("1Gi").
-    size: str
+    #: The claim's size, as a Kubernetes quantity ("1Gi"); None: the class's smallest volume
+    #: (`smallest_size`), known once the run has read the class.
+    size: str | None
     #: The image whose dd and sleep the pod runs (the probe's own).
     image: str
     #: The node the pod must run on (a class bound to nodes), or None: the scheduler's choice.
@@ -116,6 +124,18 @@ def size_problem(value: str) -> str | None:
     return None
 
 
+def smallest_size(volume_type: str) -> str:
+    """The smallest claim a class of `volume_type` provisions (`SMALLEST`)."""
+    return SMALLEST.get(volume_type, SMALLEST_OTHERWISE)
+
+
+def sized(spec: RunSpec, storage_class: StorageClassInfo) -> RunSpec:
+    """`spec` with its claim size: the one asked for, or the class's smallest volume."""
+    if spec.size is not None:
+        return spec
+    return replace(spec, size=smallest_size(storage_class.volume_type))
+
+
 def slot_of(spec: RunSpec) -> str:
     """The slot's label value: its class and node, hashed."""
     return hashlib.sha256(f"{spec.storage_class}/{spec.node or ''}".encode()).hexdigest()[:16]
@@ -147,7 +167,7 @@ def claim(spec: RunSpec, run_id: str) -> dict[str, Any]:
         "spec": {
             "accessModes": ["ReadWriteOnce"],
             "storageClassName": spec.storage_class,
-            "resources": {"requests": {"storage": spec.size}},
+            "resources": {"requests": {"storage": spec.size or SMALLEST_OTHERWISE}},
         },
     }  # fmt: skip
 

@@ -35,6 +35,11 @@ load, so the rest of the program sees complete values.
         profiles:
           - etcd-fsync
           - {name: burst-ceiling, runtime: 3}
+    provision:                      # optional: what this owner's `fioprobe provision` runs
+      storage_classes: [gp3, io2]   #   provision, for `fioprobe gc` (docs/GC.md)
+
+`targets` may be left out of a configuration that has `provision:`: gc's configuration of a
+provisioning probe's owner, which runs no fio probe.
 """
 
 from __future__ import annotations
@@ -119,6 +124,12 @@ class Config:
     #: Pushed with every group as fioprobe_owner_info{owner}: which configuration the group
     #: belongs to, so that `fioprobe gc` deletes only groups of the configurations it is given.
     owner: str = DEFAULT_OWNER
+    #: The StorageClasses this owner's provisioning probe (`fioprobe provision --owner`)
+    #: provisions (`provision.storage_classes`). Only gc reads it: a provisioning group
+    #: (job="fioprobe_provision") of this owner whose class no given configuration lists is
+    #: one that no probe pushes any more. Empty without a `provision:` section: then every
+    #: provisioning group of the owner is such a group.
+    provisioned: tuple[str, ...] = ()
 
 
 def valid_owner(owner: str) -> bool:
@@ -298,12 +309,15 @@ def load_config(path: Path, jobs_dir: Path | None = None) -> Config:
             "owner", f"{_show(owner)} must be a name (letters, digits, .-_; at most 253)"
         )
     pushgateway = _pushgateway(top.take("pushgateway", dict, required=True), file)
-    raw_targets = top.take("targets", list, required=True)
+    raw_provision = top.take("provision", dict)
+    provisioned = () if raw_provision is None else _provision(raw_provision, file)
+    # A provisioning probe's owner runs no fio probe: its configuration (for gc) may have none.
+    raw_targets = top.take("targets", list, required=raw_provision is None)
     top.done()
-    if not raw_targets:
+    if raw_targets is not None and not raw_targets:
         raise ConfigError(f"{file}: targets: at least one target is required")
     targets = tuple(
-        _target(raw, f"targets[{i}]", file, jobs_dir) for i, raw in enumerate(raw_targets)
+        _target(raw, f"targets[{i}]", file, jobs_dir) for i, raw in enumerate(raw_targets or ())
     )
     seen: set[tuple[str, bool]] = set()
     for target in targets:
@@ -321,7 +335,36 @@ def load_config(path: Path, jobs_dir: Path | None = None) -> Config:
                     f"targets[{earlier}]'s directory or overlaps it "
                     f"({_show(str(other.directory))}); each target needs a directory of its own"
                 )
-    return Config(path, pushgateway, targets, owner)
+    return Config(path, pushgateway, targets, owner, provisioned)
+
+
+def _provision(raw: object, file: str) -> tuple[str, ...]:
+    """`provision.storage_classes`: StorageClass names, each once, at least one (a
+    configuration that provisions nothing leaves the section out)."""
+    from fioprobe.kube.nodes import node_name_problem  # the API client only when needed
+
+    r = _Reader(raw, "provision", file)
+    names = r.take("storage_classes", list, required=True)
+    r.done()
+    if not names:
+        raise r.error(
+            "storage_classes", "at least one StorageClass is required (leave out provision: "
+            "when the owner provisions none)",
+        )  # fmt: skip
+    seen: list[str] = []
+    for index, name in enumerate(names):
+        key = f"storage_classes[{index}]"
+        if not isinstance(name, str):
+            raise r.error(key, f"must be a string, got {_show(name)}")
+        problem = node_name_problem(name)  # a StorageClass's name is a DNS subdomain too
+        if problem is not None:
+            raise r.error(
+                key, f"{_show(name)} {problem.replace('a node name', 'a StorageClass name')}"
+            )
+        if name in seen:
+            raise r.error(key, f"{_show(name)} is listed twice")
+        seen.append(name)
+    return tuple(seen)
 
 
 def _pushgateway(raw: object, file: str) -> PushgatewayConfig:
