@@ -135,7 +135,7 @@ function(config, probes) {
       metadata: common.metadata(c, 'provision', name, c.namespace),
       spec: {
         // After the probes' own start offsets, so that it does not start with them.
-        schedule: common.schedule(c { everyMinutes: p.everyMinutes }, std.length(c.storageClasses), std.get(p, 'schedule')),
+        schedule: common.schedule(c { everyMinutes: p.everyMinutes }, std.length(c.storageClasses), p.schedule),
         timeZone: 'Etc/UTC',
         concurrencyPolicy: 'Forbid',
         startingDeadlineSeconds: c.startingDeadlineSeconds,

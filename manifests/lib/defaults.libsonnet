@@ -325,8 +325,8 @@ local name = p.required(nonEmpty(p.type('string')));
     everyMinutes: p.check(10, function(v) v == std.floor(v) && v >= 1 && v <= 60 && 60 % v == 0, 'must be a whole number of minutes that divides 60', {
       enum: [m for m in std.range(1, 60) if 60 % m == 0],
     }),
-    '#schedule':: 'A cron schedule instead of everyMinutes with its start-time offset.',
-    schedule: p.optional('string'),
+    '#schedule':: 'A cron schedule instead of everyMinutes with its start-time offset; null: none.',
+    schedule: p.nullable('string'),
     '#storageClasses':: 'More StorageClasses to provision (names), beside the storageClasses entries.',
     storageClasses: p.check(p.list(nonEmpty(p.type('string'))), function(v) std.length(std.set(v)) == std.length(v), 'must not name a class twice', { uniqueItems: true }),
     // Each step's limit (docs/PROVISIONING.md, "Steps"): a step that takes longer fails the

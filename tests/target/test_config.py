@@ -213,10 +213,14 @@ def test_provision_lists_the_classes_the_owner_provisions(tmp_path: Path) -> Non
     alone = "owner: fioprobe-provision\npushgateway: {url: http://x:9091}\n" + (
         "provision: {storage_classes: [gp3]}\n"
     )
-    config = load_config(write(tmp_path, alone))
+    config = load_config(write(tmp_path, alone), probes_optional=True)
     assert (config.owner, config.provisioned, config.targets) == (
         "fioprobe-provision", ("gp3",), (),
     )  # fmt: skip
+    # The commands that probe (run, continuous) refuse it: they would run nothing.
+    with pytest.raises(ConfigError) as refused:
+        load_config(write(tmp_path, alone))
+    assert str(refused.value).endswith(": targets: is required"), refused.value
 
 
 def test_owner_defaults_to_default_and_is_read(tmp_path: Path) -> None:

@@ -61,7 +61,10 @@ def run(args: argparse.Namespace) -> int:
     from fioprobe.target.config import load_config
 
     jobs_dir = options.jobs_dir(args)
-    configs = [load_config(Path(path), jobs_dir) for path in dict.fromkeys(args.config)]
+    configs = [
+        load_config(Path(path), jobs_dir, probes_optional=True)
+        for path in dict.fromkeys(args.config)
+    ]
     result = collect(
         transport_for(configs),
         configs,

@@ -279,8 +279,12 @@ def _default(value: float | None, default: float) -> float:
 _MAX_DEPTH = 32
 
 
-def load_config(path: Path, jobs_dir: Path | None = None) -> Config:
-    """Read and check the configuration; profiles are checked in `jobs_dir` (default jobs/)."""
+def load_config(
+    path: Path, jobs_dir: Path | None = None, *, probes_optional: bool = False
+) -> Config:
+    """Read and check the configuration; profiles are checked in `jobs_dir` (default jobs/).
+    `probes_optional`: a configuration with `provision:` may have no target (gc reads the
+    provisioning probe's owner so); the commands that probe always need one."""
     file = str(path)
     try:
         text = path.read_bytes().decode("utf-8").removeprefix("\ufeff")
@@ -312,7 +316,9 @@ def load_config(path: Path, jobs_dir: Path | None = None) -> Config:
     raw_provision = top.take("provision", dict)
     provisioned = () if raw_provision is None else _provision(raw_provision, file)
     # A provisioning probe's owner runs no fio probe: its configuration (for gc) may have none.
-    raw_targets = top.take("targets", list, required=raw_provision is None)
+    raw_targets = top.take(
+        "targets", list, required=raw_provision is None or not probes_optional
+    )
     top.done()
     if raw_targets is not None and not raw_targets:
         raise ConfigError(f"{file}: targets: at least one target is required")
