@@ -316,9 +316,7 @@ def load_config(
     raw_provision = top.take("provision", dict)
     provisioned = () if raw_provision is None else _provision(raw_provision, file)
     # A provisioning probe's owner runs no fio probe: its configuration (for gc) may have none.
-    raw_targets = top.take(
-        "targets", list, required=raw_provision is None or not probes_optional
-    )
+    raw_targets = top.take("targets", list, required=raw_provision is None or not probes_optional)
     top.done()
     if raw_targets is not None and not raw_targets:
         raise ConfigError(f"{file}: targets: at least one target is required")
