@@ -176,6 +176,8 @@ function(config, probes) {
                            ]
                            + std.flattenArrays([['--storageclass', n] for n in classNames])
                            + std.flattenArrays([['--deadline', '%s=%d' % [step, p.deadlines[step]]] for step in std.objectFields(p.deadlines)])
+                           // The platform assigns the test pods' user and fsGroup, as this pod's.
+                           + (if common.assignsIds(c) then ['--platform', 'openshift'] else [])
                            + gatewayArgs,
                   resources: c.probeResources,
                   securityContext: common.containerSecurityContext,

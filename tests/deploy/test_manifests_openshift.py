@@ -440,7 +440,7 @@ def test_every_pod_but_the_hostpath_probes_is_restricted(kube: Kube, rendered: P
     restricted = {o["metadata"]["name"] for o in objects.values() if o["kind"] == "Namespace"
                   and o["metadata"]["labels"]["pod-security.kubernetes.io/enforce"]
                   == "restricted"}  # fmt: skip
-    assert restricted == {"fioprobe"}
+    assert restricted == {"fioprobe", "fioprobe-provision"}
     checked = 0
     for name, o in objects.items():
         template = pod_template(o)
@@ -459,7 +459,8 @@ def test_every_pod_but_the_hostpath_probes_is_restricted(kube: Kube, rendered: P
             assert o["metadata"]["namespace"] in restricted, name
             assert warnings == [], result.stderr
             checked += 1
-    assert checked == 5  # 2 StorageClass CronJobs, 2 stream StatefulSets, the Pushgateway
+    # 2 StorageClass CronJobs, 2 stream StatefulSets, the Pushgateway, the provisioning CronJob
+    assert checked == 6
 
 
 @pytest.mark.slow

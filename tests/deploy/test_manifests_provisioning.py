@@ -196,6 +196,18 @@ def test_deadlines_and_the_schedule_reach_the_command() -> None:
     assert explicit["cronJob"]["spec"]["schedule"] == "7 * * * *"
 
 
+def test_on_openshift_the_platform_assigns_the_pods_ids() -> None:
+    """Neither the CronJob's pod nor the test pods it makes name a user or fsGroup there:
+    restricted-v2 assigns them and refuses a pod that names others."""
+    p = objects("{ platform: 'openshift' }")["provisioning"]
+    args = command(p["cronJob"])
+    assert values(args, "--platform") == ["openshift"]
+    template = p["cronJob"]["spec"]["jobTemplate"]["spec"]["template"]
+    assert "runAsUser" not in template["spec"]["securityContext"]
+    assert template["metadata"]["annotations"] == {"openshift.io/required-scc": "restricted-v2"}
+    assert values(command(objects()["provisioning"]["cronJob"]), "--platform") == []
+
+
 @pytest.mark.parametrize(
     ("overrides", "expected"),
     [

@@ -26,7 +26,7 @@ import pytest
 from fioprobe.provision.reasons import Reason
 from fioprobe.provision.runner import ProvisionRun, RunResult
 from fioprobe.provision.steps import Step
-from fioprobe.provision.workload import OWNER_LABEL, SLOT_LABEL, slot_of
+from fioprobe.provision.workload import OWNER_LABEL, SLOT_LABEL, pod, slot_of
 from support import kubeapi, provision_api, services
 from support.provision_api import NAMESPACE, OWNER, Cluster
 
@@ -81,6 +81,22 @@ def test_wait_for_first_consumer_admits_the_restricted_pod_and_fails_in_schedule
     # wait belongs to no step.
     assert deleted.start - created.end >= 3.0
     assert 0 < deleted.seconds < 30
+
+
+def test_a_pod_that_pins_no_ids_is_admitted_as_restricted_too(cluster: Cluster) -> None:
+    """Where the platform assigns the user and fsGroup (OpenShift), the pod names none and
+    keeps runAsNonRoot: restricted Pod Security admits it as well (the run fails only where
+    nothing schedules it)."""
+    spec = dataclasses.replace(cluster.spec("nowhere-wait", node="node-1"), pin_ids=False)
+    context = pod(spec, "r1")["spec"]["securityContext"]
+    assert context == {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+    pinned = pod(cluster.spec("nowhere-wait"), "r1")["spec"]["securityContext"]
+    assert (pinned["runAsUser"], pinned["runAsGroup"], pinned["fsGroup"]) == (65532,) * 3
+    result = ProvisionRun(cluster.client(), spec, deadlines={Step.SCHEDULED: 3.0}).execute()
+    assert result.failure is not None, result.log
+    assert (result.failure.reason, result.failure.step) == (Reason.DEADLINE, Step.SCHEDULED), (
+        "\n".join(result.log)
+    )
 
 
 def test_a_class_that_keeps_its_volumes_is_skipped_and_nothing_is_made(cluster: Cluster) -> None:

@@ -86,6 +86,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the image whose dd and sleep the pod runs (fioprobe's own image)",
     )
     parser.add_argument(
+        "--platform",
+        choices=("kubernetes", "openshift"),
+        default="kubernetes",
+        help="who sets the test pod's user and fsGroup: kubernetes, the pod (the image's "
+        "user, 65532); openshift, the platform (restricted-v2 assigns them from the "
+        "namespace's range and refuses a pod that names others) (default: kubernetes)",
+    )
+    parser.add_argument(
         "--deadline",
         action="append",
         default=[],
@@ -147,7 +155,8 @@ def run(args: argparse.Namespace) -> int:
     status: int = ExitCode.OK
     for storage_class in args.storageclass:
         spec = RunSpec(owner=args.owner, storage_class=storage_class, namespace=args.namespace,
-                       size=args.size, image=args.image, node=args.node)  # fmt: skip
+                       size=args.size, image=args.image, node=args.node,
+                       pin_ids=args.platform != "openshift")  # fmt: skip
         shown = storage_class + (f" on {args.node}" if args.node else "")
         started = time.monotonic()
         result = ProvisionRun(client, spec, deadlines=deadlines).execute()

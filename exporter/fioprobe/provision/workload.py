@@ -81,6 +81,10 @@ class RunSpec:
     image: str
     #: The node the pod must run on (a class bound to nodes), or None: the scheduler's choice.
     node: str | None = None
+    #: Whether the pod names its user, group and fsGroup (the image's user). False where the
+    #: platform assigns them from the namespace's range and refuses a pod that names others
+    #: (OpenShift's restricted-v2); runAsNonRoot stays either way.
+    pin_ids: bool = True
 
 
 def label_value_problem(value: str) -> str | None:
@@ -194,9 +198,8 @@ def pod(spec: RunSpec, run_id: str) -> dict[str, Any]:
             "enableServiceLinks": False,
             "securityContext": {
                 "runAsNonRoot": True,
-                "runAsUser": RUN_AS,
-                "runAsGroup": RUN_AS,
-                "fsGroup": RUN_AS,
+                **({"runAsUser": RUN_AS, "runAsGroup": RUN_AS, "fsGroup": RUN_AS}
+                   if spec.pin_ids else {}),
                 "seccompProfile": {"type": "RuntimeDefault"},
             },
             "initContainers": [
