@@ -339,7 +339,7 @@ local u = import '../lib/util.libsonnet';
               )
             ||| % {
               by: by,
-              matchers: u.matchers(c),
+              matchers: u.pushMatchers(c),
               record: u.pushSeenRecord,
               chain: c.windows.memoryChain,
               memory: u.num(c.windows.lostGroupMemorySeconds),
@@ -361,7 +361,7 @@ local u = import '../lib/util.libsonnet';
               )
             ||| % {
               by: by,
-              matchers: u.matchers(c),
+              matchers: u.pushMatchers(c),
               record: u.pushTimeRecord,
               chain: c.windows.memoryChain,
               seen: u.pushSeenRecord,

@@ -25,6 +25,22 @@
   // The configured selector of fioprobe's pushed series plus `extra`: probe groups only.
   matchers(c, extra=[]):: $.matcherList([c.fioprobeSelector, $.probeGroupMatcher] + extra),
 
+  // A provisioning group (`fioprobe provision`: job="fioprobe_provision", storageclass[, node],
+  // no profile) holds fioprobe_provision_* series, whose names no probe rule reads, but the
+  // Pushgateway adds push_time_seconds to it as to every group, and the rules select by
+  // `matchers`, never by job: without this matcher a provisioning group would be a probe with
+  // an empty profile (its push time remembered, Stale when it stops, carried values kept for
+  // it). Every probe's group has a profile. Only on push_time_seconds: the continuous stream's
+  // scraped series carry a storageclass and no profile, so on every probe matcher it would
+  // blind the stream's rules and panels. Not configurable, as probeGroupMatcher.
+  probePushMatcher:: 'profile!=""',
+  // The selector of the probes' push_time_seconds: `matchers` plus probePushMatcher (which a
+  // matcher on one profile in `extra` already implies).
+  pushMatchers(c, extra=[])::
+    local oneProfile = std.length([m for m in extra if std.startsWith(m, 'profile="')]) > 0;
+    $.matchers(c, (if oneProfile then [] else [$.probePushMatcher]) + extra),
+
+
   // A matcher for a label that takes any of `values` (plain names, not patterns): `=` for one
   // value, as a regexp on a static string costs a regexp match for nothing (pint's
   // promql/regexp), `=~` for several.
@@ -238,12 +254,12 @@
       live: std.rstripChars(live, '\n') + (
         if otherwise == null then ''
         else '\nor on (%s)\n%s * group by (%s) (push_time_seconds{%s})'
-             % [$.probeBy(c), $.num(otherwise), $.probeBy(c), $.matchers(c, presentMatchers)]
+             % [$.probeBy(c), $.num(otherwise), $.probeBy(c), $.pushMatchers(c, presentMatchers)]
       ),
       record: record,
       chain: c.windows.memoryChain,
       by: $.probeBy(c),
-      matchers: $.matchers(c),
+      matchers: $.pushMatchers(c),
       fresh: $.fresh(c),
     },
   },
