@@ -148,6 +148,45 @@
           std.join('|', ['node[.]kubernetes[.]io/.+'] + [std.strReplace(k, '.', '[.]') for k in keys]),
         ],
 
+    // --- The provisioning probe (`fioprobe provision`; alerts/provisioning.libsonnet) -------
+
+    // Seconds between two provisioning runs of a class: the provisioning CronJob's schedule.
+    provisionIntervalSeconds: 600,
+    // Provisioning groups that should push, {storageclass, node (node-bound classes only)}.
+    expectedProvisioning: [],
+    // Failed runs, among the last provisionOfRuns, that fire FioProbeProvisioningFailing.
+    provisionFailingRuns: 2,
+    // Runs in which provisionFailingRuns are counted.
+    provisionOfRuns: 3,
+    // Runs with one step above its warning threshold, among the last provisionSlowOfRuns, that fire.
+    provisionSlowRuns: 2,
+    // Runs in which provisionSlowRuns are counted (per step).
+    provisionSlowOfRuns: 3,
+    // Warning threshold of each step, seconds, by volume type; `default` (every step) for the rest.
+    provisionStepWarningSeconds: {
+      default: {
+        created: 15,
+        scheduled: 60,
+        bound: 120,
+        attached: 120,
+        running: 120,
+        written: 30,
+        pod_deleted: 60,
+        detached: 180,
+        volume_deleted: 180,
+      },
+      gp2: { bound: 60, attached: 60 },
+      gp3: { bound: 60, attached: 60 },
+      io1: { bound: 60, attached: 60 },
+      io2: { bound: 60, attached: 60 },
+      st1: { bound: 60, attached: 60 },
+      sc1: { bound: 60, attached: 60 },
+    },
+    // Runs in a row whose objects were left after their deadlines that fire ObjectsLeft.
+    provisionObjectsLeftRuns: 2,
+    // Provisioning intervals without a run before a class is Stale or Missing (> longest run).
+    provisionStaleAfterRuns: 4,
+
     // === Continuous stream ===================================================================
     // `fioprobe continuous`, scraped: durations are Prometheus durations, latencies seconds.
 

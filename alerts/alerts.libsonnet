@@ -10,6 +10,7 @@ local u = import '../lib/util.libsonnet';
 + (import 'regression.libsonnet')
 + (import 'outlier.libsonnet')
 + (import 'probe-health.libsonnet')
++ (import 'provisioning.libsonnet')
 + (import 'continuous.libsonnet')
 + {
   prometheusRules+:: { assert u.configChecked(std.get($, '_configProblems', [], inc_hidden=true)) },

@@ -102,7 +102,7 @@ local u = import '../lib/util.libsonnet';
       ||| % {
         onNodes: u.expectedOnEtcdNodeRecord,
         identity: perNodeIdentity,
-        matchers: u.matchers(c),
+        matchers: u.pushMatchers(c),
         remembered: remembered,
       },
       'for': w.staleAfter,
@@ -149,8 +149,8 @@ local u = import '../lib/util.libsonnet';
         identity: perNodeIdentity,
         cluster: c.clusterLabel,
         expected: u.expectedPerNodeRecord,
-        matchers: u.matchers(c),
-        perNodeMatchers: u.matchers(c, ['node!=""']),
+        matchers: u.pushMatchers(c),
+        perNodeMatchers: u.pushMatchers(c, ['node!=""']),
         pushTime: u.pushTimeRecord,
         remembered: remembered,
         rememberedPerNode: rememberedPerNode,
@@ -227,7 +227,7 @@ local u = import '../lib/util.libsonnet';
             ||| % {
               expected: u.expectedRecord,
               identity: identity,
-              matchers: u.matchers(c),
+              matchers: u.pushMatchers(c),
               remembered: remembered,
             },
             'for': w.staleAfter,

@@ -34,6 +34,9 @@
 //   stream:fioprobe_continuous_expected:info           one static series per expected
 //       continuous stream (storageclass, node); the stream's own rules are in
 //       alerts/continuous.libsonnet
+//   provision:fioprobe_provision_expected:info         one static series per expected
+//       provisioning group (storageclass, node); the provisioning probe's own records are in
+//       alerts/provisioning.libsonnet
 local u = import '../lib/util.libsonnet';
 
 {
@@ -300,6 +303,14 @@ local u = import '../lib/util.libsonnet';
         labels: { storageclass: s.storageclass },
       }
       for s in c.expectedEtcdStreams
+    ] + [
+      // The provisioning groups (alerts/provisioning.libsonnet's Missing and Stale).
+      {
+        record: u.expectedProvisionRecord,
+        expr: 'vector(1)',
+        labels: { storageclass: p.storageclass } + (if std.objectHas(p, 'node') then { node: p.node } else {}),
+      }
+      for p in c.expectedProvisioning
     ],
 
     groups+: [
@@ -339,7 +350,7 @@ local u = import '../lib/util.libsonnet';
               )
             ||| % {
               by: by,
-              matchers: u.matchers(c),
+              matchers: u.pushMatchers(c),
               record: u.pushSeenRecord,
               chain: c.windows.memoryChain,
               memory: u.num(c.windows.lostGroupMemorySeconds),
@@ -361,7 +372,7 @@ local u = import '../lib/util.libsonnet';
               )
             ||| % {
               by: by,
-              matchers: u.matchers(c),
+              matchers: u.pushMatchers(c),
               record: u.pushTimeRecord,
               chain: c.windows.memoryChain,
               seen: u.pushSeenRecord,

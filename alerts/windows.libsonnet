@@ -1,6 +1,7 @@
-// Every window and `for` of the rules, derived from the one probe interval and the numbers of
-// runs in config.libsonnet. Pushgateway series step once per run and are flat in between, so
-// each window is chosen by how many runs it holds:
+// Every window and `for` of the rules, derived from the one probe interval (the provisioning
+// probe's from its own, provisionIntervalSeconds) and the numbers of runs in config.libsonnet.
+// Pushgateway series step once per run and are flat in between, so each window is chosen by
+// how many runs it holds:
 //   - a rate window must hold at least two pushes, or rate() sees no increase at all;
 //   - "N of the last M runs" looks back (M - 1) intervals plus the push margin: the last M
 //     runs are always in view, and the run before them only during the margin after a push
@@ -52,6 +53,11 @@ function(c)
     for b in c.continuousBurnRates
   ];
   local pairs = ['%s/%s' % [b.long, b.short] for b in c.continuousBurnRates];
+  local stepThresholds = c.provisionStepWarningSeconds;
+  local provisionInterval = c.provisionIntervalSeconds;
+  local provisionMargin = provisionInterval * c.pushMarginFraction;
+  local provisionRuns(n) = n * provisionInterval;
+  local provisionStale = provisionRuns(c.provisionStaleAfterRuns) + provisionMargin;
   local ok = std.foldl(function(all, one) all && one, [
     check(interval > 0, 'probeIntervalSeconds must be positive, got %s' % interval),
     check(c.pushMarginFraction > 0 && c.pushMarginFraction < 1,
@@ -108,6 +114,30 @@ function(c)
           'lostGroupMemory (%s) must be at least twice the stale threshold (%s): a lost group is '
           % [c.lostGroupMemory, u.duration(runs(c.staleAfterRuns) + margin)]
           + 'Stale for that long before it may turn Missing'),
+    // The provisioning probe: its own schedule, the same rules for its windows.
+    check(c.provisionIntervalSeconds > 0, 'provisionIntervalSeconds must be positive, got %s' % c.provisionIntervalSeconds),
+    atLeastTwo('provisionFailingRuns'),
+    atLeastTwo('provisionSlowRuns'),
+    atLeastTwo('provisionObjectsLeftRuns'),
+    atLeastTwo('provisionStaleAfterRuns'),
+    check(c.provisionOfRuns >= c.provisionFailingRuns,
+          'provisionOfRuns (%s) must be >= provisionFailingRuns (%s)' % [c.provisionOfRuns, c.provisionFailingRuns]),
+    check(c.provisionSlowOfRuns >= c.provisionSlowRuns,
+          'provisionSlowOfRuns (%s) must be >= provisionSlowRuns (%s)' % [c.provisionSlowOfRuns, c.provisionSlowRuns]),
+    check(std.objectHas(stepThresholds, 'default')
+          && std.length([s for s in u.provisionSteps if !std.objectHas(stepThresholds.default, s)]) == 0,
+          'provisionStepWarningSeconds.default must give every step a threshold (%s): it is what every '
+          % std.join(', ', u.provisionSteps) + 'volume type not listed, and every step a type does not list, is judged by'),
+    check(std.all([
+            std.isNumber(stepThresholds[t][s]) && stepThresholds[t][s] > 0
+            for t in std.objectFields(stepThresholds)
+            for s in std.objectFields(stepThresholds[t])
+          ]),
+          'provisionStepWarningSeconds: every threshold must be a positive number of seconds'),
+    check(u.seconds(c.lostGroupMemory) >= 2 * provisionStale,
+          'lostGroupMemory (%s) must be at least twice the provisioning stale threshold (%s): a lost '
+          % [c.lostGroupMemory, u.duration(provisionStale)]
+          + 'group is Stale for that long before it may turn Missing'),
   ] + [
     isBucketCheck('storageClassFsyncP99WarningSeconds.%s' % t, typeThresholds[t])
     for t in std.objectFields(typeThresholds)
@@ -137,4 +167,15 @@ function(c)
     regressionMinBaselineRuns: std.ceil(c.regressionMinBaselineFraction * baselineSeconds / interval),
     // The continuous stream's error budget: the fraction of fsyncs allowed above the objective.
     continuousBudget: budget,
+    // The provisioning probe's, from provisionIntervalSeconds as the probes' from theirs.
+    provisionInterval: u.duration(provisionInterval),
+    // The dashboards' rate window of the step histogram: latencyWindowRuns provisioning runs.
+    provisionLatency: u.duration(provisionRuns(c.latencyWindowRuns)),
+    provisionFailingRuns: u.duration(provisionRuns(c.provisionOfRuns - 1) + provisionMargin),
+    provisionSlowRuns: u.duration(provisionRuns(c.provisionSlowOfRuns - 1) + provisionMargin),
+    provisionObjectsLeftRuns: u.duration(provisionRuns(c.provisionObjectsLeftRuns - 1) + provisionMargin),
+    provisionStaleAfterSeconds: provisionStale,
+    provisionStaleAfter: u.duration(provisionStale),
+    // How far back a remembered provisioning record looks for its own last value.
+    provisionMemoryChain: self.provisionStaleAfter,
   }

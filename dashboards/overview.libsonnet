@@ -1,7 +1,8 @@
 // Overview: is every probed disk healthy now? Latest fsync p99/p99.9 per StorageClass, latency
 // over time, the sync latency histogram, the continuous streams (fdatasync latency, in-flight
-// age, stalls, node_exporter's view of their devices), IOPS and bandwidth per profile, probe
-// and stream health, and their own cost.
+// age, stalls, node_exporter's view of their devices), IOPS and bandwidth per profile, the
+// provisioning probe (each step's time per StorageClass, success, failure reasons), probe and
+// stream health, and their own cost.
 local u = import '../lib/util.libsonnet';
 local g = import 'g.libsonnet';
 
@@ -168,6 +169,74 @@ function(c)
     ),
   ];
 
+  // The provisioning probe (`fioprobe provision`): one group per StorageClass (and node for
+  // a class bound to nodes), no profile, so the profile variable does not apply; series per
+  // class and step, as the classes it provisions need not be probed by fio at all.
+  local provisioned = k.raw(volumes);
+  local provisionBy = 'storageclass, node';
+  local provisionWindowText = 'the last %d provisioning runs (%s)' % [c.latencyWindowRuns, c.windows.provisionLatency];
+  local stepQuantile(q) =
+    k.timeSeries(
+      'Provisioning step p%s' % q.name,
+      'p%s of each step of the provisioning probe (claim created, scheduled, bound, attached, ' % q.name
+      + 'running, written, then the deletion: docs/PROVISIONING.md, "Steps"), per StorageClass '
+      + '(and node) and step: a histogram estimate over %s of ' % provisionWindowText
+      + 'fioprobe_provision_step_duration_seconds (histogram_quantile over the rate of its '
+      + 'cumulative buckets, interpolated inside the bucket it falls into: 5, 10, 15, 20, 30, '
+      + '45, 60, 90 and 120 s are boundaries). A step that did not finish (a failed run) adds no '
+      + 'sample. The profile variable does not apply.',
+      's',
+      k.target(
+        'histogram_quantile(%s, sum by (%s, step, le) (rate(fioprobe_provision_step_duration_seconds_bucket%s[%s]))) >= 0'
+        % [q.q, provisionBy, provisioned, c.windows.provisionLatency],
+        '{{storageclass}} {{node}} {{step}}'
+      ),
+    );
+  local provisioning = [
+    stepQuantile(k.quantiles.p50),
+    stepQuantile(k.quantiles.p99),
+    k.timeSeries(
+      'Provisioning success',
+      'Whether the last provisioning run of each StorageClass (and node) succeeded '
+      + '(fioprobe_provision_success: 1 or 0; no line for a class skipped on purpose, whose '
+      + 'reclaim policy keeps its volumes). ' + k.lastRunGaugeText,
+      'none',
+      k.target(
+        'max by (%s) (fioprobe_provision_success%s)' % [provisionBy, provisioned],
+        '{{storageclass}} {{node}}'
+      ),
+    )
+    + g.panel.timeSeries.standardOptions.withMin(0)
+    + g.panel.timeSeries.standardOptions.withMax(1),
+    k.table(
+      'Provisioning failures and reasons',
+      'One row per StorageClass (and node) whose last provisioning run failed, with the reason '
+      + 'and the step it failed in (fioprobe_provision_failure_reason_info, present only while '
+      + 'the last run failed; an empty step: before the steps, e.g. a class that does not '
+      + 'exist). Empty while every class provisions.',
+      'none',
+      k.tableTarget(
+        'max by (%s, reason, step) (fioprobe_provision_failure_reason_info%s)' % [provisionBy, provisioned]
+      ),
+      [k.organize()],
+    ),
+    k.table(
+      'Last provisioning run by step',
+      "Each step's duration in the last provisioning run of each StorageClass (and node) "
+      + '(fioprobe_provision_last_step_duration_seconds: the steps it finished), with the '
+      + 'objects it left after its deadlines (fioprobe_provision_objects_left; the next run '
+      + 'removes them).',
+      's',
+      [
+        k.tableTarget(
+          'max by (%s, step) (fioprobe_provision_last_step_duration_seconds%s)' % [provisionBy, provisioned]
+        ),
+      ],
+      [k.organize(exclude=['Time', '__name__'])],
+      w=24,
+    ),
+  ];
+
   local cost = [
     k.timeSeries(
       'Probe IO per day',
@@ -282,6 +351,8 @@ function(c)
       k.row('Burst credits'),
       k.burstCeiling(volumes, volumeLegend, 'per StorageClass (and node, for node-local probes)'),
       k.burstBalance(volumes, volumeLegend, 'per StorageClass'),
+      k.row('Provisioning: from claim to first fdatasync'),
+    ] + provisioning + [
       k.row('Probe health'),
     ] + health + [
       stream.failing(),

@@ -25,6 +25,21 @@
   // The configured selector of fioprobe's pushed series plus `extra`: probe groups only.
   matchers(c, extra=[]):: $.matcherList([c.fioprobeSelector, $.probeGroupMatcher] + extra),
 
+  // A provisioning group (`fioprobe provision`: job="fioprobe_provision", storageclass[, node],
+  // no profile) holds fioprobe_provision_* series, whose names no probe rule reads, but the
+  // Pushgateway adds push_time_seconds to it as to every group, and the rules select by
+  // `matchers`, never by job: without this matcher a provisioning group would be a probe with
+  // an empty profile (its push time remembered, Stale when it stops, carried values kept for
+  // it). Every probe's group has a profile. Only on push_time_seconds: the continuous stream's
+  // scraped series carry a storageclass and no profile, so on every probe matcher it would
+  // blind the stream's rules and panels. Not configurable, as probeGroupMatcher.
+  probePushMatcher:: 'profile!=""',
+  // The selector of the probes' push_time_seconds: `matchers` plus probePushMatcher (which a
+  // matcher on one profile in `extra` already implies).
+  pushMatchers(c, extra=[])::
+    local oneProfile = std.length([m for m in extra if std.startsWith(m, 'profile="')]) > 0;
+    $.matchers(c, (if oneProfile then [] else [$.probePushMatcher]) + extra),
+
   // A matcher for a label that takes any of `values` (plain names, not patterns): `=` for one
   // value, as a regexp on a static string costs a regexp match for nothing (pint's
   // promql/regexp), `=~` for several.
@@ -238,12 +253,12 @@
       live: std.rstripChars(live, '\n') + (
         if otherwise == null then ''
         else '\nor on (%s)\n%s * group by (%s) (push_time_seconds{%s})'
-             % [$.probeBy(c), $.num(otherwise), $.probeBy(c), $.matchers(c, presentMatchers)]
+             % [$.probeBy(c), $.num(otherwise), $.probeBy(c), $.pushMatchers(c, presentMatchers)]
       ),
       record: record,
       chain: c.windows.memoryChain,
       by: $.probeBy(c),
-      matchers: $.matchers(c),
+      matchers: $.pushMatchers(c),
       fresh: $.fresh(c),
     },
   },
@@ -257,18 +272,29 @@
   //   probe's current run number (the highest in the window, so a Pushgateway restart that
   //   hides the series until the next push neither resolves nor re-fires the alert).
   // $value is the number of slow runs among the last `of`.
-  slowRunsAtLeast(c, record, window, slow, of)::
-    local by = $.probeBy(c);
+  // `by` and `runs`: the identity and run counter of another kind of group (provisioning's);
+  // `perStep`: the record has a label of its own besides `by` (a provisioning step), many
+  // series per group, each counted alone.
+  slowRunsAtLeast(c, record, window, slow, of, by=$.probeBy(c), runs='fioprobe_runs_total', perStep=false)::
     |||
       (
         changes(%(record)s[%(window)s]) + 1
         - (
           min_over_time(%(record)s[%(window)s])
-          <= bool on (%(by)s)
-          (max by (%(by)s) (max_over_time(fioprobe_runs_total{%(matchers)s}[%(window)s])) - %(of)d)
+          <= bool on (%(by)s)%(group)s
+          (max by (%(by)s) (max_over_time(%(runs)s{%(matchers)s}[%(window)s])) - %(of)d)
         )
       ) >= %(slow)d
-    ||| % { record: record, window: window, by: by, matchers: $.matchers(c), of: of, slow: slow },
+    ||| % {
+      record: record,
+      window: window,
+      by: by,
+      group: if perStep then ' group_left ()' else '',
+      runs: runs,
+      matchers: $.matchers(c),
+      of: of,
+      slow: slow,
+    },
 
   // Go template: the first value of a PromQL query on the alert's own probe (absent labels
   // render as "", which matches series without them), through `format` ("{{ . | first |
@@ -280,6 +306,70 @@
     '{{ with printf `' + metric + '{'
     + (if pushed then $.matchers(c, probe) else $.matcherList(probe))
     + '}` $labels.' + c.clusterLabel + ' $labels.storageclass $labels.profile $labels.node | query }}'
+    + format + '{{ end }}',
+
+  // --- The provisioning probe (alerts/provisioning.libsonnet) ---------------------------------
+  // A provisioning group is one StorageClass, and node for a class bound to nodes: the labels
+  // of a probed volume (volumeBy), with no profile. Its series are told from the probes' by
+  // their names (fioprobe_provision_*), never by job. Records at that level: provision:...
+
+  // The steps of a provisioning run, in order: exporter/fioprobe/provision/steps.py's Step
+  // (tests/mixin/test_provisioning.py holds the two equal).
+  provisionSteps:: [
+    'created',
+    'scheduled',
+    'bound',
+    'attached',
+    'running',
+    'written',
+    'pod_deleted',
+    'detached',
+    'volume_deleted',
+  ],
+  // The labels that identify one provisioning group across clusters.
+  provisionBy(c):: $.volumeBy(c),
+  // When the group was last scraped from the Pushgateway (the memory's clock, as pushSeenRecord).
+  provisionSeenRecord:: 'provision:fioprobe_provision_seen_time_seconds:max',
+  // When the group's last run (or skip) ended, remembered for lostGroupMemory after its group
+  // left the Pushgateway (as pushTimeRecord).
+  provisionLastRunRecord:: 'provision:fioprobe_provision_last_run_timestamp_seconds:max',
+  // The last run's number, its success (1, 0, or -1 while the class is skipped), the objects
+  // it left, and per step its duration over the step's threshold: carried through a push gap.
+  provisionRunsRecord:: 'provision:fioprobe_provision_runs_total:max',
+  provisionSuccessRecord:: 'provision:fioprobe_provision_success:max',
+  provisionObjectsRecord:: 'provision:fioprobe_provision_objects_left:max',
+  provisionStepRatioRecord:: 'provision:fioprobe_provision_last_step_duration_seconds:threshold_ratio',
+  // The run number while the last run failed (fresh, not skipped).
+  provisionFailedRecord:: 'provision:fioprobe_provision_runs_total:failed',
+  // Per step: the warning threshold of the group's volume type, seconds.
+  provisionThresholdRecord:: 'provision:fioprobe_provision_step_duration_seconds:warning_threshold',
+  // Per step: the run number while the last run's step took longer than its threshold.
+  provisionSlowRecord:: 'provision:fioprobe_provision_runs_total:slow_step',
+  // The run number while the last run left objects after its deadlines.
+  provisionObjectsLeftRecord:: 'provision:fioprobe_provision_runs_total:objects_left',
+  // Static series of the provisioning groups the configuration deploys (fioprobe.expected).
+  expectedProvisionRecord:: 'provision:fioprobe_provision_expected:info',
+
+  // "The group ran recently": its last run (or skip) ended less than the stale threshold ago.
+  provisionFresh(c)::
+    'time() - %s < %s' % [$.provisionLastRunRecord, $.num(c.windows.provisionStaleAfterSeconds)],
+
+  // Alertmanager template text naming a provisioning group in descriptions.
+  provisionText(c)::
+    'StorageClass {{ $labels.storageclass }}'
+    + '{{ with $labels.node }} on node {{ . }}{{ end }}'
+    + '{{ with $labels.%s }} in cluster {{ . }}{{ end }}' % c.clusterLabel,
+
+  // Go template: the first value of a query on the alert's own provisioning group, through
+  // `format`, as probeLookup. `pushed`: a fioprobe_provision_* series (the configured selector
+  // applies), not a provision: record; `extra`: more matchers, with their own `%s` filled from
+  // `extraLabels` (template expressions, e.g. '$labels.step').
+  provisionLookup(c, metric, format, pushed=true, extra=[], extraLabels=[])::
+    local group = [c.clusterLabel + '="%s"', 'storageclass="%s"', 'node="%s"'] + extra;
+    '{{ with printf `' + metric + '{'
+    + (if pushed then $.matchers(c, group) else $.matcherList(group))
+    + '}` $labels.' + c.clusterLabel + ' $labels.storageclass $labels.node'
+    + std.join('', [' ' + l for l in extraLabels]) + ' | query }}'
     + format + '{{ end }}',
 
   // --- Unknown keys ---------------------------------------------------------------------

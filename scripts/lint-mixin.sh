@@ -5,8 +5,9 @@
 # - every set of files that a deployment loads together, merged into one file and checked by
 #   promtool, which refuses a group name repeated in one file: loaded together, the files never
 #   repeat a group. rules.yaml is loaded with expected.yaml (the shipped manifests) or with
-#   expected-per-node.yaml (a per-node deployment): the two expected files are alternatives,
-#   both the `fioprobe.expected` group of one deployment, never loaded together;
+#   expected-per-node.yaml (a per-node deployment) or with expected-provisioning.yaml (the
+#   provisioning scenarios' deployment): the expected files are alternatives, each the
+#   `fioprobe.expected` group of one deployment, never loaded together;
 # - pint (.tools/bin/pint, scripts/setup.d/33-lint-tools.sh) offline over each set, so that
 #   its cross-file checks see what Prometheus sees, failing on warnings; its exceptions, each
 #   with its reason, are in .pint.hcl.
@@ -23,6 +24,7 @@ PINT=.tools/bin/pint
 SETS=(
   "rules.yaml expected.yaml"
   "rules.yaml expected-per-node.yaml"
+  "rules.yaml expected-provisioning.yaml"
 )
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

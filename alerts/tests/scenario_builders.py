@@ -389,12 +389,13 @@ def twins(
     the same in both at every evaluation, and each of `alertnames` fires. Two moments: one
     while an alert is pending (or its condition building up), one while it fires."""
 
-    def copy(prefix: str) -> tuple[list[Probe], list[KubeNode]]:
+    def copy(prefix: str) -> tuple[list[Probe], list[KubeNode], list[Any]]:
         probes = [replace(p, cluster=prefix + (p.cluster or "")) for p in base.probes]
         nodes = [replace(n, cluster=prefix + (n.cluster or "")) for n in base.kube_nodes]
-        return probes, nodes
+        groups = [replace(g, cluster=prefix + (g.cluster or "")) for g in base.groups]
+        return probes, nodes, groups
 
-    (bp, bn), (gp, gn) = copy("baseline"), copy("gap")
+    (bp, bn, bg), (gp, gn, gg) = copy("baseline"), copy("gap")
     expr = same_alerts(base.samples, span, step) + [
         fired_in_gap_cluster(a, base.samples, span, step) for a in alertnames
     ]
@@ -407,7 +408,10 @@ def twins(
             base.samples,
             gateway_restarts=[replace(kind, at=at) for at in restart_samples],
             kube_nodes=bn + gn,
-            gap_clusters={p.cluster or "" for p in gp} | {n.cluster or "" for n in gn},
+            gap_clusters={p.cluster or "" for p in gp}
+            | {n.cluster or "" for n in gn}
+            | {g.cluster or "" for g in gg},
+            groups=bg + gg,
             expr_checks=expr,
             memory=True,
         )
@@ -423,6 +427,7 @@ def twins(
                 bp + gp,
                 base.samples,
                 kube_nodes=bn + gn,
+                groups=bg + gg,
                 ksm_gaps=gaps,
                 gap_clusters={n.cluster or "" for n in gn} | {p.cluster or "" for p in gp},
                 expr_checks=expr,

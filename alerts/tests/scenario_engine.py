@@ -220,11 +220,18 @@ class Scenario:
     #: About the rules' memory (a restart or gap twin of another scenario, a day-long lost
     #: group): the slowest tests, whose subject is neither the schedule nor a threshold.
     memory: bool = False
+    #: Pushed groups of other kinds (provisioning_scenarios.py's ProvisionGroup): each has a
+    #: `cluster` and writes its own series with `series(scenario)`, restarts included.
+    groups: list[Any] = field(default_factory=list)
 
     def restarts(self) -> list[GatewayRestart]:
         return [
             r if isinstance(r, GatewayRestart) else GatewayRestart(r) for r in self.gateway_restarts
         ]
+
+    def gaps_apply(self, cluster: str | None) -> bool:
+        """Whether the restarts and gaps reach a group of this cluster."""
+        return self._gaps_apply(cluster)
 
     def _gaps_apply(self, cluster: str | None) -> bool:
         return self.gap_clusters is None or cluster in self.gap_clusters
@@ -241,6 +248,8 @@ class Scenario:
         out: list[dict[str, str]] = []
         for probe in self.probes:
             out += self._probe_series(probe)
+        for group in self.groups:
+            out += group.series(self)
         for node in self.kube_nodes:
             out += node.series(
                 self.samples, self.ksm_gaps if self._gaps_apply(node.cluster) else []

@@ -16,8 +16,10 @@ etcd nodes named (alerts/out/expected.yaml, every fact static), or, for the per-
 (group probe-health-per-node), a deployment with per-node probes and the node inventory
 (alerts/out/expected-per-node.yaml), or, for the etcd probes found by role (group
 probe-health-etcd-by-role), the shipped manifests as they are
-(alerts/out/expected-etcd-by-role.yaml); with kube-state-metrics' node series beside the pushed
-ones (KubeNode) where the scenario has them.
+(alerts/out/expected-etcd-by-role.yaml), or, for the provisioning probe's (group provisioning),
+a deployment that lists provisioning groups and no probe (alerts/out/expected-provisioning.yaml);
+with kube-state-metrics' node series beside the pushed ones (KubeNode) where the scenario has
+them.
 
 The parts: scenario_engine.py (probes, runs, what a scrape sees, Scenario -> one promtool
 test), scenario_builders.py (the alerts as each rule renders them, helpers the groups share)
@@ -40,6 +42,8 @@ from burst_scenarios import burst_scenarios
 from etcd_scenarios import etcd_scenarios, storageclass_scenarios
 from outlier_scenarios import outlier_scenarios
 from probe_health_scenarios import etcd_by_role_scenarios, health_scenarios, per_node_scenarios
+from provisioning_scenarios import DEPLOYMENT_CONFIG as PROVISIONING_CONFIG
+from provisioning_scenarios import provisioning_scenarios
 from regression_scenarios import regression_scenarios
 from scenario_engine import EXPECTED, RULES, SCRAPE_S
 
@@ -52,6 +56,7 @@ GROUPS = {
     "probe-health-etcd-by-role": etcd_by_role_scenarios,
     "latency-regression": regression_scenarios,
     "latency-outlier": outlier_scenarios,
+    "provisioning": provisioning_scenarios,
 }
 
 #: The deployment each group's scenarios run in: manifests/rules.jsonnet's `example` (its
@@ -60,15 +65,39 @@ DEPLOYMENTS = {
     "named-etcd": [RULES, EXPECTED],
     "per-node": [RULES, "../out/expected-per-node.yaml"],
     "shipped": [RULES, "../out/expected-etcd-by-role.yaml"],
+    "provisioning": [RULES, "../out/expected-provisioning.yaml"],
 }
-RULE_FILES = {"probe-health-per-node": "per-node", "probe-health-etcd-by-role": "shipped"}
+RULE_FILES = {
+    "probe-health-per-node": "per-node",
+    "probe-health-etcd-by-role": "shipped",
+    "provisioning": "provisioning",
+}
+#: A deployment that is not a manifests/rules.jsonnet example of its own: the example it is
+#: rendered from and the mixin keys (its `config` TLA) it overrides. The provisioning groups'
+#: (alerts/tests/provisioning-deployment.json, which scripts/generate.d/10-mixin.sh renders
+#: into alerts/out/expected-provisioning.yaml) lists provisioning groups and no probe, so the
+#: probes' rules are the mixin alone's: every probe group that stops is FioProbeStale, and a
+#: provisioning group taken for a probe would be one.
+VARIANTS = {"provisioning": ("shipped", PROVISIONING_CONFIG)}
 #: Renders the mixin's rules and one deployment's group as one rule file.
 RULES_JSONNET = "manifests/rules.jsonnet"
 
 
 def deployment(group: str) -> str:
-    """The manifests/rules.jsonnet example whose rules `group`'s scenarios run on."""
+    """The deployment (a key of DEPLOYMENTS) whose rules `group`'s scenarios run on."""
     return RULE_FILES.get(group, "named-etcd")
+
+
+def example(group: str) -> str:
+    """The manifests/rules.jsonnet example whose rules `group`'s scenarios run on."""
+    name = deployment(group)
+    return VARIANTS[name][0] if name in VARIANTS else name
+
+
+def deployment_config(group: str) -> dict[str, Any]:
+    """The mixin keys `group`'s deployment overrides (manifests/rules.jsonnet's `config`)."""
+    name = deployment(group)
+    return dict(VARIANTS[name][1]) if name in VARIANTS else {}
 
 
 def rule_files(group: str) -> list[str]:
@@ -90,6 +119,7 @@ GROUP_ORDER = [
     "fioprobe-latency-regression",
     "fioprobe-latency-outlier",
     "fioprobe-probe-health",
+    "fioprobe-provisioning",
     "fioprobe-continuous",
     "fioprobe-continuous-burn",
 ]

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Renders the monitoring mixin's Prometheus rules (recording rules + FioProbe* alerts) into
 # alerts/out/rules.yaml (the mixin alone, alerts/rules.jsonnet: the same rules for every
-# deployment), and the `fioprobe.expected` group of three deployments (manifests/rules.jsonnet):
+# deployment), and the `fioprobe.expected` group of four deployments (manifests/rules.jsonnet):
 # alerts/out/expected.yaml for the shipped configuration with its etcd nodes named,
-# alerts/out/expected-per-node.yaml with the per-node probes and the node inventory too, and
+# alerts/out/expected-per-node.yaml with the per-node probes and the node inventory too,
 # alerts/out/expected-etcd-by-role.yaml for the shipped configuration as it is (the etcd disks
-# found by role), which the promtool tests load beside rules.yaml. Deterministic: jsonnet sorts object keys, rules keep
+# found by role), and alerts/out/expected-provisioning.yaml for a deployment of provisioning
+# groups and no probe (alerts/tests/provisioning-deployment.json: the provisioning scenarios'),
+# which the promtool tests load beside rules.yaml. Deterministic: jsonnet sorts object keys, rules keep
 # the order of alerts/alerts.libsonnet, and the YAML writer below has no other freedom.
 # Rendered with go-jsonnet (.tools/bin/go-jsonnet, scripts/setup.d/31-go-jsonnet.sh), as every
 # generated file is: one interpreter, whose numbers print as written (0.005, where C++ jsonnet
@@ -47,3 +49,5 @@ render rules.yaml alerts/rules.jsonnet
 render expected.yaml --tla-str part=expected manifests/rules.jsonnet
 render expected-per-node.yaml --tla-str part=expected --tla-str example=per-node manifests/rules.jsonnet
 render expected-etcd-by-role.yaml --tla-str part=expected --tla-str example=shipped manifests/rules.jsonnet
+render expected-provisioning.yaml --tla-str part=expected --tla-str example=shipped \
+  --tla-code-file config=alerts/tests/provisioning-deployment.json manifests/rules.jsonnet

@@ -34,7 +34,9 @@ EXPECTED = REPO / "alerts" / "out" / "expected.yaml"
 EXPECTED_PER_NODE = REPO / "alerts" / "out" / "expected-per-node.yaml"
 #: ... and of the shipped manifests as they are: the etcd disks found by role.
 EXPECTED_ETCD_BY_ROLE = REPO / "alerts" / "out" / "expected-etcd-by-role.yaml"
-RULE_FILES = [RULES, EXPECTED, EXPECTED_PER_NODE, EXPECTED_ETCD_BY_ROLE]
+#: ... and of the provisioning scenarios' deployment: provisioning groups, no probe.
+EXPECTED_PROVISIONING = REPO / "alerts" / "out" / "expected-provisioning.yaml"
+RULE_FILES = [RULES, EXPECTED, EXPECTED_PER_NODE, EXPECTED_ETCD_BY_ROLE, EXPECTED_PROVISIONING]
 UNIT_TESTS = sorted((REPO / "alerts" / "tests").glob("*.yaml"))
 RUNBOOKS = REPO / "docs" / "runbooks.md"
 
@@ -53,7 +55,15 @@ ALERT_NAMES = {
     "FioProbeContinuousStall",
     "FioProbeContinuousMissing",
     "FioProbeContinuousFailing",
+    "FioProbeProvisioningFailing",
+    "FioProbeProvisioningSlow",
+    "FioProbeProvisioningObjectsLeft",
+    "FioProbeProvisioningStale",
+    "FioProbeProvisioningMissing",
 }
+#: The provisioning probe's alerts: a provisioning group is (cluster, storageclass, node), without
+#: a profile; their descriptions name the group instead (test_alert_hygiene).
+PROVISION_ALERTS = {name for name in ALERT_NAMES if name.startswith("FioProbeProvisioning")}
 #: The continuous stream's alerts: a stream is (cluster, storageclass, node), without a
 #: profile; their descriptions name the stream instead (test_alert_hygiene).
 STREAM_ALERTS = {name for name in ALERT_NAMES if name.startswith("FioProbeContinuous")}
@@ -87,6 +97,19 @@ RECORD_NAMES = {
     ),
     "stream:fioprobe_continuous_sync_slow:increase1m",
     "stream:fioprobe_continuous_stall_seconds:increase1m",
+    # The provisioning probe (alerts/provisioning.libsonnet): its groups' memory, their last
+    # run's state carried through a push gap, each step's threshold, and the run numbers the
+    # "N of the last M runs" alerts count.
+    "provision:fioprobe_provision_seen_time_seconds:max",
+    "provision:fioprobe_provision_last_run_timestamp_seconds:max",
+    "provision:fioprobe_provision_step_duration_seconds:warning_threshold",
+    "provision:fioprobe_provision_runs_total:max",
+    "provision:fioprobe_provision_success:max",
+    "provision:fioprobe_provision_objects_left:max",
+    "provision:fioprobe_provision_last_step_duration_seconds:threshold_ratio",
+    "provision:fioprobe_provision_runs_total:failed",
+    "provision:fioprobe_provision_runs_total:objects_left",
+    "provision:fioprobe_provision_runs_total:slow_step",
 }
 #: The deployment's group: the probes and streams it runs ...
 EXPECTED_RECORD_NAMES = {"probe:fioprobe_expected:info", "stream:fioprobe_continuous_expected:info"}
@@ -97,6 +120,8 @@ PER_NODE_EXPECTED_RECORD_NAMES = EXPECTED_RECORD_NAMES | {
     "node:fioprobe_per_node:info",
     "node:fioprobe_expected_per_node:info",
 }
+#: ... and of a deployment with provisioning groups and no probe, those groups alone.
+PROVISIONING_EXPECTED_RECORD_NAMES = {"provision:fioprobe_provision_expected:info"}
 #: ... and with the etcd probes found by role, those expected on every etcd node.
 ETCD_BY_ROLE_EXPECTED_RECORD_NAMES = EXPECTED_RECORD_NAMES | {
     "probe:fioprobe_expected_etcd:info",
@@ -173,11 +198,38 @@ OVERRIDES: dict[str, Any] = {
     "continuousGapTolerance": "3m",
     "continuousMissingAfter": "11m",
     "continuousFailingAfter": "4m",
+    "provisionIntervalSeconds": 840,
+    "expectedProvisioning": [{"storageclass": "pd-balanced"}, {"storageclass": "local-ssd", "node": "w9"}],
+    "provisionFailingRuns": 3,
+    "provisionOfRuns": 4,
+    "provisionSlowRuns": 3,
+    "provisionSlowOfRuns": 6,
+    "provisionStepWarningSeconds": {
+        "default": {
+            "created": 11,
+            "scheduled": 71,
+            "bound": 131,
+            "attached": 151,
+            "running": 141,
+            "written": 41,
+            "pod_deleted": 91,
+            "detached": 211,
+            "volume_deleted": 221,
+        },
+        "io2": {"attached": 47},
+    },
+    "provisionObjectsLeftRuns": 3,
+    "provisionStaleAfterRuns": 6,
 }
 
 #: The only alert whose $value means nothing to a reader (it is always 0: the last run
 #: failed); its description names the failure reason instead.
-NO_VALUE_IN_DESCRIPTION = {"FioProbeFailing", "FioProbeMissing", "FioProbeContinuousMissing"}
+NO_VALUE_IN_DESCRIPTION = {
+    "FioProbeFailing",
+    "FioProbeMissing",
+    "FioProbeContinuousMissing",
+    "FioProbeProvisioningMissing",
+}
 
 
 def tool(name: str) -> str:
@@ -272,7 +324,11 @@ def test_every_alert_group_has_a_unit_test_file() -> None:
     groups = [g["name"] for g in yaml.safe_load(RULES.read_text())["groups"]]
     alert_groups = {g.removeprefix("fioprobe-") for g in groups if not g.startswith("fioprobe.")}
     assert {p.stem for p in UNIT_TESTS} == alert_groups | set(scenarios.RULE_FILES)
-    assert set(scenarios.RULE_FILES) == {"probe-health-per-node", "probe-health-etcd-by-role"}
+    assert set(scenarios.RULE_FILES) == {
+        "probe-health-per-node",
+        "probe-health-etcd-by-role",
+        "provisioning",
+    }
 
 
 @pytest.mark.parametrize("unit_test", UNIT_TESTS, ids=lambda p: p.stem)
@@ -293,6 +349,19 @@ def test_every_alert_has_firing_and_silent_cases() -> None:
     assert firing == ALERT_NAMES
     assert silent == ALERT_NAMES
 
+
+#: config.libsonnet's provisionStepWarningSeconds.default, without the volume types' rows.
+PROVISION_DEFAULT_THRESHOLDS = {
+    "created": 15,
+    "scheduled": 60,
+    "bound": 120,
+    "attached": 120,
+    "running": 120,
+    "written": 30,
+    "pod_deleted": 60,
+    "detached": 180,
+    "volume_deleted": 180,
+}
 
 #: (unit test, _config mutation that must make it fail, what the unit test then misses).
 MUTATIONS = [
@@ -344,6 +413,14 @@ MUTATIONS = [
         {"storageClassFsyncP99WarningSeconds": {"gp2": 0.064}},
         "gp2's stream at 60 ms meets a 64 ms objective: no warning",
     ),
+    ("provisioning", {"provisionFailingRuns": 3}, "two failed runs of three no longer fire"),
+    (
+        "provisioning",
+        {"provisionStepWarningSeconds": {"default": PROVISION_DEFAULT_THRESHOLDS}},
+        "gp3's 90 s attach judged by the default 120 s: no longer slow",
+    ),
+    ("provisioning", {"provisionObjectsLeftRuns": 3}, "objects left by two runs in a row silent"),
+    ("provisioning", {"provisionStaleAfterRuns": 5}, "the stopped class is not stale in time"),
 ]
 
 
@@ -366,7 +443,8 @@ def _mutated_run(workdir: Path, unit_test: str, mutation: dict[str, Any]) -> Any
     groups after the one that caught it (promtool evaluates every rule at every step of every
     group, so each group skipped is CPU time saved)."""
     rules = workdir / "rules.yaml"
-    rules.write_text(render(mutation, f"example={scenarios.deployment(unit_test)}"))
+    config = {**scenarios.deployment_config(unit_test), **mutation}
+    rules.write_text(render(config, f"example={scenarios.example(unit_test)}"))
     if unit_test in scenarios.GROUPS:
         memory = bool(MEMORY_KEYS & set(mutation))
         document = scenarios.document(unit_test, 5, str(rules), memory=memory)
@@ -498,6 +576,7 @@ def test_rule_names_are_the_contract() -> None:
         (EXPECTED, EXPECTED_RECORD_NAMES),
         (EXPECTED_PER_NODE, PER_NODE_EXPECTED_RECORD_NAMES),
         (EXPECTED_ETCD_BY_ROLE, ETCD_BY_ROLE_EXPECTED_RECORD_NAMES),
+        (EXPECTED_PROVISIONING, PROVISIONING_EXPECTED_RECORD_NAMES),
     ):
         groups = yaml.safe_load(path.read_text())["groups"]
         assert [g["name"] for g in groups] == ["fioprobe.expected"], path.name
@@ -517,8 +596,9 @@ def test_alert_hygiene(rules: Path) -> None:
         assert notes["summary"][0].isupper() and notes["summary"].endswith("."), name
         assert "{{" not in notes["summary"], f"{name}: summary must be a static sentence"
         assert "$labels.storageclass" in notes["description"], name
-        if name in STREAM_ALERTS:
-            # A stream has no profile: its description names the node and the cluster.
+        if name in STREAM_ALERTS or name in PROVISION_ALERTS:
+            # A stream or a provisioning group has no profile: its description names the node
+            # and the cluster.
             assert "$labels.node" in notes["description"], name
             assert "$labels.cluster" in notes["description"], name
         else:
@@ -696,6 +776,15 @@ DERIVED_KEYS = {
     "continuousBurnRates",
     "expectedEtcdProbes",
     "expectedEtcdStreams",
+    "provisionIntervalSeconds",
+    "expectedProvisioning",
+    "provisionFailingRuns",
+    "provisionOfRuns",
+    "provisionSlowRuns",
+    "provisionSlowOfRuns",
+    "provisionStepWarningSeconds",
+    "provisionObjectsLeftRuns",
+    "provisionStaleAfterRuns",
 }
 
 
@@ -840,6 +929,7 @@ def test_the_mixin_alone_knows_no_deployment() -> None:
         "expectedEtcdProbes",
         "expectedEtcdStreams",
         "perNodeTolerations",
+        "expectedProvisioning",
     ):
         assert config[key] == [], key
     assert config["perNodeInventory"] is False

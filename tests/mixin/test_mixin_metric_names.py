@@ -26,6 +26,8 @@ RULES = REPO / "alerts" / "out" / "rules.yaml"
 EXPECTED = REPO / "alerts" / "out" / "expected.yaml"
 EXPECTED_PER_NODE = REPO / "alerts" / "out" / "expected-per-node.yaml"
 EXPECTED_ETCD_BY_ROLE = REPO / "alerts" / "out" / "expected-etcd-by-role.yaml"
+#: ... and of the provisioning scenarios' deployment (provisioning groups, no probe).
+EXPECTED_PROVISIONING = REPO / "alerts" / "out" / "expected-provisioning.yaml"
 
 #: Metrics the rules may use that fioprobe does not produce, each with who exports it.
 #: (None is used today; etcd's own fsync histogram is where a rule comparing the probe with
@@ -62,7 +64,9 @@ def test_extractor_finds_names_and_ignores_labels_and_strings() -> None:
 
 
 @pytest.mark.parametrize(
-    "path", [RULES, EXPECTED, EXPECTED_PER_NODE, EXPECTED_ETCD_BY_ROLE], ids=lambda p: p.stem
+    "path",
+    [RULES, EXPECTED, EXPECTED_PER_NODE, EXPECTED_ETCD_BY_ROLE, EXPECTED_PROVISIONING],
+    ids=lambda p: p.stem,
 )
 def test_rules_query_only_metrics_the_exporter_produces(path: Path) -> None:
     """Every fioprobe_* name in the rules is produced by the exporter (or is external), and
@@ -71,7 +75,7 @@ def test_rules_query_only_metrics_the_exporter_produces(path: Path) -> None:
     deployment has)."""
     defined_records = {
         rule["record"]
-        for p in (RULES, EXPECTED_PER_NODE, EXPECTED_ETCD_BY_ROLE)
+        for p in (RULES, EXPECTED_PER_NODE, EXPECTED_ETCD_BY_ROLE, EXPECTED_PROVISIONING)
         for rule in rules(p)
         if "record" in rule
     }
@@ -105,4 +109,8 @@ def test_rules_query_only_metrics_the_exporter_produces(path: Path) -> None:
         "fioprobe_continuous_inflight_seconds",
         "fioprobe_continuous_stall_seconds_total",
         "fioprobe_continuous_info",
+        "fioprobe_provision_success",
+        "fioprobe_provision_runs_total",
+        "fioprobe_provision_last_step_duration_seconds",
+        "fioprobe_provision_info",
     } <= all_series

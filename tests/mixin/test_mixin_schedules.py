@@ -25,13 +25,16 @@ from support.paths import GO_JSONNET, REPO
 pytestmark = pytest.mark.timeout(900)
 
 
-def render(tmp_path: Path, interval_min: int, example: str) -> Path:
-    """The mixin's rules and the `fioprobe.expected` group of manifests/rules.jsonnet's
-    `example` deployment, at this schedule, as one rule file."""
-    config = json.dumps({"probeIntervalSeconds": interval_min * 60})
+def render(tmp_path: Path, interval_min: int, group: str) -> Path:
+    """The mixin's rules and the `fioprobe.expected` group of the deployment `group`'s
+    scenarios run in (manifests/rules.jsonnet's example, with its keys), at this schedule, as
+    one rule file."""
+    config = json.dumps(
+        {**scenarios.deployment_config(group), "probeIntervalSeconds": interval_min * 60}
+    )
     proc = subprocess.run(
         [str(GO_JSONNET), "-J", str(REPO), "--tla-code", f"config={config}",
-         "--tla-str", f"example={example}", str(REPO / scenarios.RULES_JSONNET)],
+         "--tla-str", f"example={scenarios.example(group)}", str(REPO / scenarios.RULES_JSONNET)],
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -47,7 +50,7 @@ CASES = [(group, interval) for interval in (10, 15) for group in sorted(scenario
 
 
 def run_case(workdir: Path, group: str, interval_min: int) -> subprocess.CompletedProcess[str]:
-    rules = render(workdir, interval_min, scenarios.deployment(group))
+    rules = render(workdir, interval_min, group)
     test_file = workdir / f"{group}-{interval_min}m.yaml"
     # The scenarios about the rules' memory (restart and gap twins, a day-long lost group) run
     # in the committed 5-minute files (tests/mixin/test_mixin.py): at every schedule they would
