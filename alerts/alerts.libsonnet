@@ -10,8 +10,10 @@ local u = import '../lib/util.libsonnet';
 + (import 'regression.libsonnet')
 + (import 'outlier.libsonnet')
 + (import 'probe-health.libsonnet')
-+ (import 'provisioning.libsonnet')
 + (import 'continuous.libsonnet')
+// Last: its group is the one whose windows follow the provisioning interval, not the probes'
+// (the chart appends it, rendered per provisioning interval, to the rules of the probe interval).
++ (import 'provisioning.libsonnet')
 + {
   prometheusRules+:: { assert u.configChecked(std.get($, '_configProblems', [], inc_hidden=true)) },
   prometheusAlerts+:: {

@@ -25,6 +25,11 @@ local sizing = import 'lib/sizing.libsonnet';
 // Probe intervals (minutes) the chart's rules and dashboards are rendered for: the mixin's
 // probeIntervalSeconds sets every window, so each interval has files of its own.
 local intervals = [1, 5, 10, 15];
+// Provisioning intervals (minutes) the provisioning probe's alert group is rendered for: its
+// windows follow provisionIntervalSeconds alone, so it is a file of its own per interval,
+// appended to the probe interval's rules (the mixin renders it last).
+local provisionIntervals = [5, 10, 15, 30];
+local provisioningGroup = 'fioprobe-provisioning';
 
 // One distributed benchmark: components/distributed.libsonnet's argument, whose asserts the
 // chart's templates repeat where JSON Schema cannot say it (a push with auth or TLS).
@@ -62,6 +67,15 @@ local schema = defaults {
     mixinConfig:: null,
     dashboards+: { '#namespace':: "Their namespace; null: the release's." },
   },
+  provisioning+: {
+    '#everyMinutes':: "Provisioning interval in minutes: 5, 10, 15 or 30, those the chart's rules are rendered for.",
+    everyMinutes: p.check(
+      10,
+      function(v) std.member(provisionIntervals, v),
+      "must be 5, 10, 15 or 30 (the chart's provisioning rules are rendered for these)",
+      { enum: provisionIntervals },
+    ),
+  },
   // prometheus-community's releaseLabel (true: release=<this release>), or the release name
   // of the kube-prometheus-stack whose selectors must match (its default selectors take
   // only monitors and rules labelled release=<its own release>).
@@ -98,6 +112,10 @@ local values = { [k]: config[k] for k in std.objectFields(config) if k != 'names
 local rendered = {
   [std.toString(m)]: (import 'main.libsonnet')(overrides={ everyMinutes: m }).monitoring
   for m in intervals
+};
+local renderedProvisioning = {
+  [std.toString(m)]: (import 'main.libsonnet')(overrides={ provisioning: { everyMinutes: m } }).monitoring
+  for m in provisionIntervals
 };
 
 // The one rule of the `fioprobe.expected` group that is no static series: the nodes that run
@@ -179,7 +197,14 @@ local etcdNodeRules =
     '$schema': 'https://json-schema.org/draft/2020-12/schema',
     title: 'fioprobe chart values (generated from manifests/lib/defaults.libsonnet)',
   } + p.jsonSchema(schema),
-  rules: { [m]: rendered[m].prometheusRule.spec.groups for m in std.objectFields(rendered) },
+  rules: {
+    [m]: [g for g in rendered[m].prometheusRule.spec.groups if g.name != provisioningGroup]
+    for m in std.objectFields(rendered)
+  },
+  provisioningRules: {
+    [m]: [g for g in renderedProvisioning[m].prometheusRule.spec.groups if g.name == provisioningGroup]
+    for m in std.objectFields(renderedProvisioning)
+  },
   dashboards: {
     [m]: {
       [file]: rendered[m].dashboards[name].data[file]
@@ -208,6 +233,7 @@ local etcdNodeRules =
       expectedStream: u.expectedStreamRecord,
       expectedEtcd: u.expectedEtcdRecord,
       expectedOnEtcdNode: u.expectedOnEtcdNodeRecord,
+      expectedProvision: u.expectedProvisionRecord,
     },
     hostPathScc: common.hostPathScc,
     // The fio server's script of a distributed benchmark (components/distributed.libsonnet).

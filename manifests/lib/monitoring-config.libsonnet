@@ -5,6 +5,7 @@
 // alerts' windows and the list of expected probes can never disagree with the CronJobs.
 local defaults = import 'defaults.libsonnet';
 local params = import 'params.libsonnet';
+local provisioning = import 'provisioning.libsonnet';
 
 {
   // The manifests' configuration as main.libsonnet merges it: defaults + config + overrides
@@ -61,6 +62,10 @@ local params = import 'params.libsonnet';
     expectedEtcdStreams: if !c.continuous.enabled || !c.continuous.etcd || !etcdByRole then [] else [
       { storageclass: c.etcd.name },
     ],
+    // The provisioning probe (components/provisioning.libsonnet): its schedule, and one group
+    // per class its CronJob provisions (no node: the scheduler places each run).
+    provisionIntervalSeconds: c.provisioning.everyMinutes * 60,
+    expectedProvisioning: [{ storageclass: n } for n in provisioning.classes(c)],
     expectedStreams: if !c.continuous.enabled then [] else (
       (if c.continuous.etcd && c.etcd.enabled then [{ storageclass: c.etcd.name, node: node } for node in c.etcd.nodes] else [])
       + (if c.continuous.storageClasses then [{ storageclass: sc.name } for sc in c.storageClasses] else [])

@@ -427,11 +427,15 @@ def test_values_yaml_opens_with_what_a_new_user_sets() -> None:
 # --- one source for rules and dashboards ------------------------------------------------------
 
 
-def _mixin_rules(minutes: int) -> list[dict[str, Any]]:
-    """The mixin alone (alerts/rules.jsonnet) at this probe interval: no deployment's group."""
+def _mixin_rules(minutes: int, provision_minutes: int = 10) -> list[dict[str, Any]]:
+    """The mixin alone (alerts/rules.jsonnet) at these probe and provisioning intervals: no
+    deployment's group."""
+    config = (
+        f"{{ probeIntervalSeconds: {minutes * 60}, "
+        f"provisionIntervalSeconds: {provision_minutes * 60} }}"
+    )
     result = subprocess.run(
-        [str(GO_JSONNET), "-J", str(REPO), "--tla-code",
-         f"config={{ probeIntervalSeconds: {minutes * 60} }}",
+        [str(GO_JSONNET), "-J", str(REPO), "--tla-code", f"config={config}",
          str(REPO / "alerts" / "rules.jsonnet")],
         capture_output=True, text=True, check=True, timeout=120,
     )  # fmt: skip
@@ -446,6 +450,24 @@ def test_the_prometheus_rule_is_the_mixins_rules_at_the_interval(minutes: int) -
     assert rules["fioprobe"]["spec"]["groups"] == _mixin_rules(minutes)
     (expected,) = rules["fioprobe-expected"]["spec"]["groups"]
     assert expected["name"] == "fioprobe.expected"
+
+
+@pytest.mark.parametrize("minutes", [5, 15, 30])
+def test_the_provisioning_group_follows_the_provisioning_interval(minutes: int) -> None:
+    """The provisioning probe's alert group, rendered per provisioning interval, appended to
+    the probe interval's rules: the mixin's own for both intervals."""
+    docs = objects({"everyMinutes": 1, "provisioning": {"everyMinutes": minutes}})
+    groups = of_kind(docs, "PrometheusRule")["fioprobe"]["spec"]["groups"]
+    assert groups == _mixin_rules(1, minutes)
+    assert groups[-1]["name"] == "fioprobe-provisioning"
+    assert groups != _mixin_rules(1, 10)
+
+
+@pytest.mark.parametrize("minutes", [1, 20, 60, 7])
+def test_a_provisioning_interval_without_rules_is_refused(minutes: int) -> None:
+    result = helm_template({"provisioning": {"everyMinutes": minutes}})
+    assert result.returncode != 0
+    assert "at '/provisioning/everyMinutes': value must be one of 5, 10, 15, 30" in result.stderr
 
 
 def test_the_five_minute_rules_are_the_committed_rule_file() -> None:

@@ -13,7 +13,7 @@ mixinConfig), computed here at install from the values and the StorageClasses fo
 
 {{/*
 The rules of the `fioprobe.expected` group, as JSON: the deployment's facts (expected probes,
-per-node probes and streams), the mixin's PromQL from files/derived.json where a rule is more
+per-node probes, streams and provisioning groups), the mixin's PromQL from files/derived.json where a rule is more
 than a static series.
 */}}
 {{- define "fioprobe.expectedRules" -}}
@@ -101,6 +101,11 @@ than a static series.
 {{- $rules = append $rules (dict "record" $records.expectedStream "expr" (printf "%s\n" $derived.etcdNodesRule.record)
   "labels" (dict "storageclass" $v.etcd.name)) }}
 {{- end }}
+{{- end }}
+{{- /* The provisioning probe's groups: one per class its CronJob provisions. */}}
+{{- range include "fioprobe.provisioning.classes" $ | fromJsonArray }}
+{{- $rules = append $rules (dict "record" $records.expectedProvision "expr" "vector(1)" "labels"
+  (dict "storageclass" .)) }}
 {{- end }}
 {{- toJson $rules -}}
 {{- end }}
