@@ -147,7 +147,11 @@ class ProvisionGroup:
         visible = False
         for s in range(scenario.samples):
             new_pods = sum(1 for r in restarts if r.new_pod and r.at <= s)
-            pod = POD if not new_pods else POD_AFTER_RESTART + ("" if new_pods == 1 else f"-{new_pods}")
+            pod = (
+                POD
+                if not new_pods
+                else POD_AFTER_RESTART + ("" if new_pods == 1 else f"-{new_pods}")
+            )
             if any(r.at == s and not r.persistence for r in restarts) or s == self.deleted_at:
                 visible = False
             down = any(r.persistence and r.at <= s < r.at + r.down for r in restarts)
@@ -193,7 +197,9 @@ class ProvisionGroup:
                     why = {"reason": run.reason, "step": run.step}
                     put(s, "fioprobe_provision_failure_reason_info", why, 1.0, pod)
             for step, seconds in run.finished().items():
-                put(s, "fioprobe_provision_last_step_duration_seconds", {"step": step}, seconds, pod)
+                put(
+                    s, "fioprobe_provision_last_step_duration_seconds", {"step": step}, seconds, pod
+                )
         for values in streams.values():
             for s in range(1, len(values)):
                 if values[s] is None and values[s - 1] not in (None, STALE_MARKER):
@@ -231,10 +237,16 @@ def group_text(g: ProvisionGroup) -> str:
     return text
 
 
-def failing_alert(g: ProvisionGroup, failed: int, reason: str | None, step: str = "") -> dict[str, Any]:
+def failing_alert(
+    g: ProvisionGroup, failed: int, reason: str | None, step: str = ""
+) -> dict[str, Any]:
     why = ""
     if reason:
-        why = f" The last run failed with reason {reason}" + (f" in step {step}" if step else "") + "."
+        why = (
+            f" The last run failed with reason {reason}"
+            + (f" in step {step}" if step else "")
+            + "."
+        )
     return {
         "exp_labels": {"severity": "warning", **g.labels()},
         "exp_annotations": {
@@ -434,7 +446,9 @@ def provisioning_scenarios(i: int) -> list[Scenario]:
     gp3 = gp("gp3", volume_type="gp3", runs=each(N, OK, _3=slow_attach, _4=slow_attach))
     ceph = gp("ceph-block", volume_type="ceph-rbd", runs=each(N, slow_attach))
     slow_mount = ProvisionRun(steps={"attached": 90.0, "running": 150.0})
-    no_info = gp("standard", volume_type=None, runs=each(N, slow_attach, _3=slow_mount, _4=slow_mount))
+    no_info = gp(
+        "standard", volume_type=None, runs=each(N, slow_attach, _3=slow_mount, _4=slow_mount)
+    )
     # Objects left: two runs in a row fire, one (a killed run the next removes) never.
     left = gp(
         "gp3-left",
@@ -554,14 +568,20 @@ def provisioning_scenarios(i: int) -> list[Scenario]:
             groups=fleet(always_failing),
             checks=[
                 check(
-                    FAILING, seen(4), failing_alert(always_failing, 2, "provisioning_failed", "bound")
+                    FAILING,
+                    seen(4),
+                    failing_alert(always_failing, 2, "provisioning_failed", "bound"),
                 ),
                 check(
-                    FAILING, seen(8), failing_alert(always_failing, 3, "provisioning_failed", "bound")
+                    FAILING,
+                    seen(8),
+                    failing_alert(always_failing, 3, "provisioning_failed", "bound"),
                 ),
             ],
             expr_checks=[
-                firing_throughout(FAILING, 'severity="warning", storageclass="gp2"', seen(4), end - SCRAPE_S),
+                firing_throughout(
+                    FAILING, 'severity="warning", storageclass="gp2"', seen(4), end - SCRAPE_S
+                ),
             ],
             memory=True,
         ),

@@ -40,13 +40,16 @@ import os
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fioprobe.metrics.histogram import le_label
 from fioprobe.preview import evaluate
+from fioprobe.provision.steps import STEP_BUCKETS
 from support import services
 from support.fioservers import fio_servers
 from support.fixtures import fuse_unavailable
@@ -345,6 +348,8 @@ def live_stack(
         assert load.puts > 0, f"no etcd put succeeded: {load.errors[:3]}"
         distributed_benchmark(stack, workdir, gateway.url, prometheus.url)
         log("distributed benchmark pushed and scraped")
+        provisioning_groups(gateway.url, prometheus.url)
+        log("provisioning groups pushed and scraped")
         yield LiveStack(
             prometheus.url, gateway.url, etcd.url, start, time.time(), load.puts, bool(stream_port)
         )
@@ -374,6 +379,80 @@ def distributed_benchmark(
         timeout=20,
         what="Prometheus to scrape the distributed benchmark",
     )
+
+
+#: The provisioning groups pushed beside the probes: a class whose runs succeed, and one whose
+#: runs fail in `bound` (no provisioner), each with the steps it finishes, in seconds.
+PROVISIONED = {
+    PLAIN: (True, {"created": 0.2, "scheduled": 0.6, "bound": 7.5, "attached": 11.0,
+                   "running": 5.2, "written": 1.1, "pod_deleted": 3.4, "detached": 9.0,
+                   "volume_deleted": 4.0}),
+    "no-provisioner": (False, {"created": 0.2, "scheduled": 0.7}),
+}  # fmt: skip
+
+
+def provision_body(run: int, success: bool, steps: dict[str, float]) -> str:
+    """The text a `fioprobe provision` push of the group's `run`-th run carries
+    (metrics/provision.py's families; written here, as no API server here provisions): the
+    step histogram, cumulative over the runs, the last run's steps and verdict, its counters."""
+    lines = ["# TYPE fioprobe_provision_step_duration_seconds histogram"]
+    for step, seconds in steps.items():
+        for bound in (*STEP_BUCKETS, math.inf):
+            count = run if seconds <= bound else 0
+            lines.append(
+                f'fioprobe_provision_step_duration_seconds_bucket{{step="{step}",'
+                f'le="{le_label(bound)}"}} {count}'
+            )
+        lines.append(
+            f'fioprobe_provision_step_duration_seconds_sum{{step="{step}"}} {run * seconds}'
+        )
+        lines.append(f'fioprobe_provision_step_duration_seconds_count{{step="{step}"}} {run}')
+    lines.append("# TYPE fioprobe_provision_last_step_duration_seconds gauge")
+    lines += [
+        f'fioprobe_provision_last_step_duration_seconds{{step="{step}"}} {seconds}'
+        for step, seconds in steps.items()
+    ]
+    lines += [
+        "# TYPE fioprobe_provision_success gauge",
+        f"fioprobe_provision_success {1 if success else 0}",
+        "# TYPE fioprobe_provision_runs_total counter",
+        f"fioprobe_provision_runs_total {run}",
+        "# TYPE fioprobe_provision_failures_total counter",
+        f"fioprobe_provision_failures_total {0 if success else run}",
+        "# TYPE fioprobe_provision_last_run_timestamp_seconds gauge",
+        f"fioprobe_provision_last_run_timestamp_seconds {time.time()}",
+        "# TYPE fioprobe_provision_objects_left gauge",
+        "fioprobe_provision_objects_left 0",
+    ]
+    if not success:
+        lines += [
+            "# TYPE fioprobe_provision_failure_reason_info gauge",
+            'fioprobe_provision_failure_reason_info{reason="deadline",step="bound"} 1',
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def provisioning_groups(gateway: str, prometheus: str) -> None:
+    """Two runs of each provisioning group (job fioprobe_provision, a StorageClass, no
+    profile), each scraped before the next, so that the step histogram's rate has an increase:
+    the Overview's provisioning row reads them, and no probe rule takes them."""
+    for run in (1, 2):
+        for storageclass, (success, steps) in PROVISIONED.items():
+            request = urllib.request.Request(
+                f"{gateway}/metrics/job/fioprobe_provision/storageclass/{storageclass}",
+                data=provision_body(run, success, steps).encode(),
+                method="PUT",
+            )
+            with urllib.request.urlopen(request, timeout=10) as response:
+                assert response.status in (200, 202)
+        services.wait_for(
+            lambda n=run: (
+                len(instant_values(prometheus, f"fioprobe_provision_runs_total >= {n}"))
+                == len(PROVISIONED)
+            ),
+            timeout=20,
+            what=f"Prometheus to scrape provisioning run {run}",
+        )
 
 
 # --- Grafana's side: variables, intervals, queries ----------------------------------------

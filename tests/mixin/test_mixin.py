@@ -199,7 +199,10 @@ OVERRIDES: dict[str, Any] = {
     "continuousMissingAfter": "11m",
     "continuousFailingAfter": "4m",
     "provisionIntervalSeconds": 840,
-    "expectedProvisioning": [{"storageclass": "pd-balanced"}, {"storageclass": "local-ssd", "node": "w9"}],
+    "expectedProvisioning": [
+        {"storageclass": "pd-balanced"},
+        {"storageclass": "local-ssd", "node": "w9"},
+    ],
     "provisionFailingRuns": 3,
     "provisionOfRuns": 4,
     "provisionSlowRuns": 3,

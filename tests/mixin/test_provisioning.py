@@ -70,7 +70,9 @@ def test_the_default_thresholds_cover_every_step() -> None:
     ],
 )
 def test_bad_provisioning_keys_stop_the_rendering(config: dict[str, Any], message: str) -> None:
-    value = json.dumps(config).replace('"provisionStepWarningSeconds+":', "provisionStepWarningSeconds+:")
+    value = json.dumps(config).replace(
+        '"provisionStepWarningSeconds+":', "provisionStepWarningSeconds+:"
+    )
     value = value.replace('"gp3+":', "gp3+:")
     code = f"local m = (import 'mixin.libsonnet') + {{ _config+:: {value} }}; m.prometheusAlerts"
     proc = jsonnet("-e", code)
