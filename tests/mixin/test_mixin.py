@@ -219,7 +219,7 @@ OVERRIDES: dict[str, Any] = {
             "detached": 211,
             "volume_deleted": 221,
         },
-        "io2": {"attached": 47},
+        "st1": {"attached": 47},
     },
     "provisionObjectsLeftRuns": 3,
     "provisionStaleAfterRuns": 6,
