@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import fioprobe
+from fioprobe.provision.runner import DEADLINES
 from support import kubeapi, services
 from support.manifests import jsonnet, problems, render
 
@@ -91,10 +92,12 @@ def test_by_default_each_storageclass_is_provisioned_by_one_cronjob() -> None:
     # Every 10 minutes, after the two probes' start offsets.
     assert p["cronJob"]["spec"]["schedule"] == "2-59/10 * * * *"
     assert p["cronJob"]["spec"]["concurrencyPolicy"] == "Forbid"
-    # Each class's steps to their deadlines (2,010 s) and two Pushgateway calls (3 x 10 s
-    # each), for two classes, plus a minute.
+    # Each class's steps to their deadlines (the command's own defaults: the manifests repeat
+    # them) and two Pushgateway calls (3 x 10 s each), for two classes, plus a minute.
+    per_class = sum(DEADLINES.values())
     assert (
-        p["cronJob"]["spec"]["jobTemplate"]["spec"]["activeDeadlineSeconds"] == 2 * (2010 + 60) + 60
+        p["cronJob"]["spec"]["jobTemplate"]["spec"]["activeDeadlineSeconds"]
+        == 2 * (per_class + 60) + 60
     )
     assert provision_peer(rendered["pushgatewayPolicy"]) == [{
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "fioprobe"}},
@@ -187,7 +190,9 @@ def test_deadlines_and_the_schedule_reach_the_command() -> None:
     args = command(p["cronJob"])
     assert values(args, "--deadline") == ["attached=600", "bound=30"]
     assert p["cronJob"]["spec"]["schedule"] == "2-59/15 * * * *"
-    per_class = 2010 - 300 + 30 - 300 + 600
+    per_class = sum(
+        {**{step.value: s for step, s in DEADLINES.items()}, "bound": 30, "attached": 600}.values()
+    )
     assert (
         p["cronJob"]["spec"]["jobTemplate"]["spec"]["activeDeadlineSeconds"]
         == 2 * (per_class + 60) + 60
