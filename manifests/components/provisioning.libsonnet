@@ -39,9 +39,11 @@ function(config, probes) {
 
   // The longest one class may take: every step of the run and of the deletion to its
   // deadline (exporter/fioprobe/provision/runner.py's DEADLINES, tests/deploy keep them in
-  // step), then two Pushgateway calls (the read-back and the push), every attempt to its
+  // step), then the Pushgateway calls of a push from a new state (publish/outcome.py: the
+  // read-back, the second look, the push and the check that it held), every attempt to its
   // timeout. The Job ends past it; the next slot starts a new run, which removes what this
   // one left.
+  local pushCalls = 4,
   local defaultDeadlines = {
     created: 30,
     scheduled: 120,
@@ -54,7 +56,7 @@ function(config, probes) {
     volume_deleted: 300,
   },
   local stepDeadlinesSeconds = std.foldl(function(sum, v) sum + v, std.objectValues(defaultDeadlines + p.deadlines), 0),
-  local activeDeadline = std.length(classNames) * (stepDeadlinesSeconds + 2 * pgw.timeoutSeconds * pgw.attempts) + 60,
+  local activeDeadline = std.length(classNames) * (stepDeadlinesSeconds + pushCalls * pgw.timeoutSeconds * pgw.attempts) + 60,
 
   // The groups go to the first replica: one home per group whatever the replica count, so
   // nothing moves when it changes (the probes' groups are spread by their key instead).
@@ -74,8 +76,14 @@ function(config, probes) {
   ],
   local subject = { kind: 'ServiceAccount', name: name, namespace: c.namespace },
 
+  // Namespaces the test namespace must not be: the deployment's own (its Role may create any
+  // pod there, which could run as any of that namespace's ServiceAccounts, and its policy
+  // isolates every pod there) and the cluster's.
+  local taken = std.set([c.namespace, c.etcd.namespace, c.perNode.namespace, c.dns.namespace, 'default']
+                        + (if c.monitoring.prometheusNamespace == null then [] else [c.monitoring.prometheusNamespace])),
   objects: if !p.enabled || std.length(classNames) == 0 then {} else {
-    assert p.namespace != c.namespace : "fioprobe manifests config: provisioning.namespace %s is the probes' namespace; the test claims and pods need one of their own" % p.namespace,
+    assert !std.member(taken, p.namespace) && !std.startsWith(p.namespace, 'kube-') && !std.startsWith(p.namespace, 'openshift') :
+           "fioprobe manifests config: provisioning.namespace %s is a namespace of its own use (the deployment's, the cluster's or Prometheus'); the test claims and pods need one that holds nothing else" % p.namespace,
     namespace: {
       apiVersion: 'v1',
       kind: 'Namespace',

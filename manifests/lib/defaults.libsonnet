@@ -326,7 +326,7 @@ local name = p.required(nonEmpty(p.type('string')));
       enum: [m for m in std.range(1, 60) if 60 % m == 0],
     }),
     '#schedule':: 'A cron schedule instead of everyMinutes with its start-time offset; null: none.',
-    schedule: p.nullable('string'),
+    schedule: p.nullable(nonEmpty(p.type('string'))),
     '#storageClasses':: 'More StorageClasses to provision (names), beside the storageClasses entries.',
     storageClasses: p.check(p.list(nonEmpty(p.type('string'))), function(v) std.length(std.set(v)) == std.length(v), 'must not name a class twice', { uniqueItems: true }),
     // Each step's limit (docs/PROVISIONING.md, "Steps"): a step that takes longer fails the

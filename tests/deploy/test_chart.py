@@ -599,6 +599,11 @@ def test_helm_install_dry_run_against_the_api_server_prints_the_notes(
     assert "set releaseLabel to its release name" in notes
 
 
+#: The provisioning probe's test namespace of these installs: the fixture's server already holds
+#: the manifests' (fioprobe-provision), which is no release's, so the chart refuses it.
+PROVISION_NAMESPACE = "fioprobe-provision-chart"
+
+
 def _install_dry_run(kube: Kube, *values: str) -> tuple[list[dict[str, Any]], str]:
     """`helm install --dry-run=server` against the API server: the objects and the notes."""
     for name in NAMESPACES:
@@ -606,13 +611,42 @@ def _install_dry_run(kube: Kube, *values: str) -> tuple[list[dict[str, Any]], st
         assert created.returncode == 0 or "AlreadyExists" in created.stderr, created.stderr
     result = helm(
         "install", "fioprobe", str(CHART), "--namespace", "fioprobe", "--dry-run=server",
-        "--kubeconfig", str(kube.kubeconfig), *values,
+        "--kubeconfig", str(kube.kubeconfig),
+        "--set", f"provisioning.namespace={PROVISION_NAMESPACE}", *values,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     manifest, notes = result.stdout.split("NOTES:", 1)
     manifest = manifest.split("MANIFEST:", 1)[1]
     docs = [d for d in yaml.safe_load_all(manifest) if d is not None]
     return docs, " ".join(notes.split())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("namespace", "problem"),
+    [
+        ("fioprobe-provision", "exists and is not this release's"),
+        ("fioprobe-etcd", "is a namespace of its own use"),
+        ("kube-public", "is a namespace of its own use"),
+        ("fioprobe", "is a namespace of its own use"),
+    ],
+)
+def test_a_test_namespace_that_may_hold_other_workloads_is_refused(
+    kube: Kube, namespace: str, problem: str
+) -> None:
+    """The probe may create and delete any pod of its test namespace: one that exists and is
+    not this release's (the manifests' here), or that the deployment or the cluster uses, is
+    refused before anything is installed."""
+    for name in NAMESPACES:
+        created = kube.kubectl("create", "namespace", name)
+        assert created.returncode == 0 or "AlreadyExists" in created.stderr, created.stderr
+    result = helm(
+        "install", "fioprobe", str(CHART), "--namespace", "fioprobe", "--dry-run=server",
+        "--kubeconfig", str(kube.kubeconfig), "--set", f"provisioning.namespace={namespace}",
+        "--set-json", f"storageClasses={json.dumps(EXAMPLE_CLASSES['storageClasses'])}",
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert f"provisioning.namespace {namespace} {problem}" in result.stderr, result.stderr
 
 
 @pytest.mark.slow
@@ -674,7 +708,7 @@ def test_the_default_storageclass_is_probed_by_its_name_and_type(kube: Kube) -> 
         assert f"({name}, volume type gp3)" in notes
         assert (
             f"Provisioning probe: every 10 minutes, a small claim and a pod of {name} in "
-            "namespace fioprobe-provision, each step timed, both deleted." in notes
+            f"namespace {PROVISION_NAMESPACE}, each step timed, both deleted." in notes
         )
         assert "is the cluster's default StorageClass, found at install" in notes
 

@@ -93,11 +93,11 @@ def test_by_default_each_storageclass_is_provisioned_by_one_cronjob() -> None:
     assert p["cronJob"]["spec"]["schedule"] == "2-59/10 * * * *"
     assert p["cronJob"]["spec"]["concurrencyPolicy"] == "Forbid"
     # Each class's steps to their deadlines (the command's own defaults: the manifests repeat
-    # them) and two Pushgateway calls (3 x 10 s each), for two classes, plus a minute.
+    # them) and four Pushgateway calls (3 x 10 s each), for two classes, plus a minute.
     per_class = sum(DEADLINES.values())
     assert (
         p["cronJob"]["spec"]["jobTemplate"]["spec"]["activeDeadlineSeconds"]
-        == 2 * (per_class + 60) + 60
+        == 2 * (per_class + 4 * 30) + 60
     )
     assert provision_peer(rendered["pushgatewayPolicy"]) == [{
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "fioprobe"}},
@@ -195,7 +195,7 @@ def test_deadlines_and_the_schedule_reach_the_command() -> None:
     )
     assert (
         p["cronJob"]["spec"]["jobTemplate"]["spec"]["activeDeadlineSeconds"]
-        == 2 * (per_class + 60) + 60
+        == 2 * (per_class + 4 * 30) + 60
     )
     explicit = objects("{ provisioning: { schedule: '7 * * * *' } }")["provisioning"]
     assert explicit["cronJob"]["spec"]["schedule"] == "7 * * * *"
@@ -245,13 +245,20 @@ def test_a_bad_provisioning_key_is_refused_naming_it(overrides: str, expected: s
     assert problems(overrides) == [expected]
 
 
-def test_the_test_namespace_must_be_its_own() -> None:
-    overrides = "{ provisioning: { namespace: 'fioprobe' } }"
+@pytest.mark.parametrize(
+    "namespace",
+    ["fioprobe", "fioprobe-etcd", "fioprobe-nodes", "kube-system", "default", "monitoring"],
+)
+def test_the_test_namespace_must_hold_nothing_else(namespace: str) -> None:
+    """The probe may create and delete any pod there: never a namespace the deployment, the
+    cluster or Prometheus uses."""
+    overrides = f"{{ provisioning: {{ namespace: '{namespace}' }} }}"
     proc = jsonnet(f"(import 'manifests/main.libsonnet')(overrides={overrides}).provisioning")
     assert proc.returncode != 0
     assert proc.stderr.splitlines()[0] == (
-        "RUNTIME ERROR: fioprobe manifests config: provisioning.namespace fioprobe is the probes' "
-        "namespace; the test claims and pods need one of their own"
+        f"RUNTIME ERROR: fioprobe manifests config: provisioning.namespace {namespace} is a "
+        "namespace of its own use (the deployment's, the cluster's or Prometheus'); the test "
+        "claims and pods need one that holds nothing else"
     )
 
 

@@ -267,18 +267,26 @@ def killed_while_stopped(pushgateway_url: str, kube: Kube) -> None:
                 return None
             return objects[0]["metadata"]["labels"][RUN_LABEL], running
 
-        killed_run, running = kube.wait(in_progress, RUNS_WITHIN_SECONDS, "a run in progress")
-        removed_before = removed(pushgateway_url)
-        kube(
-            "delete",
-            "pod",
-            "-n",
-            NAMESPACE,
-            *running,
-            "--grace-period=0",
-            "--force",
-            "--wait=false",
-        )
+        def still_there(run: str) -> bool:
+            return any(
+                o["metadata"]["labels"][RUN_LABEL] == run
+                and not o["metadata"].get("deletionTimestamp")
+                for o in probe_objects(kube)
+            )
+
+        # The run may reach its own deadline and delete its objects between the look and the
+        # kill: then another run is killed (at most three tries, each bounded).
+        for _ in range(3):
+            killed_run, running = kube.wait(in_progress, RUNS_WITHIN_SECONDS, "a run in progress")
+            removed_before = removed(pushgateway_url)
+            kube("delete", "pod", "-n", NAMESPACE, *running, "--grace-period=0", "--force")
+            # A force-deleted pod's container is stopped by the kubelet a moment later: its
+            # objects are looked at once it can no longer delete them.
+            time.sleep(5)
+            if still_there(killed_run):
+                break
+        else:
+            raise AssertionError("every run killed had deleted its objects already")
         # The next run of that class removes them (by the owner label) ...
         kube.wait(
             lambda: (

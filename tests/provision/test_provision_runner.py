@@ -106,6 +106,20 @@ def test_a_class_that_keeps_its_volumes_is_skipped_and_nothing_is_made(cluster: 
     assert cluster.names("pvc") == before
 
 
+def test_a_class_without_a_dynamic_provisioner_is_skipped_and_nothing_is_made(
+    cluster: Cluster,
+) -> None:
+    """Its volumes are made by hand (local PersistentVolumes): a claim would take one for good,
+    whatever its reclaim policy, so the class is skipped as one that retains its volumes."""
+    handmade = provision_api.storage_class("handmade", "WaitForFirstConsumer", "Delete")
+    cluster.kube.apply({**handmade, "provisioner": "kubernetes.io/no-provisioner"})
+    before = cluster.names("pvc")
+    result = ProvisionRun(cluster.client(), cluster.spec("handmade")).execute()
+    assert (result.skipped, result.failure, result.steps) == ("no_provisioner", None, ())
+    assert result.started is None
+    assert cluster.names("pvc") == before
+
+
 def test_a_class_that_does_not_exist_fails_before_any_object(cluster: Cluster) -> None:
     before = cluster.names("pvc")
     result = ProvisionRun(cluster.client(), cluster.spec("no-such-class")).execute()

@@ -102,6 +102,39 @@ VARIANTS: dict[str, dict[str, Any]] = {
         ]
     },
     "per-node": PER_NODE,
+    # The provisioning probe: a class off, one shared by two entries, classes of its own, its
+    # deadlines, schedule and namespace, an existing Pushgateway with auth (its arguments).
+    "provisioning": {
+        "storageClasses": [
+            {
+                "name": "gp2",
+                "volume": {"size": "10Gi"},
+                "profiles": ["etcd-fsync"],
+                "provision": False,
+            },
+            {
+                "name": "a",
+                "storageClassName": "fast",
+                "volume": {"size": "1Gi"},
+                "profiles": ["etcd-fsync"],
+            },
+            {
+                "name": "b",
+                "storageClassName": "fast",
+                "volume": {"size": "1Gi"},
+                "profiles": ["etcd-fsync"],
+            },
+        ],
+        "provisioning": {
+            "namespace": "storage-canary",
+            "everyMinutes": 15,
+            "schedule": "3 */2 * * *",
+            "storageClasses": ["local-path", "fast"],
+            "deadlines": {"bound": 60, "volume_deleted": 900},
+        },
+        "pushgateway": {"url": "https://pgw.example:9443", "auth": {"enabled": True}},
+    },
+    "provisioning-off": {"provisioning": {"enabled": False}},
     # An optional key given as null is left out, in lists too (manifests/lib/params.libsonnet).
     "nulls": {
         "storageClasses": [

@@ -25,8 +25,8 @@ probe is off.
 
 {{/*
 The longest one Job may take: each class's steps to their deadlines (the command's defaults,
-exporter/fioprobe/provision/runner.py, over provisioning.deadlines) and two Pushgateway calls,
-plus a minute.
+exporter/fioprobe/provision/runner.py, over provisioning.deadlines) and the four Pushgateway
+calls of a push from a new state, plus a minute.
 */}}
 {{- define "fioprobe.provisioning.activeDeadline" -}}
 {{- $v := .Values -}}
@@ -34,6 +34,6 @@ plus a minute.
   "attached" 300 "running" 300 "written" 120 "pod_deleted" 120 "detached" 420 "volume_deleted" 300) -}}
 {{- $perClass := 0 -}}
 {{- range $steps }}{{ $perClass = add $perClass (int .) }}{{ end -}}
-{{- $push := mul 2 (int $v.pushgateway.timeoutSeconds) (int $v.pushgateway.attempts) -}}
+{{- $push := mul 4 (int $v.pushgateway.timeoutSeconds) (int $v.pushgateway.attempts) -}}
 {{- add (mul (len (include "fioprobe.provisioning.classes" . | fromJsonArray)) (add $perClass $push)) 60 -}}
 {{- end }}

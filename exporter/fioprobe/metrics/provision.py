@@ -10,10 +10,11 @@ Three states, each telling alerts apart from the others:
 - success: `fioprobe_provision_success 1`;
 - failure: `fioprobe_provision_success 0` with `fioprobe_provision_failure_reason_info
   {reason, step}`, the reason one of `fioprobe.provision.reasons.Reason`;
-- skipped (a class that keeps its volumes, never provisioned): no success gauge at all, but
-  `fioprobe_provision_skipped_info{reason="retain_policy"}`, so that `success == 0` never
-  pages for a class that is left alone on purpose, while the run's timestamp still moves
-  (a stale group is still told from a skipped one). A skip is not a run: no counter grows.
+- skipped (a class that keeps its volumes, or has no dynamic provisioner: never provisioned):
+  no success gauge at all, but `fioprobe_provision_skipped_info{reason}` (`retain_policy`,
+  `no_provisioner`), so that `success == 0` never pages for a class that is left alone on
+  purpose, while the run's timestamp still moves (a stale group is still told from a skipped
+  one). A skip is not a run: no counter grows.
 A run that could not be counted (its state not kept, another writer's group) is pushed as
 failing, with the probes' own reason (`state_error`, `writer_conflict`, ...), as theirs are.
 

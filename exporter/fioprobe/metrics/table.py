@@ -373,7 +373,8 @@ METRICS: tuple[MetricDef, ...] = (
     MetricDef(
         "fioprobe_provision_skipped_info",
         "gauge",
-        "Why the class is not provisioned at all (retain_policy: it keeps its volumes); "
+        "Why the class is not provisioned at all (retain_policy: it keeps its volumes; "
+        "no_provisioner: its volumes are made by hand); "
         "present only while it is skipped, in place of fioprobe_provision_success",
         ("reason",),
     ),

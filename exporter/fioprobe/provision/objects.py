@@ -103,6 +103,12 @@ def provisioner_label(provisioner: str) -> str:
     return hashlib.sha256(provisioner.encode("utf-8", "surrogatepass")).hexdigest()[:8]
 
 
+#: The provisioner of a class whose volumes are made by hand (local PersistentVolumes): a claim
+#: of it binds one of them, which a run would use up (Retain: Released for good; Delete: Failed,
+#: nothing deletes it). Such a class is skipped, as one that retains its volumes.
+NO_PROVISIONER = "kubernetes.io/no-provisioner"
+
+
 @dataclass(frozen=True)
 class StorageClassInfo:
     name: str

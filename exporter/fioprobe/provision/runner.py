@@ -37,6 +37,7 @@ from fioprobe.provision.cross_check import Clock, Stamp, cross_check, stamps_of
 from fioprobe.provision.events import Event, read_event
 from fioprobe.provision.follow import Follower, Source, Trouble
 from fioprobe.provision.objects import (
+    NO_PROVISIONER,
     Mode,
     PodState,
     StorageClassInfo,
@@ -103,7 +104,7 @@ class RunResult:
     absent: tuple[Step, ...]
     #: Why the run failed; None when it succeeded (or was skipped).
     failure: Failure | None
-    #: Why the run did not run at all ("retain_policy"), or None.
+    #: Why the run did not run at all ("retain_policy", "no_provisioner"), or None.
     skipped: str | None
     #: For the log: warnings with their messages, watch troubles, clock disagreements.
     log: tuple[str, ...]
@@ -114,6 +115,10 @@ class RunResult:
     #: The StorageClass as the run read it; None when it could not be read (not found,
     #: refused, not shaped as one).
     storage_class: StorageClassInfo | None = None
+    #: time.monotonic() where the first step began (after the leftovers were removed, the
+    #: class read and the watches started), None when no step began: the run's own wall time
+    #: counts from here, and its steps add up to it.
+    started: float | None = None
 
     @property
     def success(self) -> bool:
@@ -152,6 +157,7 @@ class ProvisionRun:
         self._pod_created = False
         #: Asked for once (a refused create is not asked again).
         self._pod_asked = False
+        self._started: float | None = None
         self._namespace_path = f"/api/v1/namespaces/{spec.namespace}"
 
     # --- the run ----------------------------------------------------------------------------
@@ -163,6 +169,12 @@ class ProvisionRun:
         except _Ended as ended:
             return self._result((), (), ended.failure, None, removed, ())
         self._mode, self._class = info.mode, info
+        if info.provisioner == NO_PROVISIONER:
+            self._say(
+                f"StorageClass {info.name} has no dynamic provisioner ({NO_PROVISIONER}): a "
+                "claim would take a volume made by hand; not run (no_provisioner)"
+            )
+            return self._result((), (), None, "no_provisioner", removed, ())
         if not info.deletes_volumes and not self.delete_retained:
             self._say(f"StorageClass {info.name} retains its volumes: not run (retain_policy)")
             return self._result((), (), None, "retain_policy", removed, ())
@@ -178,6 +190,7 @@ class ProvisionRun:
             return self._result((), (), refused(None, signal), None, removed, ())
         try:
             clock = Clock(time.monotonic(), time.time())
+            self._started = clock.monotonic
             timeline = Timeline.provisioning(info.mode, clock.monotonic, self.objects)
             self._last_at = clock.monotonic
             failure = self._provision(follower, timeline)
@@ -423,7 +436,7 @@ class ProvisionRun:
         left: tuple[str, ...],
     ) -> RunResult:
         return RunResult(self.spec, self.run_id, self._mode, steps, absent, failure, skipped,
-                         tuple(self._log), left, removed, self._class)  # fmt: skip
+                         tuple(self._log), left, removed, self._class, self._started)  # fmt: skip
 
 
 class _Ended(Exception):
