@@ -223,9 +223,8 @@ function(c)
     k.table(
       'Last provisioning run by step',
       "Each step's duration in the last provisioning run of each StorageClass (and node) "
-      + '(fioprobe_provision_last_step_duration_seconds: the steps it finished), with the '
-      + 'objects it left after its deadlines (fioprobe_provision_objects_left; the next run '
-      + 'removes them).',
+      + '(fioprobe_provision_last_step_duration_seconds: the steps it finished; a step the '
+      + 'run did not have, or did not reach, is absent).',
       's',
       [
         k.tableTarget(
