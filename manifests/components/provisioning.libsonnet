@@ -16,10 +16,11 @@
 //   Secret, no node, nothing written outside that namespace.
 // The classes run one after the other in one Job (the command's order), never at once: two
 // runs would share a node's attach slots and time each other's waits. The state (the groups'
-// counters) lives in an emptyDir: a state that is new at every run reads its group back from
-// the Pushgateway before it pushes (exporter/fioprobe/publish/outcome.py), so no volume of
-// any class is needed to count runs, and a class that cannot provision never blocks the
-// probe that reports it. Returns {object key: Kubernetes object}; empty when nothing is
+// counters) is the invocation's own (--ephemeral-state, a private directory in the emptyDir
+// at /tmp): a state that is new at every run reads its group back from the Pushgateway
+// before it pushes (exporter/fioprobe/publish/outcome.py), so no volume of any class is
+// needed to count runs, and a class that cannot provision never blocks the probe that
+// reports it. Returns {object key: Kubernetes object}; empty when nothing is
 // provisioned.
 local common = import '../lib/common.libsonnet';
 local etcdNodes = import '../lib/etcd-nodes.libsonnet';
@@ -33,7 +34,6 @@ function(config, probes) {
   local classNames = provisioning.classes(c),
   local name = 'fioprobe-provision',
   local labels = common.labels(c, 'provision'),
-  local stateDir = '/var/lib/fioprobe-provision',
   local authDir = '/var/run/secrets/fioprobe/pushgateway-auth',
   local caDir = '/var/run/secrets/fioprobe/pushgateway-ca',
 
@@ -179,8 +179,7 @@ function(config, probes) {
                              name,
                              '--image',
                              '%s:%s' % [c.image.name, c.image.tag],
-                             '--state-dir',
-                             stateDir,
+                             '--ephemeral-state',
                            ]
                            + std.flattenArrays([['--storageclass', n] for n in classNames])
                            + std.flattenArrays([['--deadline', '%s=%d' % [step, p.deadlines[step]]] for step in std.objectFields(p.deadlines)])
@@ -190,14 +189,15 @@ function(config, probes) {
                   resources: c.probeResources,
                   securityContext: common.containerSecurityContext,
                   volumeMounts: [
-                                  { name: 'state', mountPath: stateDir },
+                                  // Python's scratch space and the run's private state directory.
+                                  { name: 'tmp', mountPath: '/tmp' },
                                   etcdNodes.apiTokenMount,
                                 ]
                                 + (if pgw.auth.enabled then [{ name: 'pushgateway-auth', mountPath: authDir, readOnly: true }] else [])
                                 + (if pgw.tls.enabled then [{ name: 'pushgateway-ca', mountPath: caDir, readOnly: true }] else []),
                 }],
                 volumes: [
-                           { name: 'state', emptyDir: { sizeLimit: '16Mi' } },
+                           { name: 'tmp', emptyDir: { sizeLimit: '16Mi' } },
                            etcdNodes.apiTokenVolume,
                          ]
                          + (if pgw.auth.enabled then [{

@@ -142,7 +142,7 @@ def test_the_rbac_is_exactly_what_a_run_needs() -> None:
     assert spec["serviceAccountName"] == "fioprobe-provision"
     assert spec["automountServiceAccountToken"] is False
     # The token in the probe's container alone.
-    assert [v["name"] for v in spec["volumes"]] == ["state", "kube-api-access"]
+    assert [v["name"] for v in spec["volumes"]] == ["tmp", "kube-api-access"]
 
 
 @pytest.mark.parametrize(
@@ -375,7 +375,6 @@ def test_the_cronjobs_command_provisions_each_class_as_its_account(
     pushgateway = services.pushgateway(tmp_path / "pushgateway").start()
     try:
         args = [*args[: gateway_at + 1], pushgateway.url, *args[gateway_at + 2 :]]
-        args = [a if a != "/var/lib/fioprobe-provision" else str(tmp_path / "state") for a in args]
         proc = fioprobe(
             *args[1:], "--deadline", "bound=2", "--kube-server", kube.url,
             "--kube-token-file", str(token), "--kube-ca-file", str(kube.ca_file), timeout=180,

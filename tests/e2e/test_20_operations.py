@@ -338,24 +338,26 @@ def test_network_policies_match_the_real_pods(kube: Kube) -> None:
             assert any(rule_allows(r, "to", pgw, namespaces, ns, port) for r in egress), (
                 f"{ns}/{policy['metadata']['name']} does not allow {port} to the Pushgateway"
             )
-    assert checked_probe_policies == 2, checked_probe_policies
-    # The etcd probes read the member list from the API: their policy admits the API server's
-    # real endpoints (the kubernetes Service's, after kube-proxy's translation) and its Service.
+    # The StorageClass probes', the etcd probes' and the provisioning probe's.
+    assert checked_probe_policies == 3, checked_probe_policies
+    # The etcd probes read the member list from the API, the provisioning probe its claims and
+    # pods: their policies admit the API server's real endpoints (the kubernetes Service's,
+    # after kube-proxy's translation) and its Service.
     endpoints = kube.json("endpoints", "-n", "default", "kubernetes")
     api_ports = {p["port"] for subset in endpoints["subsets"] for p in subset["ports"]}
     service_port = kube.json("service", "-n", "default", "kubernetes")["spec"]["ports"][0]["port"]
-    (etcd_policy,) = [
-        p for p in policies
-        if p["metadata"]["namespace"] == ETCD_NAMESPACE
-        and p["metadata"]["name"] == "fioprobe-probes"
-    ]  # fmt: skip
-    allowed = {
-        port["port"]
-        for rule in etcd_policy["spec"]["egress"]
-        if "to" not in rule
-        for port in rule["ports"]
-    }
-    assert api_ports | {service_port} <= allowed, (api_ports, service_port, allowed)
+    for namespace, name in ((ETCD_NAMESPACE, "fioprobe-probes"), (NAMESPACE, "fioprobe-provision")):
+        (api_policy,) = [
+            p for p in policies
+            if p["metadata"]["namespace"] == namespace and p["metadata"]["name"] == name
+        ]  # fmt: skip
+        allowed = {
+            port["port"]
+            for rule in api_policy["spec"]["egress"]
+            if "to" not in rule
+            for port in rule["ports"]
+        }
+        assert api_ports | {service_port} <= allowed, (name, api_ports, service_port, allowed)
     for pgw in pushgateway_pods:
         ns = pgw["metadata"]["namespace"]
         ingress = [

@@ -148,11 +148,9 @@ def test_a_class_without_a_provisioner_fails_at_bound(pushgateway_url: str, kube
     fails at `bound` past its deadline, deletes its claim and pushes the failure."""
     template = pod_template(kube, NAMESPACE, CRONJOB)
     command = list(template["spec"]["containers"][0]["command"])
-    at = command.index("--storageclass")
-    command[at + 1] = NO_PROVISIONER
-    phase, log = run_pod(
-        kube, NAMESPACE, "e2e-provision-nowhere", template, [*command, "--deadline", "bound=10"]
-    )
+    command[command.index("--storageclass") + 1] = NO_PROVISIONER
+    command[command.index("bound=30")] = "bound=10"  # scripts/e2e/config.jsonnet's, shorter
+    phase, log = run_pod(kube, NAMESPACE, "e2e-provision-nowhere", template, command)
     assert phase == "Failed", log  # exit 1: the run failed, and was pushed
     assert f"{NO_PROVISIONER}: FAILED (deadline in bound)" in log, log
     group = provision_group(pushgateway_url, NO_PROVISIONER)

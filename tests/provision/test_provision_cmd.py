@@ -157,6 +157,32 @@ def test_the_class_info_is_what_the_cluster_holds_and_absent_without_a_class(
     assert "fioprobe_provision_info" not in group
 
 
+def test_an_ephemeral_state_reads_the_group_back_and_leaves_nothing(
+    cluster: Cluster, gateway: services.Service, tmp_path: Path
+) -> None:
+    """A CronJob's pod keeps no state between runs: each invocation's private directory (under
+    a TMPDIR everyone may write, as a pod's emptyDir) is gone at its end, and the counters go
+    on from what the group holds."""
+    shared = tmp_path / "tmp"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)
+    for expected in (1, 2):
+        proc = fioprobe(
+            "provision", "--namespace", NAMESPACE, "--owner", OWNER, "--image", "fioprobe:test",
+            "--gateway", gateway.url, "--ephemeral-state", "--storageclass", "nowhere-wait",
+            "--deadline", "scheduled=2", *cluster.kube_options(),
+            env={"TMPDIR": str(shared)}, timeout=120,
+        )  # fmt: skip
+        out, err = proc.stdout.decode(), proc.stderr.decode()
+        assert proc.returncode == 1, (out, err)
+        assert out.startswith("nowhere-wait: FAILED (deadline in scheduled) after "), out
+        assert "Traceback" not in err and "state_error" not in err, err
+        group = _group(gateway, storageclass="nowhere-wait")
+        assert group is not None
+        assert _value(group, "fioprobe_provision_runs_total") == expected
+        assert list(shared.iterdir()) == []
+
+
 def test_an_unreachable_pushgateway_exits_4_and_the_next_run_pushes_both(
     cluster: Cluster, gateway: services.Service, tmp_path: Path
 ) -> None:
@@ -218,6 +244,8 @@ REFUSED: list[tuple[list[str], str]] = [
      "provision: --kube-token-file '/nonexistent/token' is not a readable file"),
     (["--timeout", "0"], "provision: argument --timeout: must be from 0.1 to 600 seconds: '0' "
      "(see fioprobe provision --help)"),
+    (["--state-dir", "/tmp/x", "--ephemeral-state"],
+     "provision: --state-dir and --ephemeral-state exclude each other"),
 ]  # fmt: skip
 
 

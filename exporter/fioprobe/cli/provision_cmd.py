@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,9 +25,11 @@ from fioprobe.cli.argtypes import seconds
 from fioprobe.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
+    from fioprobe.gateway.transport import Transport
     from fioprobe.kube.client import KubeClient
     from fioprobe.provision.runner import RunResult
     from fioprobe.provision.steps import Step
+    from fioprobe.publish.statefile import StateDir
 
 DESCRIPTION = (
     "Provision a small volume of each StorageClass given, as a new workload would: create a "
@@ -109,6 +113,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "$FIOPROBE_STATE_DIR or ~/.local/state/fioprobe); checked on every open: owned by "
         "this user, writable by no one else",
     )
+    parser.add_argument(
+        "--ephemeral-state",
+        action="store_true",
+        help="keep the groups' totals for this invocation only, in a private directory made "
+        "under $TMPDIR and removed at the end (a CronJob's pod without a volume): each push "
+        "reads its group back from the Pushgateway first and continues from it; a run whose "
+        "push fails is lost with it",
+    )
     kube = parser.add_argument_group(
         "Kubernetes API",
         "Default: the pod's own service account ($KUBERNETES_SERVICE_HOST and _PORT, its "
@@ -134,6 +146,42 @@ def _smallest() -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from fioprobe.publish.statefile import StateDir, default_state_dir
+
+    _check(args)
+    deadlines = _deadlines(args.deadline)
+    transport = options.transport(args)
+    client = _client(args)
+    if args.ephemeral_state:
+        # mkdtemp makes it 0700 and ours, under a name no one else can have taken: its parent
+        # (a pod's shared emptyDir, writable by all) is not trusted, nor needed.
+        try:
+            private = Path(tempfile.mkdtemp(prefix="fioprobe-provision-state-"))
+        except OSError as exc:
+            raise UsageError(
+                f"provision: --ephemeral-state: cannot make a private directory under "
+                f"{tempfile.gettempdir()}: {exc.strerror}"
+            ) from None
+        try:
+            return _provision_each(args, StateDir(private), deadlines, transport, client)
+        finally:
+            shutil.rmtree(private, ignore_errors=True)
+    directory = (
+        StateDir(Path(os.path.abspath(args.state_dir)), create_parents=True)
+        if args.state_dir
+        else default_state_dir()
+    )
+    return _provision_each(args, directory, deadlines, transport, client)
+
+
+def _provision_each(
+    args: argparse.Namespace,
+    directory: StateDir,
+    deadlines: dict[Step, float],
+    transport: Transport,
+    client: KubeClient,
+) -> int:
+    """One run per class given, in order, each pushed to its group; the highest exit code."""
     from fioprobe.gateway.transport import PushError
     from fioprobe.grouping import provision_key
     from fioprobe.metrics.provision import ProvisionOutcome
@@ -141,17 +189,7 @@ def run(args: argparse.Namespace) -> int:
     from fioprobe.provision.workload import RunSpec
     from fioprobe.publish.outcome import StateNotKept, WriterConflict
     from fioprobe.publish.provision import publish_provision, state_file
-    from fioprobe.publish.statefile import StateDir, default_state_dir
 
-    _check(args)
-    deadlines = _deadlines(args.deadline)
-    transport = options.transport(args)
-    client = _client(args)
-    directory = (
-        StateDir(Path(os.path.abspath(args.state_dir)), create_parents=True)
-        if args.state_dir
-        else default_state_dir()
-    )
     status: int = ExitCode.OK
     for storage_class in args.storageclass:
         spec = RunSpec(owner=args.owner, storage_class=storage_class, namespace=args.namespace,
@@ -174,8 +212,12 @@ def run(args: argparse.Namespace) -> int:
         try:
             publish_provision(outcome, key, transport, file, lease_seconds=args.writer_lease)
         except PushError as exc:
-            _error(f"provision {shown}: {exc}; the run is kept in {file.path} and goes with "
-                   "the next push")  # fmt: skip
+            kept = (
+                "the run is lost with this invocation's state (--ephemeral-state)"
+                if args.ephemeral_state
+                else f"the run is kept in {file.path} and goes with the next push"
+            )
+            _error(f"provision {shown}: {exc}; {kept}")
             code = ExitCode.PUSH_FAILED
         except WriterConflict as exc:
             _error(f"provision {shown}: FAILED (writer_conflict): {exc}")
@@ -193,6 +235,8 @@ def _check(args: argparse.Namespace) -> None:
     from fioprobe.provision.workload import label_value_problem, namespace_problem, size_problem
     from fioprobe.target.config import valid_owner
 
+    if args.ephemeral_state and args.state_dir:
+        raise UsageError("provision: --state-dir and --ephemeral-state exclude each other")
     for name in args.storageclass:
         problem = node_name_problem(name)  # a StorageClass's name is a DNS subdomain too
         if problem is not None:
