@@ -277,6 +277,9 @@
       burstBalanceVolumeLabel: 'dimension_VolumeId',
       // Window of the stream's fdatasync p99 and of etcd's WAL fsync p99 beside it.
       continuousWindow: '5m',
+      // Window of the provisioning steps' p50/p99 (a duration, not derived from the schedule:
+      // the chart renders the dashboards per probe interval only).
+      provisionWindow: '1h',
       // Extra matchers of node_exporter's node_disk_* series (may be empty).
       nodeExporterSelector: 'job="node-exporter"',
       // Label of node_exporter's series whose value is the Kubernetes node name.

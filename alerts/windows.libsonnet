@@ -169,8 +169,6 @@ function(c)
     continuousBudget: budget,
     // The provisioning probe's, from provisionIntervalSeconds as the probes' from theirs.
     provisionInterval: u.duration(provisionInterval),
-    // The dashboards' rate window of the step histogram: latencyWindowRuns provisioning runs.
-    provisionLatency: u.duration(provisionRuns(c.latencyWindowRuns)),
     provisionFailingRuns: u.duration(provisionRuns(c.provisionOfRuns - 1) + provisionMargin),
     provisionSlowRuns: u.duration(provisionRuns(c.provisionSlowOfRuns - 1) + provisionMargin),
     provisionObjectsLeftRuns: u.duration(provisionRuns(c.provisionObjectsLeftRuns - 1) + provisionMargin),

@@ -174,7 +174,8 @@ function(c)
   // class and step, as the classes it provisions need not be probed by fio at all.
   local provisioned = k.raw(volumes);
   local provisionBy = 'storageclass, node';
-  local provisionWindowText = 'the last %d provisioning runs (%s)' % [c.latencyWindowRuns, c.windows.provisionLatency];
+  local provisionWindow = c.dashboards.provisionWindow;
+  local provisionWindowText = 'the last %s (six runs at the default 10-minute schedule)' % provisionWindow;
   local stepQuantile(q) =
     k.timeSeries(
       'Provisioning step p%s' % q.name,
@@ -188,7 +189,7 @@ function(c)
       's',
       k.target(
         'histogram_quantile(%s, sum by (%s, step, le) (rate(fioprobe_provision_step_duration_seconds_bucket%s[%s]))) >= 0'
-        % [q.q, provisionBy, provisioned, c.windows.provisionLatency],
+        % [q.q, provisionBy, provisioned, provisionWindow],
         '{{storageclass}} {{node}} {{step}}'
       ),
     );
