@@ -83,8 +83,10 @@ def next_run(url: str, storageclass: str, after: float) -> dict[str, Any]:
 
 
 def failure(group: dict[str, Any]) -> dict[str, str] | None:
+    """The last run's failure as {reason, step}, or None (the series also carries the group's
+    labels)."""
     found = samples(group, "fioprobe_provision_failure_reason_info")
-    return found[0][0] if found else None
+    return {key: found[0][0][key] for key in ("reason", "step")} if found else None
 
 
 def probe_objects(kube: Kube) -> list[dict[str, Any]]:
