@@ -17,21 +17,14 @@ import pytest
 import yaml
 from conftest import fioprobe
 from fioprobe.provision.runner import DEADLINES
-from support import kubeapi, services
+from support import kubeapi, provision_api, services
 from support.manifests import jsonnet, problems, render
 
 RBAC = "rbac.authorization.k8s.io/v1"
-#: What a run needs, in the test namespace and cluster-wide: docs/PROVISIONING.md's list.
-NAMESPACED_RULES = [
-    {"apiGroups": [""], "resources": ["persistentvolumeclaims", "pods"],
-     "verbs": ["create", "get", "list", "watch", "delete"]},
-    {"apiGroups": [""], "resources": ["events"], "verbs": ["list", "watch"]},
-]  # fmt: skip
-CLUSTER_RULES = [
-    {"apiGroups": [""], "resources": ["persistentvolumes"], "verbs": ["get", "list", "watch"]},
-    {"apiGroups": ["storage.k8s.io"], "resources": ["storageclasses", "volumeattachments"],
-     "verbs": ["get", "list", "watch"]},
-]  # fmt: skip
+#: What a run needs, in the test namespace and cluster-wide: docs/PROVISIONING.md's list, as
+#: the runner's tests grant it.
+NAMESPACED_RULES = provision_api.NAMESPACED
+CLUSTER_RULES = provision_api.CLUSTER
 
 
 #: The shipped configuration's StorageClasses, in jsonnet.
