@@ -298,12 +298,8 @@ def deployed(
 
 
 def can_i(kube: kubeapi.Kube, verb: str, resource: str, namespace: str | None) -> str:
-    # `pods/exec` would be read as the pod named exec: a subresource is an option of its own.
-    resource, _, subresource = resource.partition("/")
-    where = ["-n", namespace] if namespace else []
-    where += [f"--subresource={subresource}"] if subresource else []
-    result = kube.kubectl("auth", "can-i", verb, resource, *where, f"--as={ACCOUNT}")
-    return result.stdout.strip()
+    args = provision_api.can_i_args(verb, resource, namespace)
+    return kube.kubectl(*args, f"--as={ACCOUNT}").stdout.strip()
 
 
 @pytest.mark.slow
@@ -311,43 +307,7 @@ def test_the_applied_rbac_allows_exactly_what_a_run_needs(
     deployed: tuple[kubeapi.Kube, dict[str, Any], Path],
 ) -> None:
     kube = deployed[0]
-    allowed = (
-        [
-            (verb, resource, "fioprobe-provision")
-            for resource in ("persistentvolumeclaims", "pods")
-            for verb in ("create", "get", "list", "watch", "delete")
-        ]
-        + [(verb, "events", "fioprobe-provision") for verb in ("list", "watch")]
-        + [
-            (verb, resource, None)
-            for resource in (
-                "persistentvolumes",
-                "storageclasses.storage.k8s.io",
-                "volumeattachments.storage.k8s.io",
-            )
-            for verb in ("get", "list", "watch")
-        ]
-    )
-    denied = [
-        (verb, resource, namespace)
-        for namespace in ("fioprobe", "default")
-        for resource in ("persistentvolumeclaims", "pods")
-        for verb in ("create", "get", "list", "watch", "delete")
-    ] + [
-        ("get", "secrets", "fioprobe-provision"),
-        ("list", "secrets", "fioprobe-provision"),
-        ("get", "secrets", "fioprobe"),
-        ("get", "nodes", None),
-        ("list", "nodes", None),
-        ("update", "persistentvolumeclaims", "fioprobe-provision"),
-        ("patch", "pods", "fioprobe-provision"),
-        ("create", "pods/exec", "fioprobe-provision"),
-        ("get", "pods/log", "fioprobe-provision"),
-        ("create", "events", "fioprobe-provision"),
-        ("delete", "persistentvolumes", None),
-        ("create", "storageclasses.storage.k8s.io", None),
-        ("delete", "volumeattachments.storage.k8s.io", None),
-    ]
+    allowed, denied = provision_api.rbac_questions("fioprobe-provision", "fioprobe")
     wrong = [(v, r, n) for v, r, n in allowed if can_i(kube, v, r, n) != "yes"]
     wrong += [(v, r, n) for v, r, n in denied if can_i(kube, v, r, n) != "no"]
     assert wrong == []

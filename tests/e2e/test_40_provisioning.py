@@ -27,7 +27,7 @@ from conftest import (
     pushgateway_groups,
     run_pod,
 )
-from support import services
+from support import provision_api, services
 
 CRONJOB = "fioprobe-provision"
 TEST_NAMESPACE = "fioprobe-provision"
@@ -313,58 +313,12 @@ def killed_while_stopped(pushgateway_url: str, kube: Kube) -> None:
         kube("delete", "pvc", "-n", TEST_NAMESPACE, "e2e-foreign", "--wait=false", check=False)
 
 
-ALLOWED = (
-    [
-        (verb, resource, TEST_NAMESPACE)
-        for resource in ("persistentvolumeclaims", "pods")
-        for verb in ("create", "get", "list", "watch", "delete")
-    ]
-    + [(verb, "events", TEST_NAMESPACE) for verb in ("list", "watch")]
-    + [
-        (verb, resource, None)
-        for resource in (
-            "persistentvolumes",
-            "storageclasses.storage.k8s.io",
-            "volumeattachments.storage.k8s.io",
-        )
-        for verb in ("get", "list", "watch")
-    ]
-)
-DENIED = (
-    [
-        (verb, resource, NAMESPACE)
-        for resource in ("persistentvolumeclaims", "pods")
-        for verb in ("create", "get", "list", "watch", "delete")
-    ]
-    + [
-        (verb, resource, "default")
-        for resource in ("persistentvolumeclaims", "pods")
-        for verb in ("create", "delete")
-    ]
-    + [
-        ("get", "secrets", TEST_NAMESPACE),
-        ("list", "secrets", TEST_NAMESPACE),
-        ("get", "secrets", NAMESPACE),
-        ("get", "nodes", None),
-        ("list", "nodes", None),
-        ("update", "persistentvolumeclaims", TEST_NAMESPACE),
-        ("patch", "pods", TEST_NAMESPACE),
-        ("create", "pods/exec", TEST_NAMESPACE),
-        ("get", "pods/log", TEST_NAMESPACE),
-        ("create", "events", TEST_NAMESPACE),
-        ("delete", "persistentvolumes", None),
-        ("create", "storageclasses.storage.k8s.io", None),
-        ("delete", "volumeattachments.storage.k8s.io", None),
-    ]
-)
+ALLOWED, DENIED = provision_api.rbac_questions(TEST_NAMESPACE, NAMESPACE)
 
 
 def can_i(kube: Kube, verb: str, resource: str, namespace: str | None) -> str:
-    # `pods/exec` would be read as the pod named exec: a subresource is an option of its own.
-    resource, _, subresource = resource.partition("/")
-    where = ["-n", namespace] if namespace else []
-    where += [f"--subresource={subresource}"] if subresource else []
-    return kube("auth", "can-i", verb, resource, *where, "--as", ACCOUNT, check=False).strip()
+    args = provision_api.can_i_args(verb, resource, namespace)
+    return kube(*args, "--as", ACCOUNT, check=False).strip()
 
 
 @pytest.mark.parametrize(("verb", "resource", "namespace"), ALLOWED)

@@ -117,3 +117,59 @@ def prepare(kube: kubeapi.Kube, tmp_path_factory: pytest.TempPathFactory) -> Clu
 
     services.wait_for(granted, timeout=60, what="the bindings to take effect")
     return Cluster(kube, token_file)
+
+
+#: One `kubectl auth can-i` question: verb, resource (`pods/exec`: a subresource), namespace
+#: (None: cluster-wide).
+Question = tuple[str, str, "str | None"]
+
+
+def rbac_questions(
+    test_namespace: str, probe_namespace: str
+) -> tuple[list[Question], list[Question]]:
+    """What the probe's account must be allowed (exactly NAMESPACED in the test namespace and
+    CLUSTER), and a list it must be denied: the same verbs in its own namespace and in
+    `default`, Secrets, Nodes, and every write beside its own."""
+    allowed: list[Question] = [
+        (verb, resource, test_namespace)
+        for resource in ("persistentvolumeclaims", "pods")
+        for verb in ("create", "get", "list", "watch", "delete")
+    ]
+    allowed += [(verb, "events", test_namespace) for verb in ("list", "watch")]
+    allowed += [
+        (verb, resource, None)
+        for resource in ("persistentvolumes", "storageclasses.storage.k8s.io",
+                         "volumeattachments.storage.k8s.io")
+        for verb in ("get", "list", "watch")
+    ]  # fmt: skip
+    denied: list[Question] = [
+        (verb, resource, namespace)
+        for namespace in (probe_namespace, "default")
+        for resource in ("persistentvolumeclaims", "pods")
+        for verb in ("create", "get", "list", "watch", "delete")
+    ]
+    denied += [
+        ("get", "secrets", test_namespace),
+        ("list", "secrets", test_namespace),
+        ("get", "secrets", probe_namespace),
+        ("get", "nodes", None),
+        ("list", "nodes", None),
+        ("update", "persistentvolumeclaims", test_namespace),
+        ("patch", "pods", test_namespace),
+        ("create", "pods/exec", test_namespace),
+        ("get", "pods/log", test_namespace),
+        ("create", "events", test_namespace),
+        ("delete", "persistentvolumes", None),
+        ("create", "storageclasses.storage.k8s.io", None),
+        ("delete", "volumeattachments.storage.k8s.io", None),
+    ]
+    return allowed, denied
+
+
+def can_i_args(verb: str, resource: str, namespace: str | None) -> list[str]:
+    """`kubectl auth can-i`'s arguments: `pods/exec` would be read as the pod named exec, so a
+    subresource is an option of its own."""
+    resource, _, subresource = resource.partition("/")
+    where = ["-n", namespace] if namespace else []
+    where += [f"--subresource={subresource}"] if subresource else []
+    return ["auth", "can-i", verb, resource, *where]
