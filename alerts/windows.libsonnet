@@ -128,11 +128,13 @@ function(c)
           && std.length([s for s in u.provisionSteps if !std.objectHas(stepThresholds.default, s)]) == 0,
           'provisionStepWarningSeconds.default must give every step a threshold (%s): it is what every '
           % std.join(', ', u.provisionSteps) + 'volume type not listed, and every step a type does not list, is judged by'),
-    check(std.all([
-            std.isNumber(stepThresholds[t][s]) && stepThresholds[t][s] > 0
+    // No std.all: the mixin renders with jsonnet 0.18 (Debian's), which lacks it.
+    check(std.length([
+            s
             for t in std.objectFields(stepThresholds)
             for s in std.objectFields(stepThresholds[t])
-          ]),
+            if !(std.isNumber(stepThresholds[t][s]) && stepThresholds[t][s] > 0)
+          ]) == 0,
           'provisionStepWarningSeconds: every threshold must be a positive number of seconds'),
     check(u.seconds(c.lostGroupMemory) >= 2 * provisionStale,
           'lostGroupMemory (%s) must be at least twice the provisioning stale threshold (%s): a lost '

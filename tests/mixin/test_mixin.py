@@ -111,8 +111,12 @@ RECORD_NAMES = {
     "provision:fioprobe_provision_runs_total:objects_left",
     "provision:fioprobe_provision_runs_total:slow_step",
 }
-#: The deployment's group: the probes and streams it runs ...
-EXPECTED_RECORD_NAMES = {"probe:fioprobe_expected:info", "stream:fioprobe_continuous_expected:info"}
+#: The deployment's group: the probes, streams and provisioned classes it runs ...
+EXPECTED_RECORD_NAMES = {
+    "probe:fioprobe_expected:info",
+    "stream:fioprobe_continuous_expected:info",
+    "provision:fioprobe_provision_expected:info",
+}
 #: ... and with per-node probes, those expected on every node that runs them.
 PER_NODE_EXPECTED_RECORD_NAMES = EXPECTED_RECORD_NAMES | {
     "probe:fioprobe_expected_per_node:info",
@@ -549,6 +553,17 @@ def test_committed_rules_are_what_the_generator_renders(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(r.name for r in RULE_FILES), (
         "temporary file left behind"
     )
+
+
+def test_the_mixin_renders_the_same_with_the_oldest_jsonnet_it_supports() -> None:
+    """Users import the mixin with whatever jsonnet they have, and the demo renders its rules
+    with Debian's (C++, 0.18, which lacks std.all and std.any): the whole mixin must evaluate
+    there to what go-jsonnet, which renders the committed files, makes of it."""
+    whole = "local m = import 'mixin.libsonnet'; [m.prometheusAlerts, m.prometheusRules, m.grafanaDashboards]"
+    old = run(tool("jsonnet"), "-J", ".", "-J", "vendor", "-e", whole, check=False)
+    assert old.returncode == 0, f"Debian's jsonnet cannot render the mixin:\n{old.stderr}"
+    new = run(tool("go-jsonnet"), "-J", ".", "-J", "vendor", "-e", whole)
+    assert json.loads(old.stdout) == json.loads(new.stdout)
 
 
 def test_mixin_entry_point_fields() -> None:
