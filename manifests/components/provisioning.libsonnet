@@ -14,8 +14,10 @@
 //   of StorageClasses (the binding mode, the reclaim policy), PersistentVolumes (the bound
 //   volume and its deletion) and VolumeAttachments (attach and detach). Nothing else: no
 //   Secret, no node, nothing written outside that namespace.
-// The classes run one after the other in one Job (the command's order), never at once: two
-// runs would share a node's attach slots and time each other's waits. The state (the groups'
+// The classes run one after the other in one Job (the command's order): two runs the
+// scheduler places may share a node's attach slots and time each other's waits. A class given
+// provisioning.nodes runs once per node, up to maxParallel at once (runs on different nodes
+// share no node). The state (the groups'
 // counters) is the invocation's own (--ephemeral-state, a private directory in the emptyDir
 // at /tmp): a state that is new at every run reads its group back from the Pushgateway
 // before it pushes (exporter/fioprobe/publish/outcome.py), so no volume of any class is
@@ -32,6 +34,7 @@ function(config, probes) {
   local p = c.provisioning,
   local pgw = c.pushgateway,
   local classNames = provisioning.classes(c),
+  local unknownNodeClasses = [n for n in std.objectFields(p.nodes) if !std.member(classNames, n)],
   local name = 'fioprobe-provision',
   local labels = common.labels(c, 'provision'),
   local authDir = '/var/run/secrets/fioprobe/pushgateway-auth',
@@ -56,7 +59,7 @@ function(config, probes) {
     volume_deleted: 300,
   },
   local stepDeadlinesSeconds = std.foldl(function(sum, v) sum + v, std.objectValues(defaultDeadlines + p.deadlines), 0),
-  local activeDeadline = std.length(classNames) * (stepDeadlinesSeconds + pushCalls * pgw.timeoutSeconds * pgw.attempts) + 60,
+  local activeDeadline = provisioning.rounds(c) * (stepDeadlinesSeconds + pushCalls * pgw.timeoutSeconds * pgw.attempts) + 60,
 
   // The groups go to the first replica: one home per group whatever the replica count, so
   // nothing moves when it changes (the probes' groups are spread by their key instead).
@@ -84,6 +87,9 @@ function(config, probes) {
   objects: if !p.enabled || std.length(classNames) == 0 then {} else {
     assert !std.member(taken, p.namespace) && !std.startsWith(p.namespace, 'kube-') && !std.startsWith(p.namespace, 'openshift') :
            "fioprobe manifests config: provisioning.namespace %s is a namespace of its own use (the deployment's, the cluster's or Prometheus'); the test claims and pods need one that holds nothing else" % p.namespace,
+    assert unknownNodeClasses == [] :
+           'fioprobe manifests config: provisioning.nodes names %s, not a class the probe provisions (%s)'
+           % [std.join(', ', unknownNodeClasses), std.join(', ', classNames)],
     namespace: {
       apiVersion: 'v1',
       kind: 'Namespace',
@@ -182,6 +188,12 @@ function(config, probes) {
                              '--ephemeral-state',
                            ]
                            + std.flattenArrays([['--storageclass', n] for n in classNames])
+                           + std.flattenArrays([
+                             ['--nodes', '%s=%s' % [n, std.join(',', provisioning.nodesOf(c, n))]]
+                             for n in classNames
+                             if provisioning.nodesOf(c, n) != []
+                           ])
+                           + (if std.length(std.objectFields(p.nodes)) == 0 then [] else ['--max-parallel', '%d' % p.maxParallel])
                            + std.flattenArrays([['--deadline', '%s=%d' % [step, p.deadlines[step]]] for step in std.objectFields(p.deadlines)])
                            // The platform assigns the test pods' user and fsGroup, as this pod's.
                            + (if common.assignsIds(c) then ['--platform', 'openshift'] else [])

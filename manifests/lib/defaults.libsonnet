@@ -28,6 +28,22 @@ local wholeNumber(default, min, max=null) = p.check(
   { type: 'integer', minimum: min } + (if max == null then {} else { maximum: max }),
 );
 
+// A DNS subdomain (RFC 1123), what Kubernetes names nodes and StorageClasses with: what
+// `fioprobe provision` refuses must fail here, not in every run of an installed CronJob.
+local subdomainPattern = '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$';
+local isSubdomain(v) =
+  local chars = std.stringChars(v);
+  local alnum(ch) = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
+  std.length(v) >= 1 && std.length(v) <= 253 && alnum(chars[0]) && alnum(chars[std.length(v) - 1])
+  && std.length([ch for ch in chars if !(alnum(ch) || ch == '-' || ch == '.')]) == 0;
+
+local subdomain(what) = p.check(
+  p.type('string'),
+  isSubdomain,
+  'must be a %s: lower-case letters, digits, - and ., starting and ending with a letter or digit, at most 253 characters' % what,
+  { maxLength: 253, pattern: subdomainPattern },
+);
+
 // A whole number of bytes from `min` to `max`, a string fioprobe reads as a size
 // (4096, 4Mi, 1.5Gi: lib/common.libsonnet's quantityBytes). JSON Schema checks the form;
 // the chart's templates check the range (fioprobe.validate).
@@ -327,8 +343,25 @@ local name = p.required(nonEmpty(p.type('string')));
     }),
     '#schedule':: 'A cron schedule instead of everyMinutes with its start-time offset; null: none.',
     schedule: p.nullable(nonEmpty(p.type('string'))),
+    // A class whose volumes are local to a node (local-path, TopoLVM, OpenEBS LocalPV) gets
+    // a run per node listed, each pod required onto its node; runs on different nodes share
+    // no attach slot, so up to maxParallel of them overlap (every other run is alone).
+    '#nodes':: 'Classes bound to nodes: class name -> the nodes to provision it on, a run each.',
+    nodes: p.check(
+      p.map({}, 'array'),
+      function(v) std.length([
+        k
+        for k in std.objectFields(v)
+        if v[k] != null && (std.length(v[k]) == 0 || std.length(std.set(v[k])) != std.length(v[k])
+                            || std.length([n for n in v[k] if !std.isString(n) || !isSubdomain(n)]) > 0)
+      ]) == 0,
+      'each class must list at least one node, each a node name (lower-case letters, digits, - and .), once',
+      { additionalProperties: { type: 'array', minItems: 1, uniqueItems: true, items: { type: 'string', maxLength: 253, pattern: subdomainPattern } } },
+    ),
+    '#maxParallel':: 'How many runs of one class in nodes overlap, each on its own node (1 to 64).',
+    maxParallel: wholeNumber(4, 1, 64),
     '#storageClasses':: 'More StorageClasses to provision (names), beside the storageClasses entries.',
-    storageClasses: p.check(p.list(nonEmpty(p.type('string'))), function(v) std.length(std.set(v)) == std.length(v), 'must not name a class twice', { uniqueItems: true }),
+    storageClasses: p.check(p.list(subdomain('StorageClass name')), function(v) std.length(std.set(v)) == std.length(v), 'must not name a class twice', { uniqueItems: true }),
     // Each step's limit (docs/PROVISIONING.md, "Steps"): a step that takes longer fails the
     // run with reason `deadline`; the defaults (fioprobe provision --help) fit an EBS attach.
     '#deadlines':: 'Seconds each step may take before the run fails in it (1 to 3600); unset: the default.',

@@ -63,9 +63,10 @@ local provisioning = import 'provisioning.libsonnet';
       { storageclass: c.etcd.name },
     ],
     // The provisioning probe (components/provisioning.libsonnet): its schedule, and one group
-    // per class its CronJob provisions (no node: the scheduler places each run).
+    // per class its CronJob provisions (no node: the scheduler places each run), or per node
+    // of a class given provisioning.nodes.
     provisionIntervalSeconds: c.provisioning.everyMinutes * 60,
-    expectedProvisioning: [{ storageclass: n } for n in provisioning.classes(c)],
+    expectedProvisioning: provisioning.groups(c),
     expectedStreams: if !c.continuous.enabled then [] else (
       (if c.continuous.etcd && c.etcd.enabled then [{ storageclass: c.etcd.name, node: node } for node in c.etcd.nodes] else [])
       + (if c.continuous.storageClasses then [{ storageclass: sc.name } for sc in c.storageClasses] else [])

@@ -598,6 +598,7 @@ NUMERIC_OPTIONS = [
     ("provision", "--timeout", SECONDS, "0.1", "600", "0", "601"),
     ("provision", "--attempts", WHOLE, "1", "10", "0", "11"),
     ("provision", "--writer-lease", SECONDS, "1", "604800", "0.5", "604801"),
+    ("provision", "--max-parallel", WHOLE, "1", "64", "0", "65"),
 ]
 
 

@@ -470,6 +470,27 @@ def test_a_provisioning_interval_without_rules_is_refused(minutes: int) -> None:
     assert "at '/provisioning/everyMinutes': value must be one of 5, 10, 15, 30" in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("provisioning", "message"),
+    [
+        ({"nodes": {"local-pth": ["w1"]}},
+         "provisioning.nodes names local-pth, not a class the probe provisions (fast)"),
+        ({"nodes": {"fast": []}}, "at '/provisioning/nodes/fast': minItems: got 0, want 1"),
+        ({"nodes": {"fast": ["W1"]}}, "at '/provisioning/nodes/fast/0': 'W1' does not match"),
+        ({"nodes": {"fast": ["w1", "w1"]}},
+         "at '/provisioning/nodes/fast': items at 0 and 1 are equal"),
+        ({"maxParallel": 0}, "at '/provisioning/maxParallel': minimum: got 0, want 1"),
+    ],
+)  # fmt: skip
+def test_nodes_that_no_run_could_use_are_refused(
+    provisioning: dict[str, Any], message: str
+) -> None:
+    """What `fioprobe provision` would refuse at every run of the CronJob fails the install."""
+    result = helm_template({"provisioning": {"storageClasses": ["fast"], **provisioning}})
+    assert result.returncode != 0
+    assert message in result.stderr, result.stderr
+
+
 def test_the_five_minute_rules_are_the_committed_rule_file() -> None:
     committed = yaml.safe_load((REPO / "alerts" / "out" / "rules.yaml").read_text())["groups"]
     assert of_kind(objects(), "PrometheusRule")["fioprobe"]["spec"]["groups"] == committed

@@ -38,11 +38,13 @@ def entry(name: str, **fields: str) -> str:
 
 
 def objects(overrides: str = "{}") -> dict[str, Any]:
-    """The provisioning component's objects and the Pushgateway's NetworkPolicy for a
-    configuration (manifests/main.libsonnet; only what is asked for is evaluated)."""
+    """The provisioning component's objects, the Pushgateway's NetworkPolicy and the groups the
+    mixin expects for a configuration (manifests/main.libsonnet; only what is asked for is
+    evaluated)."""
     proc = jsonnet(
         f"local all = (import 'manifests/main.libsonnet')(overrides={overrides});"
-        " { provisioning: all.provisioning, pushgatewayPolicy: all.pushgateway.networkPolicy }"
+        " { provisioning: all.provisioning, pushgatewayPolicy: all.pushgateway.networkPolicy,"
+        " expected: all.mixinConfig.expectedProvisioning }"
     )
     assert proc.returncode == 0, proc.stderr
     rendered: dict[str, Any] = json.loads(proc.stdout)
@@ -194,6 +196,27 @@ def test_deadlines_and_the_schedule_reach_the_command() -> None:
     assert explicit["cronJob"]["spec"]["schedule"] == "7 * * * *"
 
 
+def test_a_class_given_nodes_runs_on_each_and_is_expected_on_each() -> None:
+    """Its runs on their nodes, up to maxParallel at once: the Job's deadline counts them in
+    rounds (three nodes two at a time: two rounds), and the mixin expects a group per node."""
+    rendered = objects(
+        "{ provisioning: { storageClasses: ['local-path'], maxParallel: 2,"
+        " nodes: { 'local-path': ['w1', 'w2', 'w3'] } } }"
+    )
+    p = rendered["provisioning"]
+    args = command(p["cronJob"])
+    assert values(args, "--storageclass") == ["gp2", "gp3", "local-path"]
+    assert values(args, "--nodes") == ["local-path=w1,w2,w3"]
+    assert values(args, "--max-parallel") == ["2"]
+    per_class = sum(DEADLINES.values()) + 4 * 30
+    assert p["cronJob"]["spec"]["jobTemplate"]["spec"]["activeDeadlineSeconds"] == (
+        (2 + 2) * per_class + 60
+    )
+    per_node = [{"storageclass": "local-path", "node": n} for n in ("w1", "w2", "w3")]
+    assert rendered["expected"] == [{"storageclass": "gp2"}, {"storageclass": "gp3"}, *per_node]
+    assert values(command(objects()["provisioning"]["cronJob"]), "--max-parallel") == []
+
+
 def test_on_openshift_the_platform_assigns_the_pods_ids() -> None:
     """Neither the CronJob's pod nor the test pods it makes name a user or fsGroup there:
     restricted-v2 assigns them and refuses a pod that names others."""
@@ -229,6 +252,26 @@ def test_on_openshift_the_platform_assigns_the_pods_ids() -> None:
             'provisioning.storageClasses: must not name a class twice, got ["a","a"]',
         ),
         (
+            "{ provisioning: { nodes: { 'local-path': [] } } }",
+            "provisioning.nodes: each class must list at least one node, each a node name "
+            '(lower-case letters, digits, - and .), once, got {"local-path":[]}',
+        ),
+        (
+            "{ provisioning: { nodes: { 'local-path': ['W1'] } } }",
+            "provisioning.nodes: each class must list at least one node, each a node name "
+            '(lower-case letters, digits, - and .), once, got {"local-path":["W1"]}',
+        ),
+        (
+            "{ provisioning: { maxParallel: 0 } }",
+            "provisioning.maxParallel: must be a whole number from 1 to 64, got 0",
+        ),
+        (
+            "{ provisioning: { storageClasses: ['Fast_SSD'] } }",
+            "provisioning.storageClasses[0]: must be a StorageClass name: lower-case letters, "
+            "digits, - and ., starting and ending with a letter or digit, at most 253 "
+            'characters, got "Fast_SSD"',
+        ),
+        (
             f"{{ storageClasses: [{entry('x', provision='yes')}] }}",
             'storageClasses[0].provision: expected boolean, got string "yes"',
         ),
@@ -252,6 +295,16 @@ def test_the_test_namespace_must_hold_nothing_else(namespace: str) -> None:
         f"RUNTIME ERROR: fioprobe manifests config: provisioning.namespace {namespace} is a "
         "namespace of its own use (the deployment's, the cluster's or Prometheus'); the test "
         "claims and pods need one that holds nothing else"
+    )
+
+
+def test_nodes_of_a_class_not_provisioned_are_refused() -> None:
+    overrides = "{ provisioning: { nodes: { 'local-pth': ['w1'] } } }"
+    proc = jsonnet(f"(import 'manifests/main.libsonnet')(overrides={overrides}).provisioning")
+    assert proc.returncode != 0
+    assert proc.stderr.splitlines()[0] == (
+        "RUNTIME ERROR: fioprobe manifests config: provisioning.nodes names local-pth, not a "
+        "class the probe provisions (gp2, gp3)"
     )
 
 

@@ -559,7 +559,10 @@ def test_the_mixin_renders_the_same_with_the_oldest_jsonnet_it_supports() -> Non
     """Users import the mixin with whatever jsonnet they have, and the demo renders its rules
     with Debian's (C++, 0.18, which lacks std.all and std.any): the whole mixin must evaluate
     there to what go-jsonnet, which renders the committed files, makes of it."""
-    whole = "local m = import 'mixin.libsonnet'; [m.prometheusAlerts, m.prometheusRules, m.grafanaDashboards]"
+    whole = (
+        "local m = import 'mixin.libsonnet';"
+        " [m.prometheusAlerts, m.prometheusRules, m.grafanaDashboards]"
+    )
     old = run(tool("jsonnet"), "-J", ".", "-J", "vendor", "-e", whole, check=False)
     assert old.returncode == 0, f"Debian's jsonnet cannot render the mixin:\n{old.stderr}"
     new = run(tool("go-jsonnet"), "-J", ".", "-J", "vendor", "-e", whole)

@@ -10,6 +10,8 @@ and one Pushgateway serve the whole module; each test uses groups of its own.
 from __future__ import annotations
 
 import json
+import threading
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -188,7 +190,8 @@ def test_an_unreachable_pushgateway_exits_4_and_the_next_run_pushes_both(
 ) -> None:
     state = tmp_path / "state"
     nowhere = f"http://127.0.0.1:{services.free_port()}"
-    args = ("--storageclass", "nowhere-wait", "--node", "node-3", "--deadline", "scheduled=2")
+    args = ("--storageclass", "nowhere-wait", "--nodes", "nowhere-wait=node-3",
+            "--deadline", "scheduled=2")  # fmt: skip
     code, out, err = _provision(cluster, nowhere, state, *args, "--attempts", "1")
     assert code == 4, (out, err)
     assert out.startswith("nowhere-wait on node-3: FAILED (deadline in scheduled) after "), out
@@ -206,6 +209,73 @@ def test_an_unreachable_pushgateway_exits_4_and_the_next_run_pushes_both(
                   reason="deadline", step="scheduled") == 1  # fmt: skip
 
 
+def test_a_class_given_nodes_runs_once_per_node_at_most_max_parallel_at_once(
+    cluster: Cluster, gateway: services.Service, tmp_path: Path
+) -> None:
+    """Three nodes, two at a time: each run's pod is required onto its own node (by its name,
+    matchFields: a node's hostname label may differ from its name), each run is
+    pushed to its own group (storageclass, node), and no more than two runs' pods ever exist
+    at once, while two do (the runs overlap). Another class given beside it runs once, alone."""
+    name, nodes = "per-node-wait", ("pn-a", "pn-b", "pn-c")
+    cluster.kube.apply(provision_api.storage_class(name, "WaitForFirstConsumer"))
+    client = cluster.client()
+    seen: dict[str, str] = {}  # pod name -> the node its affinity requires
+    most = 0
+    troubles: list[Exception] = []
+    stop = threading.Event()
+
+    def watch_pods() -> None:
+        nonlocal most
+        deadline = time.monotonic() + 110
+        while not stop.is_set() and time.monotonic() < deadline:
+            try:
+                pods, _ = client.list_objects(f"/api/v1/namespaces/{NAMESPACE}/pods", what="pods")
+            except Exception as exc:  # the test fails on it below, not the thread alone
+                troubles.append(exc)
+                return
+            ours = {}
+            for pod in pods:
+                terms = (pod["spec"].get("affinity", {}).get("nodeAffinity", {})
+                         .get("requiredDuringSchedulingIgnoredDuringExecution", {})
+                         .get("nodeSelectorTerms", []))  # fmt: skip
+                values = [v for t in terms for e in t.get("matchFields", [])
+                          if e["key"] == "metadata.name" for v in e["values"]]  # fmt: skip
+                if len(values) == 1 and values[0] in nodes:
+                    ours[pod["metadata"]["name"]] = values[0]
+            seen.update(ours)
+            most = max(most, len(ours))
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch_pods, daemon=True)
+    watcher.start()
+    try:
+        code, out, err = _provision(
+            cluster, gateway.url, tmp_path / "state", "--storageclass", name,
+            "--storageclass", "nowhere-immediate", "--nodes", f"{name}={','.join(nodes)}",
+            "--max-parallel", "2", "--deadline", "scheduled=3", "--deadline", "bound=1",
+        )  # fmt: skip
+    finally:
+        stop.set()
+        watcher.join(30)
+    assert not troubles, troubles
+    assert code == 1, (out, err)
+    lines = out.splitlines()
+    assert sorted(line.split(":")[0] for line in lines[:3]) == [f"{name} on {n}" for n in nodes]
+    assert all(": FAILED (deadline in scheduled) after " in line for line in lines[:3]), out
+    assert lines[3].startswith("nowhere-immediate: FAILED (deadline in bound)"), out
+    assert "Traceback" not in err
+    assert sorted(seen.values()) == list(nodes), seen  # one pod per node, each required there
+    assert most == 2, f"at most {most} runs' pods at once (want 2 of 3 with --max-parallel 2)"
+    for node in nodes:
+        group = _group(gateway, storageclass=name, node=node)
+        assert group is not None, node
+        assert _value(group, "fioprobe_provision_runs_total") == 1
+        assert _value(group, "fioprobe_provision_failure_reason_info",
+                      reason="deadline", step="scheduled") == 1  # fmt: skip
+    assert _group(gateway, storageclass=name) is None  # no group without a node
+    assert not {n for n in cluster.names("pods") | cluster.names("pvc") if "per-node" in n}
+
+
 #: Every refused argument and its exact message (after "fioprobe: error: "). The base
 #: command is valid but for the argument tested; nothing reaches the API or the gateway.
 REFUSED: list[tuple[list[str], str]] = [
@@ -220,9 +290,23 @@ REFUSED: list[tuple[list[str], str]] = [
      "lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, "
      "at most 253 characters"),
     (["--storageclass", "gp3"], "provision: --storageclass names a class twice: give each once"),
-    (["--node", "Node_1"], "provision: --node 'Node_1' must be a node name: lower-case "
+    (["--nodes", "gp3"], "provision: --nodes 'gp3' is not CLASS=NODE[,NODE...]"),
+    (["--nodes", "gp3="], "provision: --nodes 'gp3=' is not CLASS=NODE[,NODE...]"),
+    (["--nodes", "gp2=n1"], "provision: --nodes 'gp2=n1': 'gp2' is not a class given with "
+     "--storageclass"),
+    (["--nodes", "gp3=n1", "--nodes", "gp3=n2"],
+     "provision: --nodes names class gp3 twice: give each once"),
+    (["--nodes", "gp3=n1,Node_1"], "provision: --nodes gp3: 'Node_1' must be a node name: "
+     "lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at "
+     "most 253 characters"),
+    (["--nodes", "gp3=n1,,n2"], "provision: --nodes gp3: '' must be a node name: lower-case "
      "letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 "
      "characters"),
+    (["--nodes", "gp3=n1,n2,n1"], "provision: --nodes gp3: names a node twice: give each once"),
+    (["--nodes", "gp3=" + ",".join(f"n{i}" for i in range(1001))],
+     "provision: --nodes gp3: 1001 nodes, at most 1000"),
+    (["--max-parallel", "0"], "provision: argument --max-parallel: must be a whole number from "
+     "1 to 64: '0' (see fioprobe provision --help)"),
     (["--owner", ""], "provision: --owner must not be empty"),
     (["--owner", "x" * 64], f"provision: --owner {'x' * 64!r} is not a Kubernetes label value "
      "(at most 63 characters: letters, digits, '-', '_', '.', starting and ending with a "

@@ -102,8 +102,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
         ]
     },
     "per-node": PER_NODE,
-    # The provisioning probe: a class off, one shared by two entries, classes of its own, its
-    # deadlines, schedule and namespace, an existing Pushgateway with auth (its arguments).
+    # The provisioning probe: a class off, one shared by two entries, classes of its own, one
+    # run per node of one, its deadlines, schedule and namespace, an existing Pushgateway with
+    # auth (its arguments).
     "provisioning": {
         "storageClasses": [
             {
@@ -131,6 +132,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
             "schedule": "3 */2 * * *",
             "storageClasses": ["local-path", "fast"],
             "deadlines": {"bound": 60, "volume_deleted": 900},
+            "nodes": {"local-path": ["w1", "w2", "w3"]},
+            "maxParallel": 2,
         },
         "pushgateway": {"url": "https://pgw.example:9443", "auth": {"enabled": True}},
     },

@@ -102,10 +102,9 @@ than a static series.
   "labels" (dict "storageclass" $v.etcd.name)) }}
 {{- end }}
 {{- end }}
-{{- /* The provisioning probe's groups: one per class its CronJob provisions. */}}
-{{- range include "fioprobe.provisioning.classes" $ | fromJsonArray }}
-{{- $rules = append $rules (dict "record" $records.expectedProvision "expr" "vector(1)" "labels"
-  (dict "storageclass" .)) }}
+{{- /* The provisioning probe's groups: one per class its CronJob provisions, or per node given. */}}
+{{- range include "fioprobe.provisioning.groups" $ | fromJsonArray }}
+{{- $rules = append $rules (dict "record" $records.expectedProvision "expr" "vector(1)" "labels" .) }}
 {{- end }}
 {{- toJson $rules -}}
 {{- end }}

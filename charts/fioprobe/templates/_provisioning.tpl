@@ -35,5 +35,46 @@ calls of a push from a new state, plus a minute.
 {{- $perClass := 0 -}}
 {{- range $steps }}{{ $perClass = add $perClass (int .) }}{{ end -}}
 {{- $push := mul 4 (int $v.pushgateway.timeoutSeconds) (int $v.pushgateway.attempts) -}}
-{{- add (mul (len (include "fioprobe.provisioning.classes" . | fromJsonArray)) (add $perClass $push)) 60 -}}
+{{- add (mul (include "fioprobe.provisioning.rounds" . | int) (add $perClass $push)) 60 -}}
+{{- end }}
+
+{{/*
+How many runs, one after the other, one Job makes at most: each class's run alone, a class
+given provisioning.nodes in rounds of maxParallel (the command's --max-parallel).
+*/}}
+{{- define "fioprobe.provisioning.rounds" -}}
+{{- $p := .Values.provisioning -}}
+{{- $rounds := 0 -}}
+{{- range include "fioprobe.provisioning.classes" . | fromJsonArray -}}
+{{- $nodes := get $p.nodes . | default list -}}
+{{- $rounds = add $rounds (max 1 (div (add (len $nodes) (sub $p.maxParallel 1)) $p.maxParallel)) -}}
+{{- end -}}
+{{- $rounds -}}
+{{- end }}
+
+{{/*
+The groups the probe pushes, as a JSON list of label sets: a class's, or one per node of a
+class given provisioning.nodes. Fails on a provisioning.nodes key that is no class provisioned.
+*/}}
+{{- define "fioprobe.provisioning.groups" -}}
+{{- $p := .Values.provisioning -}}
+{{- $classes := include "fioprobe.provisioning.classes" . | fromJsonArray -}}
+{{- if $classes -}}
+{{- $unknown := list -}}
+{{- range keys $p.nodes | sortAlpha }}{{ if not (has . $classes) }}{{ $unknown = append $unknown . }}{{ end }}{{ end -}}
+{{- if $unknown -}}
+{{- fail (printf "provisioning.nodes names %s, not a class the probe provisions (%s)" (join ", " $unknown)
+  (join ", " $classes)) -}}
+{{- end -}}
+{{- end -}}
+{{- $groups := list -}}
+{{- range $class := $classes -}}
+{{- $nodes := get $p.nodes $class | default list -}}
+{{- if $nodes -}}
+{{- range $nodes }}{{ $groups = append $groups (dict "storageclass" $class "node" .) }}{{ end -}}
+{{- else -}}
+{{- $groups = append $groups (dict "storageclass" $class) -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $groups -}}
 {{- end }}

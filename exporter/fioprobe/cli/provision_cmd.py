@@ -5,8 +5,9 @@ a claim and a pod that writes through it, every step timed, both deleted, the de
 timed; then the run is merged into its group's totals and pushed (job="fioprobe_provision",
 storageclass[, node]), the same way and with the same state files as the fio probes' pushes.
 Every argument is checked before the first run: a bad one runs nothing and pushes nothing.
-The classes run one after the other, never at once: two runs would share the node's attach
-slots and time each other's waits.
+The classes run one after the other: two runs the scheduler places may land on one node,
+share its attach slots and time each other's waits. A class bound to nodes (--nodes) runs
+once per node, up to --max-parallel at once: runs on different nodes share no node.
 """
 
 from __future__ import annotations
@@ -16,12 +17,16 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fioprobe.cli import options
-from fioprobe.cli.argtypes import seconds
+from fioprobe.cli.argtypes import seconds, whole
 from fioprobe.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
@@ -46,6 +51,10 @@ DESCRIPTION = (
 #: to an hour (beyond it a step is broken, whatever the class).
 _deadline_seconds = seconds(1, 3600)
 DEFAULT_OWNER = "default"
+DEFAULT_MAX_PARALLEL = 4
+#: The nodes one --nodes may name: a run each, and each a claim and a pod at once (up to
+#: --max-parallel); a cluster with more nodes splits its classes or its nodes.
+MAX_NODES = 1000
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -57,10 +66,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a StorageClass to provision from (repeatable: one run each, in order)",
     )
     parser.add_argument(
-        "--node",
-        metavar="NODE",
-        help="run the pods on this node (node affinity, not nodeName): for classes bound to "
-        "nodes (local volumes); the group gets node=NODE (default: the scheduler's choice)",
+        "--nodes",
+        action="append",
+        default=[],
+        metavar="CLASS=NODE[,NODE...]",
+        help="run CLASS (one given with --storageclass) once on each NODE, by node affinity "
+        "(not nodeName), each run pushed to its own group with node=NODE: for classes whose "
+        "volumes are local to a node (repeatable, each class once; default: one run where "
+        "the scheduler places it)",
+    )
+    parser.add_argument(
+        "--max-parallel",
+        type=whole(1, 64),
+        default=DEFAULT_MAX_PARALLEL,
+        metavar="N",
+        help="how many runs of one class given --nodes overlap, each on its own node, 1 to "
+        "64; every other run is alone: two runs the scheduler places may share a node's "
+        f"attach slots and time each other's waits (default: {DEFAULT_MAX_PARALLEL})",
     )
     parser.add_argument(
         "--namespace",
@@ -149,6 +171,7 @@ def run(args: argparse.Namespace) -> int:
     from fioprobe.publish.statefile import StateDir, default_state_dir
 
     _check(args)
+    nodes_of = _nodes(args.nodes, args.storageclass)
     deadlines = _deadlines(args.deadline)
     transport = options.transport(args)
     client = _client(args)
@@ -163,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
                 f"{tempfile.gettempdir()}: {exc.strerror}"
             ) from None
         try:
-            return _provision_each(args, StateDir(private), deadlines, transport, client)
+            return _provision_each(args, nodes_of, StateDir(private), deadlines, transport, client)
         finally:
             shutil.rmtree(private, ignore_errors=True)
     directory = (
@@ -171,62 +194,92 @@ def run(args: argparse.Namespace) -> int:
         if args.state_dir
         else default_state_dir()
     )
-    return _provision_each(args, directory, deadlines, transport, client)
+    return _provision_each(args, nodes_of, directory, deadlines, transport, client)
 
 
 def _provision_each(
     args: argparse.Namespace,
+    nodes_of: dict[str, list[str]],
     directory: StateDir,
     deadlines: dict[Step, float],
     transport: Transport,
     client: KubeClient,
 ) -> int:
-    """One run per class given, in order, each pushed to its group; the highest exit code."""
-    from fioprobe.gateway.transport import PushError
-    from fioprobe.grouping import provision_key
-    from fioprobe.metrics.provision import ProvisionOutcome
-    from fioprobe.provision.runner import ProvisionRun
-    from fioprobe.provision.workload import RunSpec
-    from fioprobe.publish.outcome import StateNotKept, WriterConflict
-    from fioprobe.publish.provision import publish_provision, state_file
-
+    """One run per class given, in order, each pushed to its group; a class given --nodes
+    runs on each of its nodes, up to --max-parallel at once. The highest exit code."""
+    runs = _Runs(args, directory, deadlines, transport, client)
     status: int = ExitCode.OK
     for storage_class in args.storageclass:
+        nodes = nodes_of.get(storage_class, [])
+        if not nodes:
+            status = max(status, runs.one(storage_class, None))
+            continue
+        workers = min(args.max_parallel, len(nodes))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="provision") as pool:
+            status = max(status, *pool.map(partial(runs.one, storage_class), nodes))
+    return status
+
+
+@dataclass
+class _Runs:
+    """What every run of one invocation shares: its arguments, state, push and API."""
+
+    args: argparse.Namespace
+    directory: StateDir
+    deadlines: dict[Step, float]
+    transport: Transport
+    client: KubeClient
+    #: A run's lines are printed together: runs on several nodes end in any order.
+    printing: threading.Lock = field(default_factory=threading.Lock)
+
+    def one(self, storage_class: str, node: str | None) -> int:
+        """One run of `storage_class` (on `node`), pushed to its group; its exit code."""
+        from fioprobe.gateway.transport import PushError
+        from fioprobe.grouping import provision_key
+        from fioprobe.metrics.provision import ProvisionOutcome
+        from fioprobe.provision.runner import ProvisionRun
+        from fioprobe.provision.workload import RunSpec
+        from fioprobe.publish.outcome import StateNotKept, WriterConflict
+        from fioprobe.publish.provision import publish_provision, state_file
+
+        args = self.args
         spec = RunSpec(owner=args.owner, storage_class=storage_class, namespace=args.namespace,
-                       size=args.size, image=args.image, node=args.node,
+                       size=args.size, image=args.image, node=node,
                        pin_ids=args.platform != "openshift")  # fmt: skip
-        shown = storage_class + (f" on {args.node}" if args.node else "")
+        shown = storage_class + (f" on {node}" if node else "")
         started = time.monotonic()
-        result = ProvisionRun(client, spec, deadlines=deadlines).execute()
+        result = ProvisionRun(self.client, spec, deadlines=self.deadlines).execute()
         # The run's own wall time, from its first step on (what its steps add up to); the
         # removal of earlier runs' objects, the class's read and the watches' start before it
         # are no step.
         wall = time.monotonic() - (result.started if result.started is not None else started)
-        for line in result.log:
-            options.say(args, f"provision {shown}: {line}")
-        print(f"{shown}: {_summary(result, wall)}", flush=True)
-        key = provision_key(storage_class, args.node)
-        file = state_file(directory, key)
+        with self.printing:
+            for line in result.log:
+                options.say(args, f"provision {shown}: {line}")
+            print(f"{shown}: {_summary(result, wall)}", flush=True)
+        key = provision_key(storage_class, node)
+        file = state_file(self.directory, key)
         outcome = ProvisionOutcome(result, time.time(), owner=args.owner)
         code: int = ExitCode.OK if result.failure is None else ExitCode.PROBE_FAILED
+        problem: str | None = None
         try:
-            publish_provision(outcome, key, transport, file, lease_seconds=args.writer_lease)
+            publish_provision(outcome, key, self.transport, file, lease_seconds=args.writer_lease)
         except PushError as exc:
             kept = (
                 "the run is lost with this invocation's state (--ephemeral-state)"
                 if args.ephemeral_state
                 else f"the run is kept in {file.path} and goes with the next push"
             )
-            _error(f"provision {shown}: {exc}; {kept}")
-            code = ExitCode.PUSH_FAILED
+            problem, code = f"{exc}; {kept}", ExitCode.PUSH_FAILED
         except WriterConflict as exc:
-            _error(f"provision {shown}: FAILED (writer_conflict): {exc}")
-            code = max(code, ExitCode.PROBE_FAILED)
+            problem, code = f"FAILED (writer_conflict): {exc}", max(code, ExitCode.PROBE_FAILED)
         except StateNotKept as exc:
-            _error(f"provision {shown}: FAILED ({exc.reason}): {exc}")
+            problem = f"FAILED ({exc.reason}): {exc}"
             code = ExitCode.PUSH_FAILED if not exc.pushed else max(code, exc.exit_code)
-        status = max(status, code)
-    return status
+        if problem is not None:
+            with self.printing:
+                _error(f"provision {shown}: {problem}")
+        return code
 
 
 def _check(args: argparse.Namespace) -> None:
@@ -246,10 +299,6 @@ def _check(args: argparse.Namespace) -> None:
             )
     if len(set(args.storageclass)) != len(args.storageclass):
         raise UsageError("provision: --storageclass names a class twice: give each once")
-    if args.node is not None:
-        problem = node_name_problem(args.node)
-        if problem is not None:
-            raise UsageError(f"provision: --node {args.node!r:.80} {problem}")
     for option, problem in (
         ("--namespace", namespace_problem(args.namespace)),
         ("--size", size_problem(args.size) if args.size is not None else None),
@@ -265,6 +314,36 @@ def _check(args: argparse.Namespace) -> None:
             f"provision: --image must be an image reference, printable, without spaces, at "
             f"most 512 characters: {image!r:.80}"
         )
+
+
+def _nodes(given: list[str], classes: list[str]) -> dict[str, list[str]]:
+    """--nodes CLASS=NODE[,NODE...]: each class one given with --storageclass, and once;
+    each node a node name, once per class."""
+    from fioprobe.kube.nodes import node_name_problem
+
+    nodes_of: dict[str, list[str]] = {}
+    for text in given:
+        name, equals, listed = text.partition("=")
+        if not equals or not listed:
+            raise UsageError(f"provision: --nodes {text!r:.80} is not CLASS=NODE[,NODE...]")
+        if name not in classes:
+            raise UsageError(
+                f"provision: --nodes {text!r:.80}: {name!r:.80} is not a class given with "
+                "--storageclass"
+            )
+        if name in nodes_of:
+            raise UsageError(f"provision: --nodes names class {name} twice: give each once")
+        nodes = listed.split(",")
+        for node in nodes:
+            problem = node_name_problem(node)
+            if problem is not None:
+                raise UsageError(f"provision: --nodes {name}: {node!r:.80} {problem}")
+        if len(set(nodes)) != len(nodes):
+            raise UsageError(f"provision: --nodes {name}: names a node twice: give each once")
+        if len(nodes) > MAX_NODES:
+            raise UsageError(f"provision: --nodes {name}: {len(nodes)} nodes, at most {MAX_NODES}")
+        nodes_of[name] = nodes
+    return nodes_of
 
 
 def _deadlines(given: list[str]) -> dict[Step, float]:
