@@ -4,7 +4,8 @@ nothing) every minute (scripts/e2e/config.jsonnet) and pushes each run.
 
 Scenarios, in order: healthy runs with every step timed, adding up to the run's wall time; a
 class whose provisioner does not exist, run once from the CronJob's own pod template, failing at
-`bound` with `deadline`; the provisioner stopped (its Deployment scaled to zero: a stopped
+`bound` with `deadline`; the class bound to nodes, run on the cluster's node and on one that does
+not exist at once; the provisioner stopped (its Deployment scaled to zero: a stopped
 provisioner emits no ProvisioningFailed), where runs fail the same way, a run killed mid-way
 (its pod deleted) leaves objects the next run removes while a foreign claim beside them stays,
 and FioProbeProvisioningFailing fires; healthy runs again once it is back, nothing left; and the
@@ -27,6 +28,7 @@ from conftest import (
     pushgateway_groups,
     run_pod,
 )
+from fioprobe.provision.workload import OWNER_LABEL, RUN_LABEL, SLOT_LABEL, RunSpec, slot_of
 from support import provision_api, services
 
 CRONJOB = "fioprobe-provision"
@@ -36,9 +38,6 @@ HEALTHY = "local-path"
 NO_PROVISIONER = "e2e-noprovisioner"
 PROVISIONER_NAMESPACE = "local-path-storage"
 PROVISIONER = "deployment/local-path-provisioner"
-# exporter/fioprobe/provision/workload.py's labels.
-OWNER_LABEL = "fioprobe.io/provision-owner"
-RUN_LABEL = "fioprobe.io/provision-run"
 # A run every minute (a failing one waits out its 30 s deadline, then deletes its claim), on a
 # busy 2-core machine: four minutes sees at least two.
 RUNS_WITHIN_SECONDS = 240
@@ -47,9 +46,12 @@ RUNS_WITHIN_SECONDS = 240
 ALERT_WITHIN_SECONDS = 420
 
 
-def provision_group(url: str, storageclass: str) -> dict[str, Any] | None:
+def provision_group(url: str, storageclass: str, node: str | None = None) -> dict[str, Any] | None:
+    labels = {"job": "fioprobe_provision", "storageclass": storageclass}
+    if node is not None:
+        labels["node"] = node
     for group in pushgateway_groups(url):
-        if group["labels"] == {"job": "fioprobe_provision", "storageclass": storageclass}:
+        if group["labels"] == labels:
             return group
     return None
 
@@ -160,6 +162,41 @@ def test_a_class_without_a_provisioner_fails_at_bound(pushgateway_url: str, kube
     assert value(group, "fioprobe_provision_success") == 0.0
     assert failure(group) == {"reason": "deadline", "step": "bound"}, failure(group)
     assert value(group, "fioprobe_provision_objects_left") == 0.0
+
+
+def test_a_class_given_nodes_runs_on_each_of_them(pushgateway_url: str, kube: Kube) -> None:
+    """One run of the CronJob's own pod with local-path bound to nodes: the cluster's node and
+    one that does not exist, both at once (--max-parallel 2). The real scheduler places the
+    first run's pod on its node by node affinity to its name (a WaitForFirstConsumer claim then
+    gets that node), and finds no node for the second, whose run fails in `scheduled` with the
+    scheduler's own FailedScheduling; each run is pushed to its group (storageclass, node) and
+    neither leaves anything behind."""
+    (node,) = [item["metadata"]["name"] for item in kube.json("nodes")["items"]]
+    missing = "e2e-no-such-node"
+    template = pod_template(kube, NAMESPACE, CRONJOB)
+    command = [*template["spec"]["containers"][0]["command"],
+               "--nodes", f"{HEALTHY}={node},{missing}", "--max-parallel", "2",
+               "--deadline", "scheduled=20"]  # fmt: skip
+    phase, log = run_pod(kube, NAMESPACE, "e2e-provision-nodes", template, command)
+    assert phase == "Failed", log  # exit 1: the run on the missing node failed, and was pushed
+    assert re.search(rf"^{HEALTHY} on {node}: ok in ", log, re.M), log
+    assert f"{HEALTHY} on {missing}: FAILED (scheduling_failed in scheduled)" in log, log
+    for on, success in ((node, 1.0), (missing, 0.0)):
+        group = provision_group(pushgateway_url, HEALTHY, on)
+        assert group is not None, on
+        assert value(group, "fioprobe_provision_success") == success, (on, failure(group))
+        assert value(group, "fioprobe_provision_objects_left") == 0.0, on
+    assert failure(provision_group(pushgateway_url, HEALTHY, missing) or {}) == {
+        "reason": "scheduling_failed", "step": "scheduled"
+    }  # fmt: skip
+    # Their slots (class and node) are theirs alone: the CronJob's own runs of the class, on the
+    # scheduler's node, have another.
+    slots = {
+        slot_of(RunSpec(CRONJOB, HEALTHY, TEST_NAMESPACE, None, "-", on)) for on in (node, missing)
+    }
+    left = [o["metadata"]["name"] for o in probe_objects(kube)
+            if o["metadata"]["labels"].get(SLOT_LABEL) in slots]  # fmt: skip
+    assert left == [], f"the runs on nodes left {left}"
 
 
 @pytest.fixture
