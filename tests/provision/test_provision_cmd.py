@@ -10,6 +10,10 @@ and one Pushgateway serve the whole module; each test uses groups of its own.
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -19,6 +23,7 @@ from pathlib import Path
 import pytest
 from conftest import fioprobe
 from fioprobe.cli.main import main
+from fioprobe.provision.workload import CLASS_LABEL
 from support import kubeapi, provision_api, services
 from support.provision_api import NAMESPACE, OWNER, Cluster
 
@@ -274,6 +279,63 @@ def test_a_class_given_nodes_runs_once_per_node_at_most_max_parallel_at_once(
                       reason="deadline", step="scheduled") == 1  # fmt: skip
     assert _group(gateway, storageclass=name) is None  # no group without a node
     assert not {n for n in cluster.names("pods") | cluster.names("pvc") if "per-node" in n}
+
+
+def test_a_signal_mid_run_deletes_its_objects_pushes_nothing_and_runs_nothing_more(
+    cluster: Cluster, gateway: services.Service, tmp_path: Path
+) -> None:
+    """SIGTERM (the Job's deadline, a deleted pod) while a run waits: the run asks for its
+    claim's and pod's deletion and ends, the next class never starts, nothing is pushed for
+    either, the private state directory is gone, and the command says so in one line and exits
+    128+15, within the pod's grace period."""
+    name = "signalled-wait"
+    cluster.kube.apply(provision_api.storage_class(name, "WaitForFirstConsumer"))
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    client = cluster.client()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fioprobe", "provision", "--namespace", NAMESPACE, "--owner",
+         OWNER, "--image", "fioprobe:test", "--gateway", gateway.url, "--ephemeral-state",
+         "--storageclass", name, "--storageclass", "nowhere-immediate",
+         "--deadline", "scheduled=300", *cluster.kube_options()],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "TMPDIR": str(shared)},
+    )  # fmt: skip
+    try:
+
+        def made() -> set[str] | None:
+            """The run's claim and pod once both exist."""
+            found = set()
+            for resource, kind in (("persistentvolumeclaims", "claim"), ("pods", "pod")):
+                items, _ = client.list_objects(
+                    f"/api/v1/namespaces/{NAMESPACE}/{resource}", what=f"{kind}s"
+                )
+                found |= {f"{kind} {i['metadata']['name']}" for i in items
+                          if i["metadata"].get("labels", {}).get(CLASS_LABEL) == name}  # fmt: skip
+            return found if len(found) == 2 else None
+
+        objects = services.wait_for(made, 60, "the run's claim and pod", 0.2)
+        signalled = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        out, err = (text.decode() for text in process.communicate(timeout=60))
+        ended = time.monotonic() - signalled
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 128 + signal.SIGTERM, (out, err)
+    assert ended < 30, f"ended {ended:.1f}s after the signal: past a pod's grace period"
+    assert err.splitlines()[-1] == (
+        "fioprobe: error: interrupted by SIGTERM; the runs in progress deleted their claims and "
+        "pods and pushed nothing; those that had ended were pushed"
+    ), err
+    assert "Traceback" not in err
+    (line,) = out.splitlines()  # the next class never ran
+    assert line.startswith(f"{name}: interrupted after ") and ", not pushed" in line, out
+    assert _group(gateway, storageclass=name) is None
+    left = {f"{kind} {n}" for kind, resource in (("claim", "pvc"), ("pod", "pods"))
+            for n in cluster.names(resource)}  # fmt: skip
+    assert not objects & left, f"still there, not being deleted: {objects & left}"
+    assert list(shared.iterdir()) == []
 
 
 #: Every refused argument and its exact message (after "fioprobe: error: "). The base

@@ -30,6 +30,8 @@ from fioprobe.cli.argtypes import seconds, whole
 from fioprobe.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from fioprobe.gateway.transport import Transport
     from fioprobe.kube.client import KubeClient
     from fioprobe.provision.runner import RunResult
@@ -168,6 +170,22 @@ def _smallest() -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Every run, then, when a signal (SIGTERM, SIGINT, SIGHUP) stopped them, `Interrupted`:
+    the runs in progress delete their objects and push nothing, no new run starts, the runs
+    that had ended were pushed, and the private state directory is removed."""
+    from fioprobe.probe.signals import Signals
+
+    signals = Signals()
+    with signals.installed(), signals.deferred():
+        status = _run(args, lambda: signals.received is not None)
+    signals.raise_if_received(
+        "the runs in progress deleted their claims and pods and pushed nothing; those that had "
+        "ended were pushed"
+    )
+    return status
+
+
+def _run(args: argparse.Namespace, stopping: Callable[[], bool]) -> int:
     from fioprobe.publish.statefile import StateDir, default_state_dir
 
     _check(args)
@@ -186,7 +204,8 @@ def run(args: argparse.Namespace) -> int:
                 f"{tempfile.gettempdir()}: {exc.strerror}"
             ) from None
         try:
-            return _provision_each(args, nodes_of, StateDir(private), deadlines, transport, client)
+            runs = _Runs(args, StateDir(private), deadlines, transport, client, stopping)
+            return _provision_each(args, nodes_of, runs)
         finally:
             shutil.rmtree(private, ignore_errors=True)
     directory = (
@@ -194,20 +213,14 @@ def run(args: argparse.Namespace) -> int:
         if args.state_dir
         else default_state_dir()
     )
-    return _provision_each(args, nodes_of, directory, deadlines, transport, client)
+    return _provision_each(
+        args, nodes_of, _Runs(args, directory, deadlines, transport, client, stopping)
+    )
 
 
-def _provision_each(
-    args: argparse.Namespace,
-    nodes_of: dict[str, list[str]],
-    directory: StateDir,
-    deadlines: dict[Step, float],
-    transport: Transport,
-    client: KubeClient,
-) -> int:
+def _provision_each(args: argparse.Namespace, nodes_of: dict[str, list[str]], runs: _Runs) -> int:
     """One run per class given, in order, each pushed to its group; a class given --nodes
     runs on each of its nodes, up to --max-parallel at once. The highest exit code."""
-    runs = _Runs(args, directory, deadlines, transport, client)
     status: int = ExitCode.OK
     for storage_class in args.storageclass:
         nodes = nodes_of.get(storage_class, [])
@@ -229,6 +242,8 @@ class _Runs:
     deadlines: dict[Step, float]
     transport: Transport
     client: KubeClient
+    #: Whether a signal stopped the command: no run starts after it, and those in progress end.
+    stopping: Callable[[], bool]
     #: A run's lines are printed together: runs on several nodes end in any order.
     printing: threading.Lock = field(default_factory=threading.Lock)
 
@@ -243,12 +258,15 @@ class _Runs:
         from fioprobe.publish.provision import publish_provision, state_file
 
         args = self.args
+        if self.stopping():
+            return ExitCode.OK  # not run: the command ends with `Interrupted`
         spec = RunSpec(owner=args.owner, storage_class=storage_class, namespace=args.namespace,
                        size=args.size, image=args.image, node=node,
                        pin_ids=args.platform != "openshift")  # fmt: skip
         shown = storage_class + (f" on {node}" if node else "")
         started = time.monotonic()
-        result = ProvisionRun(self.client, spec, deadlines=self.deadlines).execute()
+        result = ProvisionRun(self.client, spec, deadlines=self.deadlines,
+                              stopping=self.stopping).execute()  # fmt: skip
         # The run's own wall time, from its first step on (what its steps add up to); the
         # removal of earlier runs' objects, the class's read and the watches' start before it
         # are no step.
@@ -257,6 +275,8 @@ class _Runs:
             for line in result.log:
                 options.say(args, f"provision {shown}: {line}")
             print(f"{shown}: {_summary(result, wall)}", flush=True)
+        if result.interrupted:
+            return ExitCode.OK  # measured nothing whole: pushed as nothing
         key = provision_key(storage_class, node)
         file = state_file(self.directory, key)
         outcome = ProvisionOutcome(result, time.time(), owner=args.owner)
@@ -396,6 +416,8 @@ def _summary(result: RunResult, wall: float) -> str:
     steps = ", ".join(f"{t.step.value} {t.seconds:.1f}s" for t in result.steps)
     timed = f" ({steps})" if steps else ""
     left = f"; left behind: {', '.join(result.left)}" if result.left else ""
+    if result.interrupted:
+        return f"interrupted after {wall:.1f}s{timed}, not pushed{left}"
     if result.skipped is not None:
         return f"skipped ({result.skipped}){left}"
     failure = result.failure

@@ -16,7 +16,9 @@ The order of a run:
    way, each step with its own deadline.
 
 Nothing here sleeps on a fixed schedule: the run waits on its queue of deliveries, at most
-until the step in progress passes its deadline.
+until the step in progress passes its deadline. Between waits it asks `stopping`: once a signal
+stopped the command, the run skips to step 5, asks for the deletion without following it (a
+stopped pod has seconds), and its result says it was interrupted.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import dataclasses
 import queue
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,6 +121,9 @@ class RunResult:
     #: class read and the watches started), None when no step began: the run's own wall time
     #: counts from here, and its steps add up to it.
     started: float | None = None
+    #: Stopped by a signal (SIGTERM: the Job's deadline, a deleted pod) before it ended: its
+    #: objects were deleted without waiting; it measured nothing whole and is not pushed.
+    interrupted: bool = False
 
     @property
     def success(self) -> bool:
@@ -139,8 +144,12 @@ class ProvisionRun:
         deadlines: Mapping[Step, float] = DEADLINES,
         delete_retained: bool = False,
         run_id: str | None = None,
+        stopping: Callable[[], bool] = lambda: False,
     ) -> None:
         self.client = client
+        #: Asked before each wait: once true, the run deletes what it made and ends.
+        self.stopping = stopping
+        self._interrupted = False
         self.spec = spec
         self.deadlines = {**DEADLINES, **deadlines}
         self.delete_retained = delete_retained
@@ -163,6 +172,9 @@ class ProvisionRun:
     # --- the run ----------------------------------------------------------------------------
 
     def execute(self) -> RunResult:
+        if self.stopping():
+            self._interrupted = True
+            return self._result((), (), None, None, (), ())
         removed = self._remove_leftovers()
         try:
             info = self._storage_class()
@@ -210,6 +222,8 @@ class ProvisionRun:
             self._say(f"{note.step or 'run'}: {note.what}")
         left = () if deletion.done and deletion_failure is None else self._still_there()
         absent = (*timeline.absent, *deletion.absent)
+        if self._interrupted:
+            self._say("stopped by a signal: the run's claim and pod deleted, not waited for")
         return self._result(steps, absent, failure or deletion_failure, None, removed, left)
 
     def _provision(self, follower: Follower, timeline: Timeline) -> Failure | None:
@@ -251,6 +265,11 @@ class ProvisionRun:
         """Feed deliveries to `timeline` until it is done or a failure ends it."""
         for _ in range(10_000_000):  # bounded; each pass waits up to _POLL_SECONDS or a delivery
             if timeline.done:
+                return None
+            if self._interrupted or self.stopping():
+                # Stopped: the provisioning ends here and the deletion is asked for, not
+                # followed (a stopped pod has seconds left).
+                self._interrupted = True
                 return None
             step = timeline.current
             waited = timeline.elapsed(time.monotonic())
@@ -436,7 +455,8 @@ class ProvisionRun:
         left: tuple[str, ...],
     ) -> RunResult:
         return RunResult(self.spec, self.run_id, self._mode, steps, absent, failure, skipped,
-                         tuple(self._log), left, removed, self._class, self._started)  # fmt: skip
+                         tuple(self._log), left, removed, self._class, self._started,
+                         self._interrupted)  # fmt: skip
 
 
 class _Ended(Exception):
