@@ -35,6 +35,7 @@ function(config, probes) {
   local pgw = c.pushgateway,
   local classNames = provisioning.classes(c),
   local unknownNodeClasses = [n for n in std.objectFields(p.nodes) if !std.member(classNames, n)],
+  local badNames = [n for n in classNames if !common.isSubdomain(n)],
   local name = 'fioprobe-provision',
   local labels = common.labels(c, 'provision'),
   local authDir = '/var/run/secrets/fioprobe/pushgateway-auth',
@@ -87,6 +88,9 @@ function(config, probes) {
   objects: if !p.enabled || std.length(classNames) == 0 then {} else {
     assert !std.member(taken, p.namespace) && !std.startsWith(p.namespace, 'kube-') && !std.startsWith(p.namespace, 'openshift') :
            "fioprobe manifests config: provisioning.namespace %s is a namespace of its own use (the deployment's, the cluster's or Prometheus'); the test claims and pods need one that holds nothing else" % p.namespace,
+    assert badNames == [] :
+           'fioprobe manifests config: provisioning: %s is not a StorageClass name (lower-case letters, digits, - and .), which every run would refuse; set provision: false on its storageClasses entry'
+           % std.join(', ', badNames),
     assert unknownNodeClasses == [] :
            'fioprobe manifests config: provisioning.nodes names %s, not a class the probe provisions (%s)'
            % [std.join(', ', unknownNodeClasses), std.join(', ', classNames)],

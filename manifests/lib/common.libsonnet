@@ -123,6 +123,19 @@
     ]) == 0;
     if !valid || !increasing then null
     else std.foldl(function(sum, t) sum + std.parseInt(t[0]) * units[t[1]], tokens, 0),
+  // A DNS subdomain (RFC 1123): dot-separated parts of lower-case letters, digits and '-',
+  // each starting and ending with a letter or digit, at most 253 characters in all; what
+  // Kubernetes names nodes and StorageClasses with, and what `fioprobe provision` checks
+  // (exporter/fioprobe/kube/nodes.py). The same form is subdomainPattern, for JSON Schema.
+  isSubdomain(v)::
+    local alnum(ch) = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
+    local part(t) =
+      std.length(t) >= 1 && alnum(t[0]) && alnum(t[std.length(t) - 1])
+      && std.length([ch for ch in std.stringChars(t) if !(alnum(ch) || ch == '-')]) == 0;
+    std.isString(v) && std.length(v) >= 1 && std.length(v) <= 253
+    && std.length([t for t in std.split(v, '.') if !part(t)]) == 0,
+  subdomainPattern:: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$',
+
   durationPattern:: '^([0-9]+y)?([0-9]+w)?([0-9]+d)?([0-9]+h)?([0-9]+m)?([0-9]+s)?([0-9]+ms)?$',
 
   // An http(s) URL with an explicit port (pushgateway.url) as {scheme, host, port}; null when

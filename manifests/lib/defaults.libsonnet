@@ -28,20 +28,13 @@ local wholeNumber(default, min, max=null) = p.check(
   { type: 'integer', minimum: min } + (if max == null then {} else { maximum: max }),
 );
 
-// A DNS subdomain (RFC 1123), what Kubernetes names nodes and StorageClasses with: what
-// `fioprobe provision` refuses must fail here, not in every run of an installed CronJob.
-local subdomainPattern = '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$';
-local isSubdomain(v) =
-  local chars = std.stringChars(v);
-  local alnum(ch) = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
-  std.length(v) >= 1 && std.length(v) <= 253 && alnum(chars[0]) && alnum(chars[std.length(v) - 1])
-  && std.length([ch for ch in chars if !(alnum(ch) || ch == '-' || ch == '.')]) == 0;
-
+// A StorageClass's or a node's name: what `fioprobe provision` refuses must fail here, not in
+// every run of an installed CronJob.
 local subdomain(what) = p.check(
   p.type('string'),
-  isSubdomain,
+  common.isSubdomain,
   'must be a %s: lower-case letters, digits, - and ., starting and ending with a letter or digit, at most 253 characters' % what,
-  { maxLength: 253, pattern: subdomainPattern },
+  { maxLength: 253, pattern: common.subdomainPattern },
 );
 
 // A whole number of bytes from `min` to `max`, a string fioprobe reads as a size
@@ -352,11 +345,18 @@ local name = p.required(nonEmpty(p.type('string')));
       function(v) std.length([
         k
         for k in std.objectFields(v)
-        if v[k] != null && (std.length(v[k]) == 0 || std.length(std.set(v[k])) != std.length(v[k])
-                            || std.length([n for n in v[k] if !std.isString(n) || !isSubdomain(n)]) > 0)
+        if v[k] != null && (std.length(v[k]) == 0 || std.length(v[k]) > 1000
+                            || std.length([n for n in v[k] if !common.isSubdomain(n)]) > 0
+                            || std.length(std.set(v[k])) != std.length(v[k]))
       ]) == 0,
-      'each class must list at least one node, each a node name (lower-case letters, digits, - and .), once',
-      { additionalProperties: { type: 'array', minItems: 1, uniqueItems: true, items: { type: 'string', maxLength: 253, pattern: subdomainPattern } } },
+      'each class must list from 1 to 1000 nodes, each a node name (lower-case letters, digits, - and .), once',
+      { additionalProperties: {
+        type: 'array',
+        minItems: 1,
+        maxItems: 1000,
+        uniqueItems: true,
+        items: { type: 'string', maxLength: 253, pattern: common.subdomainPattern },
+      } },
     ),
     '#maxParallel':: 'How many runs of one class in nodes overlap, each on its own node (1 to 64).',
     maxParallel: wholeNumber(4, 1, 64),

@@ -479,6 +479,11 @@ def test_a_provisioning_interval_without_rules_is_refused(minutes: int) -> None:
         ({"nodes": {"fast": ["W1"]}}, "at '/provisioning/nodes/fast/0': 'W1' does not match"),
         ({"nodes": {"fast": ["w1", "w1"]}},
          "at '/provisioning/nodes/fast': items at 0 and 1 are equal"),
+        ({"nodes": {"fast": ["w..1"]}}, "at '/provisioning/nodes/fast/0': 'w..1' does not match"),
+        ({"nodes": {"fast": [f"n{i}" for i in range(1001)]}},
+         "at '/provisioning/nodes/fast': maxItems: got 1,001, want 1,000"),
+        ({"storageClasses": ["a.-b"]},
+         "at '/provisioning/storageClasses/0': 'a.-b' does not match"),
         ({"maxParallel": 0}, "at '/provisioning/maxParallel': minimum: got 0, want 1"),
     ],
 )  # fmt: skip
@@ -489,6 +494,22 @@ def test_nodes_that_no_run_could_use_are_refused(
     result = helm_template({"provisioning": {"storageClasses": ["fast"], **provisioning}})
     assert result.returncode != 0
     assert message in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("field", ["name", "storageClassName"])
+def test_a_provisioned_class_that_is_no_storageclass_name_is_refused(field: str) -> None:
+    entry = {
+        "name": "fast",
+        "volume": {"size": "1Gi"},
+        "profiles": ["etcd-fsync"],
+        field: "Fast_SSD",
+    }
+    result = helm_template({"storageClasses": [entry]})
+    assert result.returncode != 0
+    assert (
+        "provisioning: Fast_SSD is not a StorageClass name (lower-case letters, digits, - and .), "
+        "which every run would refuse; set provision: false on its storageClasses entry"
+    ) in result.stderr, result.stderr
 
 
 def test_the_five_minute_rules_are_the_committed_rule_file() -> None:

@@ -251,15 +251,24 @@ def test_on_openshift_the_platform_assigns_the_pods_ids() -> None:
             "{ provisioning: { storageClasses: ['a', 'a'] } }",
             'provisioning.storageClasses: must not name a class twice, got ["a","a"]',
         ),
-        (
-            "{ provisioning: { nodes: { 'local-path': [] } } }",
-            "provisioning.nodes: each class must list at least one node, each a node name "
-            '(lower-case letters, digits, - and .), once, got {"local-path":[]}',
-        ),
-        (
-            "{ provisioning: { nodes: { 'local-path': ['W1'] } } }",
-            "provisioning.nodes: each class must list at least one node, each a node name "
-            '(lower-case letters, digits, - and .), once, got {"local-path":["W1"]}',
+        *(
+            (
+                f"{{ provisioning: {{ nodes: {{ 'local-path': {nodes} }} }} }}",
+                "provisioning.nodes: each class must list from 1 to 1000 nodes, each a node name "
+                f"(lower-case letters, digits, - and .), once, got {shown}",
+            )
+            for nodes, shown in (
+                ("[]", '{"local-path":[]}'),
+                ("['W1']", '{"local-path":["W1"]}'),
+                ("['w..1']", '{"local-path":["w..1"]}'),
+                ("['a.-b']", '{"local-path":["a.-b"]}'),
+                ("['w1', 'w1']", '{"local-path":["w1","w1"]}'),
+                ("[1, 'a']", '{"local-path":[1,"a"]}'),
+                (
+                    "['n%d' % i for i in std.range(1, 1001)]",
+                    '{"local-path":["n1","n2","n3","n4","n...',
+                ),
+            )
         ),
         (
             "{ provisioning: { maxParallel: 0 } }",
@@ -296,6 +305,26 @@ def test_the_test_namespace_must_hold_nothing_else(namespace: str) -> None:
         "namespace of its own use (the deployment's, the cluster's or Prometheus'); the test "
         "claims and pods need one that holds nothing else"
     )
+
+
+@pytest.mark.parametrize("field", ["name", "storageClassName"])
+def test_a_provisioned_class_must_be_a_storageclass_name(field: str) -> None:
+    """What every run of the CronJob would refuse fails the rendering; the entry's probe alone
+    (provision off) may keep any label."""
+    extra = "" if field == "name" else ", storageClassName: 'Fast_SSD'"
+    name = "Fast_SSD" if field == "name" else "fast"
+    entry = f"{{ name: '{name}', volume: {{ size: '1Gi' }}, profiles: ['etcd-fsync']{extra} }}"
+    overrides = f"{{ storageClasses: [{entry}] }}"
+    proc = jsonnet(f"(import 'manifests/main.libsonnet')(overrides={overrides}).provisioning")
+    assert proc.returncode != 0
+    assert proc.stderr.splitlines()[0] == (
+        "RUNTIME ERROR: fioprobe manifests config: provisioning: Fast_SSD is not a StorageClass "
+        "name (lower-case letters, digits, - and .), which every run would refuse; set "
+        "provision: false on its storageClasses entry"
+    )
+    off = entry[:-2] + ", provision: false }"
+    rendered = objects(f"{{ storageClasses: [{off}] }}")
+    assert rendered["provisioning"] == {}
 
 
 def test_nodes_of_a_class_not_provisioned_are_refused() -> None:

@@ -325,8 +325,9 @@ def test_a_signal_mid_run_deletes_its_objects_pushes_nothing_and_runs_nothing_mo
     assert process.returncode == 128 + signal.SIGTERM, (out, err)
     assert ended < 30, f"ended {ended:.1f}s after the signal: past a pod's grace period"
     assert err.splitlines()[-1] == (
-        "fioprobe: error: interrupted by SIGTERM; the runs in progress deleted their claims and "
-        "pods and pushed nothing; those that had ended were pushed"
+        "fioprobe: error: interrupted by SIGTERM; no run started after it; a run stopped while "
+        "provisioning deleted its claim and pod and pushed nothing, one stopped while deleting "
+        "pushed what it measured"
     ), err
     assert "Traceback" not in err
     (line,) = out.splitlines()  # the next class never ran

@@ -54,12 +54,21 @@ given provisioning.nodes in rounds of maxParallel (the command's --max-parallel)
 
 {{/*
 The groups the probe pushes, as a JSON list of label sets: a class's, or one per node of a
-class given provisioning.nodes. Fails on a provisioning.nodes key that is no class provisioned.
+class given provisioning.nodes. Fails on a class that is no StorageClass name (as
+`fioprobe provision` checks it: the schema checks provisioning.storageClasses, not the
+storageClasses entries) and on a provisioning.nodes key that is no class provisioned.
 */}}
 {{- define "fioprobe.provisioning.groups" -}}
 {{- $p := .Values.provisioning -}}
 {{- $classes := include "fioprobe.provisioning.classes" . | fromJsonArray -}}
 {{- if $classes -}}
+{{- $name := "^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$" -}}
+{{- range $classes -}}
+{{- if or (gt (len .) 253) (not (regexMatch $name .)) -}}
+{{- fail (printf "provisioning: %s is not a StorageClass name (lower-case letters, digits, - and .), %s" .
+  "which every run would refuse; set provision: false on its storageClasses entry") -}}
+{{- end -}}
+{{- end -}}
 {{- $unknown := list -}}
 {{- range keys $p.nodes | sortAlpha }}{{ if not (has . $classes) }}{{ $unknown = append $unknown . }}{{ end }}{{ end -}}
 {{- if $unknown -}}

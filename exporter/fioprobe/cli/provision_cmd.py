@@ -171,16 +171,17 @@ def _smallest() -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Every run, then, when a signal (SIGTERM, SIGINT, SIGHUP) stopped them, `Interrupted`:
-    the runs in progress delete their objects and push nothing, no new run starts, the runs
-    that had ended were pushed, and the private state directory is removed."""
+    no run starts after it, a run stopped while provisioning deletes its objects and pushes
+    nothing, one stopped while deleting pushes what it measured, a push under way finishes,
+    and the private state directory is removed."""
     from fioprobe.probe.signals import Signals
 
     signals = Signals()
-    with signals.installed(), signals.deferred():
+    with signals.deferred(), signals.installed():  # deferred first: a signal is only noted
         status = _run(args, lambda: signals.received is not None)
     signals.raise_if_received(
-        "the runs in progress deleted their claims and pods and pushed nothing; those that had "
-        "ended were pushed"
+        "no run started after it; a run stopped while provisioning deleted its claim and pod "
+        "and pushed nothing, one stopped while deleting pushed what it measured"
     )
     return status
 

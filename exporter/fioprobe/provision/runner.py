@@ -17,8 +17,9 @@ The order of a run:
 
 Nothing here sleeps on a fixed schedule: the run waits on its queue of deliveries, at most
 until the step in progress passes its deadline. Between waits it asks `stopping`: once a signal
-stopped the command, the run skips to step 5, asks for the deletion without following it (a
-stopped pod has seconds), and its result says it was interrupted.
+stopped the command, the run creates nothing more, asks for the deletion without following it
+(a stopped pod has seconds), and, stopped before its provisioning ended, says it was
+interrupted (a run stopped while deleting keeps its verdict, and reports what was left).
 """
 
 from __future__ import annotations
@@ -149,6 +150,8 @@ class ProvisionRun:
         self.client = client
         #: Asked before each wait: once true, the run deletes what it made and ends.
         self.stopping = stopping
+        #: A signal cut the run: while provisioning (interrupted, not pushed) or deleting.
+        self._cut = False
         self._interrupted = False
         self.spec = spec
         self.deadlines = {**DEADLINES, **deadlines}
@@ -200,6 +203,10 @@ class ProvisionRun:
         except KubeError as exc:
             signal = api_error_signal(exc.status, exc.answer)
             return self._result((), (), refused(None, signal), None, removed, ())
+        if self.stopping():  # stopped before anything was made: nothing to make or delete
+            follower.stop()
+            self._interrupted = True
+            return self._result((), (), None, None, removed, ())
         try:
             clock = Clock(time.monotonic(), time.time())
             self._started = clock.monotonic
@@ -222,7 +229,7 @@ class ProvisionRun:
             self._say(f"{note.step or 'run'}: {note.what}")
         left = () if deletion.done and deletion_failure is None else self._still_there()
         absent = (*timeline.absent, *deletion.absent)
-        if self._interrupted:
+        if self._cut:
             self._say("stopped by a signal: the run's claim and pod deleted, not waited for")
         return self._result(steps, absent, failure or deletion_failure, None, removed, left)
 
@@ -266,10 +273,13 @@ class ProvisionRun:
         for _ in range(10_000_000):  # bounded; each pass waits up to _POLL_SECONDS or a delivery
             if timeline.done:
                 return None
-            if self._interrupted or self.stopping():
-                # Stopped: the provisioning ends here and the deletion is asked for, not
-                # followed (a stopped pod has seconds left).
-                self._interrupted = True
+            if self._cut or self.stopping():
+                # Stopped: the deletion is asked for, not followed (a stopped pod has seconds
+                # left). Stopped while provisioning, the run measured nothing whole and is
+                # interrupted; stopped while deleting, its provisioning stands, and what the
+                # deletion did not finish is reported as left.
+                self._cut = True
+                self._interrupted = self._interrupted or provisioning
                 return None
             step = timeline.current
             waited = timeline.elapsed(time.monotonic())
