@@ -128,7 +128,7 @@ function(c)
           && std.length([s for s in u.provisionSteps if !std.objectHas(stepThresholds.default, s)]) == 0,
           'provisionStepWarningSeconds.default must give every step a threshold (%s): it is what every '
           % std.join(', ', u.provisionSteps) + 'volume type not listed, and every step a type does not list, is judged by'),
-    // No std.all: the mixin renders with jsonnet 0.18 (Debian's), which lacks it.
+    // A count of the bad ones: jsonnet 0.18 (Debian's), which the mixin supports, has no "all".
     check(std.length([
             s
             for t in std.objectFields(stepThresholds)
