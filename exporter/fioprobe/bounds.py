@@ -22,3 +22,9 @@ LEASE_SECONDS = (1.0, 7 * 86400.0)
 #: The wall-clock limit around one profile run (`--probe-timeout`, a target's
 #: `timeout_seconds`): a second to a day.
 PROBE_SECONDS = (1.0, 86400.0)
+#: Runs of one node-bound class at once (`fioprobe provision --max-parallel`,
+#: `provisioning.maxParallel`): each adds five watches, and receives every other run's volume
+#: and attachment changes (docs/SIZING.md).
+PROVISION_PARALLEL = (1, 64)
+#: Nodes one class may list (`--nodes`, `provisioning.nodes`): a run each per interval.
+PROVISION_NODES = (1, 1000)

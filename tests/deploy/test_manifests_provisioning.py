@@ -16,9 +16,11 @@ from typing import Any
 import pytest
 import yaml
 from conftest import fioprobe
+from fioprobe import bounds
 from fioprobe.provision.runner import DEADLINES
 from support import kubeapi, provision_api, services
 from support.manifests import jsonnet, problems, render
+from support.paths import REPO
 
 RBAC = "rbac.authorization.k8s.io/v1"
 #: What a run needs, in the test namespace and cluster-wide: docs/PROVISIONING.md's list, as
@@ -325,6 +327,16 @@ def test_a_provisioned_class_must_be_a_storageclass_name(field: str) -> None:
     off = entry[:-2] + ", provision: false }"
     rendered = objects(f"{{ storageClasses: [{off}] }}")
     assert rendered["provisioning"] == {}
+
+
+def test_the_chart_takes_the_commands_bounds() -> None:
+    """maxParallel and the nodes per class, as the command bounds them (fioprobe.bounds)."""
+    schema = json.loads((REPO / "charts" / "fioprobe" / "values.schema.json").read_text())
+    keys = schema["properties"]["provisioning"]["properties"]
+    parallel = keys["maxParallel"]
+    assert (parallel["minimum"], parallel["maximum"]) == bounds.PROVISION_PARALLEL
+    nodes = keys["nodes"]["additionalProperties"]
+    assert (nodes["minItems"], nodes["maxItems"]) == bounds.PROVISION_NODES
 
 
 def test_nodes_of_a_class_not_provisioned_are_refused() -> None:

@@ -25,6 +25,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from fioprobe import bounds
 from fioprobe.cli import options
 from fioprobe.cli.argtypes import seconds, whole
 from fioprobe.errors import ExitCode, UsageError
@@ -54,9 +55,6 @@ DESCRIPTION = (
 _deadline_seconds = seconds(1, 3600)
 DEFAULT_OWNER = "default"
 DEFAULT_MAX_PARALLEL = 4
-#: The nodes one --nodes may name: a run each, and each a claim and a pod at once (up to
-#: --max-parallel); a cluster with more nodes splits its classes or its nodes.
-MAX_NODES = 1000
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -79,12 +77,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-parallel",
-        type=whole(1, 64),
+        type=whole(*bounds.PROVISION_PARALLEL),
         default=DEFAULT_MAX_PARALLEL,
         metavar="N",
-        help="how many runs of one class given --nodes overlap, each on its own node, 1 to "
-        "64; every other run is alone: two runs the scheduler places may share a node's "
-        f"attach slots and time each other's waits (default: {DEFAULT_MAX_PARALLEL})",
+        help="how many runs of one class given --nodes overlap, each on its own node, "
+        f"{bounds.PROVISION_PARALLEL[0]} to {bounds.PROVISION_PARALLEL[1]}; every other run "
+        "is alone: two runs the scheduler places may share a node's attach slots and time "
+        f"each other's waits (default: {DEFAULT_MAX_PARALLEL})",
     )
     parser.add_argument(
         "--namespace",
@@ -361,8 +360,9 @@ def _nodes(given: list[str], classes: list[str]) -> dict[str, list[str]]:
                 raise UsageError(f"provision: --nodes {name}: {node!r:.80} {problem}")
         if len(set(nodes)) != len(nodes):
             raise UsageError(f"provision: --nodes {name}: names a node twice: give each once")
-        if len(nodes) > MAX_NODES:
-            raise UsageError(f"provision: --nodes {name}: {len(nodes)} nodes, at most {MAX_NODES}")
+        most = bounds.PROVISION_NODES[1]
+        if len(nodes) > most:
+            raise UsageError(f"provision: --nodes {name}: {len(nodes)} nodes, at most {most}")
         nodes_of[name] = nodes
     return nodes_of
 
