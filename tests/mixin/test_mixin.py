@@ -439,7 +439,28 @@ MEMORY_KEYS = {"lostGroupMemory", "kubeStateMetricsGapTolerance"}
 MUTATION_CASES = [("etcd", {}, "unmutated rules pass through the same harness"), *MUTATIONS]
 
 
-def _mutated_run(workdir: Path, unit_test: str, mutation: dict[str, Any]) -> Any:
+#: The scenario group that caught each mutation when the file was last written: it runs first,
+#: so a mutation costs one promtool run rather than every group before it. A hint changes no
+#: verdict (when it does not catch, the others run in the file's order); one that no longer
+#: catches fails test_mutation_catchers_are_current, which says how to write the file again.
+CATCHERS = REPO / "tests" / "data" / "mixin" / "mutation-catchers.json"
+WRITE_CATCHERS = "FIOPROBE_WRITE_MUTATION_CATCHERS"
+
+
+def _case_key(unit_test: str, mutation: dict[str, Any]) -> str:
+    return f"{unit_test} {json.dumps(mutation, sort_keys=True)}"
+
+
+def _catchers() -> dict[str, str]:
+    if os.environ.get(WRITE_CATCHERS) or not CATCHERS.exists():
+        return {}
+    catchers: dict[str, str] = json.loads(CATCHERS.read_text())
+    return catchers
+
+
+def _mutated_run(
+    workdir: Path, unit_test: str, mutation: dict[str, Any], first: str | None
+) -> tuple[Any, str | None]:
     """promtool on `unit_test`'s scenarios against the rules rendered with `mutation`. The
     scenarios about the rules' memory (restart and gap twins, a day-long lost group) run only
     for the keys of that memory: they are the slowest, and no other key reaches them.
@@ -448,7 +469,9 @@ def _mutated_run(workdir: Path, unit_test: str, mutation: dict[str, Any]) -> Any
     caught when any one test group fails, so its groups run one at a time, in the file's
     order, until one fails: the same verdict as the whole file's, without evaluating the
     groups after the one that caught it (promtool evaluates every rule at every step of every
-    group, so each group skipped is CPU time saved)."""
+    group, so each group skipped is CPU time saved); the group named `first` runs first.
+    Returns the last run and the name of the group that caught the mutation (None when none
+    did, or unmutated)."""
     rules = workdir / "rules.yaml"
     config = {**scenarios.deployment_config(unit_test), **mutation}
     rules.write_text(render(config, f"example={scenarios.example(unit_test)}"))
@@ -466,18 +489,17 @@ def _mutated_run(workdir: Path, unit_test: str, mutation: dict[str, Any]) -> Any
     # group no check reads changes no verdict.
     only, document = narrowed(yaml.safe_load(rules.read_text()), document)
     rules.write_text(yaml.safe_dump(only))
-    parts = [document] if not mutation else [
-        {**document, "tests": [group]} for group in document["tests"]
-    ]  # fmt: skip
+    ordered = sorted(document["tests"], key=lambda group: group["name"] != first)  # stable
+    parts = [document] if not mutation else [{**document, "tests": [group]} for group in ordered]
     proc = None
     for number, part in enumerate(parts):
         test_file = workdir / f"{unit_test}-{number}.yaml"
         test_file.write_text(yaml.safe_dump(part))
         proc = run(tool("promtool"), "test", "rules", str(test_file), check=False)
         if proc.returncode != 0:
-            break
+            return proc, part["tests"][0]["name"] if mutation else None
     assert proc is not None, f"{unit_test}: no test group"
-    return proc
+    return proc, None
 
 
 @pytest.fixture(scope="module")
@@ -486,12 +508,15 @@ def mutated_runs(tmp_path_factory: pytest.TempPathFactory) -> list[Any]:
     tests in a directory of its own, and the cases are independent (minutes apart, one by
     one)."""
     base = tmp_path_factory.mktemp("mutations")
+    catchers = _catchers()
 
     def one(index: int) -> Any:
         workdir = base / str(index)
         workdir.mkdir()
         unit_test, mutation, _ = MUTATION_CASES[index]
-        return _mutated_run(workdir, unit_test, mutation)
+        return _mutated_run(
+            workdir, unit_test, mutation, catchers.get(_case_key(unit_test, mutation))
+        )
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         return list(pool.map(one, range(len(MUTATION_CASES))))
@@ -505,12 +530,30 @@ def mutated_runs(tmp_path_factory: pytest.TempPathFactory) -> list[Any]:
 def test_unit_tests_catch_broken_rules(mutated_runs: list[Any], index: int) -> None:
     """The promtool tests are only worth something if a wrong rule makes them fail."""
     unit_test, mutation, why = MUTATION_CASES[index]
-    proc = mutated_runs[index]
+    proc, _ = mutated_runs[index]
     if mutation:
         assert proc.returncode != 0, f"{unit_test}.yaml did not notice: {why}"
         assert "FAILED" in proc.stdout + proc.stderr
     else:
         assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_mutation_catchers_are_current(mutated_runs: list[Any]) -> None:
+    """Each mutation's hint is the group that caught it; with FIOPROBE_WRITE_MUTATION_CATCHERS=1
+    the run writes them (every group in the file's order, then the first that caught)."""
+    caught = {
+        _case_key(unit_test, mutation): catcher
+        for (unit_test, mutation, _), (_, catcher) in zip(MUTATION_CASES, mutated_runs, strict=True)
+        if mutation and catcher is not None
+    }
+    if os.environ.get(WRITE_CATCHERS):
+        CATCHERS.parent.mkdir(parents=True, exist_ok=True)
+        CATCHERS.write_text(json.dumps(caught, indent=1, sort_keys=True) + "\n")
+    written = json.loads(CATCHERS.read_text()) if CATCHERS.exists() else {}
+    assert caught == written, (
+        f"run {WRITE_CATCHERS}=1 pytest tests/mixin/test_mixin.py -k mutation and commit "
+        f"{CATCHERS.relative_to(REPO)}"
+    )
 
 
 # --- jsonnet hygiene and reproducibility ----------------------------------------------------
