@@ -20,7 +20,6 @@ import os
 import re
 import signal
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,7 +32,7 @@ from conftest import (
     run_pod,
 )
 from fioprobe.provision.workload import OWNER_LABEL, RUN_LABEL, SLOT_LABEL, RunSpec, slot_of
-from support import provision_api, services
+from support import procs, provision_api, services
 
 CRONJOB = "fioprobe-provision"
 TEST_NAMESPACE = "fioprobe-provision"
@@ -286,13 +285,7 @@ def kill_provision_processes() -> int:
     node: its containers' processes are this host's), found by their command line in /proc;
     how many."""
     killed = 0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue  # gone meanwhile
+    for pid, argv in procs.command_lines():
         if (
             b"provision" in argv
             and b"--owner" in argv
@@ -300,7 +293,7 @@ def kill_provision_processes() -> int:
             and any(part.endswith(b"fioprobe") for part in argv[:3])
         ):
             with contextlib.suppress(ProcessLookupError):
-                os.kill(int(entry.name), signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
                 killed += 1
     return killed
 

@@ -41,6 +41,8 @@ from typing import Any
 
 from fioprobe.services.servers import LOCALHOST, free_port
 
+from support import procs
+
 #: The pool the scenarios' images live in.
 POOL = "rbd"
 #: Placement groups of the pool: enough that the three OSDs each hold primaries.
@@ -503,16 +505,10 @@ def leftovers(root: Path) -> list[str]:
     and /sys, so it also works after the test process has died."""
     root_text = os.path.realpath(root)
     found: list[str] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
+    for pid, argv in procs.command_lines():
         args = [a.decode(errors="replace") for a in argv if a]
         if args and os.path.basename(args[0]) in DAEMONS and any(root_text in a for a in args):
-            found.append(f"process {entry.name}: {' '.join(args)}")
+            found.append(f"process {pid}: {' '.join(args)}")
     with open("/proc/self/mountinfo", encoding="utf-8") as mountinfo:
         for line in mountinfo:
             point = line.split()[4].replace("\\040", " ")
