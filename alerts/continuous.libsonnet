@@ -34,8 +34,10 @@
 //     the hang gauge; the others short windows), so a gap, a restarted pod or a Prometheus
 //     restart in the middle of an incident neither resolves nor re-notifies it;
 //   - no `for` but Missing's: nothing is pending that a gap could reset. Missing looks for
-//     any info sample over continuousMissingAfter, longer than any tolerated gap, and its
-//     `for` only covers a Prometheus that starts with no data.
+//     any info sample over continuousMissingAfter, longer than any tolerated gap, only at a
+//     stream expected for that long already (a new install, a node that just got etcd's
+//     role: its pod pulls, mounts and starts meanwhile), then waits its `for` on top: a
+//     stream that never started and one that stopped both fire after 5m and 2m more.
 local u = import '../lib/util.libsonnet';
 
 {
@@ -409,6 +411,8 @@ local u = import '../lib/util.libsonnet';
               %(expected)s
               unless on (storageclass, node)
               last_over_time(fioprobe_continuous_info{%(matchers)s}[%(after)s])
+              and
+              %(expected)s offset %(after)s
             ||| % {
               expected: u.expectedStreamRecord,
               matchers: u.matchers(c),

@@ -264,10 +264,21 @@ class Scenario:
                 ("exported_" + k if k in ("job", "instance") else k): v for k, v in base.items()
             }
 
+        identity = p.labels()
+        # A series' key, made once per label set (formatting it at every sample was the
+        # generator's hot spot).
+        keys: dict[tuple[str, tuple[tuple[str, str], ...], str], tuple[str, str]] = {}
+
         def put(s: int, metric: str, extra: dict[str, str], value: float | None, pod: str) -> None:
-            labels = {**base, "pod": pod, **p.labels(), **extra}
-            key = (metric, fmt_labels(labels))
-            streams.setdefault(key, [None] * self.samples)[s] = value
+            cached = (metric, tuple(extra.items()), pod)
+            key = keys.get(cached)
+            if key is None:
+                labels = {**base, "pod": pod, **identity, **extra}
+                key = keys[cached] = (metric, fmt_labels(labels))
+            series = streams.get(key)
+            if series is None:
+                series = streams[key] = [None] * self.samples
+            series[s] = value
 
         runs_total = 0
         last_success_ts: float | None = None

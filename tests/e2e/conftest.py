@@ -61,6 +61,63 @@ def continuous_targets_file(run_dir: Path) -> Path:
     return run_dir / "prometheus-continuous-targets.json"
 
 
+class StreamDiscovery:
+    """What the PodMonitor's pod discovery does in a cluster, for Debian's Prometheus (file
+    discovery only): every few seconds the ready stream pods of `namespaces`, at their port
+    named `metrics`, go into the targets file. A stream is scraped from when its pod is ready,
+    as in a cluster, and so is a replaced pod; a test that wrote the file once would scrape it
+    only from when the test got there, while the release's rules count from the install."""
+
+    COMPONENT = "app.kubernetes.io/component=continuous"
+
+    def __init__(self, kube: Kube, path: Path, namespaces: tuple[str, ...]) -> None:
+        self.kube, self.path, self.namespaces = kube, path, namespaces
+        self.written = ""
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def targets(self) -> list[dict[str, Any]]:
+        found = []
+        for namespace in self.namespaces:
+            for pod in self.kube.json("pods", "-n", namespace, "-l", self.COMPONENT)["items"]:
+                status = pod.get("status", {})
+                ready = any(
+                    c["type"] == "Ready" and c["status"] == "True"
+                    for c in status.get("conditions", [])
+                )
+                ports = [
+                    p["containerPort"]
+                    for c in pod["spec"]["containers"]
+                    for p in c.get("ports", [])
+                    if p.get("name") == "metrics"
+                ]
+                if ready and status.get("podIP") and ports:
+                    labels = {"namespace": namespace, "pod": pod["metadata"]["name"]}
+                    found.append({"targets": [f"{status['podIP']}:{ports[0]}"], "labels": labels})
+        return found
+
+    def _run(self) -> None:
+        while True:
+            with contextlib.suppress(AssertionError, subprocess.TimeoutExpired, ValueError):
+                text = json.dumps(self.targets(), sort_keys=True)
+                if text != self.written:
+                    # Whole or not at all: Prometheus reads the file when it changes.
+                    partial = self.path.with_suffix(".partial")
+                    partial.write_text(text)
+                    partial.replace(self.path)
+                    self.written = text
+            if self._stop.wait(5.0):
+                return
+
+    def start(self) -> StreamDiscovery:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=70)  # a kubectl call in flight ends within 60 s
+
+
 FAILING_CLASSES = {"e2e-full": "no_space", "e2e-readonly": "read_only"}
 # The StorageClass of scripts/e2e/config.jsonnet with no volume behind it: its probe's pod never
 # schedules, the deployed probe that is Missing.

@@ -21,6 +21,7 @@ from pathlib import Path
 import yaml
 from conftest import REPO
 from fioprobe.metrics.table import METRICS
+from support import lanes
 
 RULES = REPO / "alerts" / "out" / "rules.yaml"
 DASHBOARDS = REPO / "dashboards" / "out"
@@ -80,7 +81,10 @@ def test_a_benchmark_alone_raises_nothing_and_records_nothing(tmp_path: Path) ->
     path = tmp_path / "benchmark-only.yaml"
     path.write_text(json.dumps(test))
     done = subprocess.run(
-        ["promtool", "test", "rules", str(path)], capture_output=True, text=True, timeout=300
+        ["promtool", "test", "rules", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=lanes.RUN_SECONDS,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
 

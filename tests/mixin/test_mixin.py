@@ -24,7 +24,11 @@ import pytest
 import scenarios
 import yaml
 from observed import narrowed
+from support import lanes
 from support.paths import REPO
+
+#: The mutation fixture's runs count in its first test's time (scripts/run-tests.sh's CPU lane).
+pytestmark = pytest.mark.timeout(lanes.TEST_SECONDS)
 
 #: The mixin's rules: the same for every deployment.
 RULES = REPO / "alerts" / "out" / "rules.yaml"
@@ -248,7 +252,7 @@ def tool(name: str) -> str:
 
 def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     """Run a tool from the repository root, keeping its output for assertion messages."""
-    proc = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=lanes.RUN_SECONDS)
     if check:
         assert proc.returncode == 0, f"{args} failed:\n{proc.stdout}\n{proc.stderr}"
     return proc

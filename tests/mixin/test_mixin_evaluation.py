@@ -19,11 +19,12 @@ from pathlib import Path
 import continuous
 import pytest
 import yaml
+from support import lanes
 from support.paths import REPO
 
 TESTS = REPO / "alerts" / "tests"
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = pytest.mark.timeout(lanes.TEST_SECONDS)
 
 TIMINGS = [
     continuous.Timing(30),
@@ -50,7 +51,7 @@ def test_stream_alerts_at_other_intervals_and_orders(
     path.write_text(yaml.safe_dump(document, sort_keys=False, width=100000))
     proc = subprocess.run(
         ["promtool", "test", "rules", str(path)],
-        capture_output=True, text=True, timeout=540, check=False,
+        capture_output=True, text=True, timeout=lanes.RUN_SECONDS, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert "SUCCESS" in proc.stdout

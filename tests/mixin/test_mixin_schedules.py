@@ -20,9 +20,10 @@ import pytest
 import scenarios
 import yaml
 from observed import narrowed
+from support import lanes
 from support.paths import GO_JSONNET, REPO
 
-pytestmark = pytest.mark.timeout(900)
+pytestmark = pytest.mark.timeout(lanes.TEST_SECONDS)
 
 
 def render(tmp_path: Path, interval_min: int, group: str) -> Path:
@@ -35,7 +36,7 @@ def render(tmp_path: Path, interval_min: int, group: str) -> Path:
     proc = subprocess.run(
         [str(GO_JSONNET), "-J", str(REPO), "--tla-code", f"config={config}",
          "--tla-str", f"example={scenarios.example(group)}", str(REPO / scenarios.RULES_JSONNET)],
-        capture_output=True, text=True, timeout=120, check=False,
+        capture_output=True, text=True, timeout=lanes.RUN_SECONDS, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     path = tmp_path / f"rules-{interval_min}m.json"
@@ -63,7 +64,7 @@ def run_case(workdir: Path, group: str, interval_min: int) -> subprocess.Complet
     test_file.write_text(yaml.safe_dump(document))
     return subprocess.run(
         ["promtool", "test", "rules", str(test_file)],
-        capture_output=True, text=True, timeout=600, check=False,
+        capture_output=True, text=True, timeout=lanes.RUN_SECONDS, check=False,
     )  # fmt: skip
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 from fioprobe.provision.steps import Step
+from support import lanes
 from support.paths import GO_JSONNET, REPO
 
 RULES = REPO / "alerts" / "out" / "rules.yaml"
@@ -21,7 +22,7 @@ RULES = REPO / "alerts" / "out" / "rules.yaml"
 def jsonnet(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(GO_JSONNET), "-J", str(REPO), *args],
-        capture_output=True, text=True, timeout=120, check=False, cwd=REPO,
+        capture_output=True, text=True, timeout=lanes.RUN_SECONDS, check=False, cwd=REPO,
     )  # fmt: skip
 
 

@@ -17,6 +17,7 @@ e2e-first-install`, 1 in `make e2e`'s phase of it (CI's time budget)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -34,6 +35,7 @@ from conftest import (
     REPO,
     Kube,
     Measurements,
+    StreamDiscovery,
     alertmanager_alerts,
     continuous_targets_file,
     find_group,
@@ -122,6 +124,17 @@ def test_without_the_role_nothing_runs_or_fires_for_etcd(
     (run_dir / "role-labelled-at").write_text(f"{time.time()}\n")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def stream_discovery(kube: Kube, run_dir: Path, prometheus: Any) -> Iterator[StreamDiscovery]:
+    """The streams' pods into Prometheus' file discovery from the install on, as a PodMonitor
+    finds them: the release's FioProbeContinuousMissing counts from the install too."""
+    discovery = StreamDiscovery(
+        kube, continuous_targets_file(run_dir), (NAMESPACE, ETCD_NAMESPACE)
+    ).start()
+    yield discovery
+    discovery.stop()
+
+
 @pytest.fixture(scope="module")
 def role_labelled_at(run_dir: Path) -> float:
     """When the node got the control-plane role (the first test): the etcd parts start then."""
@@ -133,7 +146,6 @@ def role_labelled_at(run_dir: Path) -> float:
 
 def test_the_etcd_probe_and_stream_run_on_the_role_node(
     kube: Kube,
-    run_dir: Path,
     pushgateway_url: str,
     prometheus: Any,
     role_labelled_at: float,
@@ -157,22 +169,12 @@ def test_the_etcd_probe_and_stream_run_on_the_role_node(
         assert (stat.st_uid, stat.st_gid) == (PROBE_UID, PROBE_UID), directory
         assert stat.st_mode & 0o7777 == 0o700, (directory, oct(stat.st_mode))
 
-    # The streams: the etcd node's and the default class's, scraped from their pods (Debian's
-    # Prometheus has no Kubernetes discovery: their addresses go into its file discovery).
-    etcd_streams = kube.wait(
-        lambda: ready_pods(kube, ETCD_NAMESPACE, "continuous"), 300, "the etcd stream's pod"
-    )
-    class_streams = kube.wait(
+    # The streams: the etcd node's and the default class's, scraped from their pods as soon as
+    # they are ready (`stream_discovery`).
+    kube.wait(lambda: ready_pods(kube, ETCD_NAMESPACE, "continuous"), 300, "the etcd stream's pod")
+    kube.wait(
         lambda: ready_pods(kube, NAMESPACE, "continuous"), 300, "the StorageClass stream's pod"
     )
-    targets = [
-        {
-            "targets": [f"{p['status']['podIP']}:9436"],
-            "labels": {"namespace": p["metadata"]["namespace"], "pod": p["metadata"]["name"]},
-        }
-        for p in etcd_streams + class_streams
-    ]
-    continuous_targets_file(run_dir).write_text(json.dumps(targets))
     for selector in (
         f'storageclass="etcd-disk", node="{NODE}", etcd_disk="true"',
         f'storageclass="{DEFAULT_CLASS}"',
@@ -429,8 +431,15 @@ def test_node_directories_the_deployment_did_not_make_are_refused(
         info = group["fioprobe_info"]["metrics"][0]["labels"]
         assert info["etcd_disk"] == "false", info
         pod = probe_pod_after(kube, before) or {}
-        log = kube("logs", "-n", ETCD_NAMESPACE, pod["metadata"]["name"], "-c", "fioprobe")
-        assert "the probe directory is not on etcd's filesystem" in log, log
+        # The run pushes its outcome, then prints it: the line follows the push.
+        refusal = "the probe directory is not on etcd's filesystem"
+
+        def log() -> str:
+            return kube("logs", "-n", ETCD_NAMESPACE, pod["metadata"]["name"], "-c", "fioprobe")
+
+        with contextlib.suppress(TimeoutError):
+            kube.wait(lambda: refusal in log(), 60, "the etcd probe's log to say why")
+        assert refusal in (text := log()), text
         assert probe_dir.is_dir() and not list(probe_dir.iterdir()), list(probe_dir.iterdir())
     finally:
         helm(
