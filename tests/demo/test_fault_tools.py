@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -151,6 +152,31 @@ def test_slowfs_delay_changes_while_mounted(slow_dir_factory: Callable[..., Slow
     slow = _sync_lat(run_fio(ETCD_FSYNC, fs.mountpoint, timeout_s=60))
     assert fast["mean"] < 5 * MS, fast
     assert slow["min"] >= 20 * MS, slow
+
+
+@pytest.mark.timeout(120)
+def test_slowfs_release_answers_the_held_requests_at_once(
+    slow_dir_factory: Callable[..., SlowFs],
+) -> None:
+    """A hung disk that answers again answers what it held: with `release`, an fdatasync
+    held for a minute returns within seconds, where without it it waits out its minute."""
+    fs = slow_dir_factory(0)
+    fd = os.open(fs.mountpoint / "held", os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, b"x")
+        fs.set_delays(60_000)
+        done: list[float] = []
+        syncer = threading.Thread(target=lambda: (os.fdatasync(fd), done.append(time.monotonic())))
+        syncer.start()
+        time.sleep(1.0)
+        assert not done, "the fdatasync was not held"
+        released_at = time.monotonic()
+        fs.set_delays(0, release=True, settle_s=0)
+        syncer.join(timeout=30)
+        assert done and done[0] - released_at < 30, "the held fdatasync waited out its delay"
+    finally:
+        fs.set_delays(0, release=True, settle_s=0)
+        os.close(fd)
 
 
 @pytest.mark.timeout(60)

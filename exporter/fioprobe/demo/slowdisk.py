@@ -55,7 +55,9 @@ class Delays:
     """Current delays in seconds, shared by all FUSE worker threads.
 
     Plain float attributes: a reader seeing the old or the new value during a change is fine,
-    and a lock would serialise every FUSE request for nothing.
+    and a lock would serialise every FUSE request for nothing. A held request waits in
+    `hold`, which a `release` ends at once: a hung disk that answers again answers what it
+    held, not only what comes after.
     """
 
     def __init__(
@@ -67,6 +69,20 @@ class Delays:
         self.fail_errno = fail_errno
         #: Added to every unlink and rmdir (a disk that hangs in the clean-up after an error).
         self.unlink_s = unlink_s
+        self._released = threading.Condition()
+        self._releases = 0
+
+    def hold(self, seconds: float) -> None:
+        """Hold the calling request `seconds`, or until the next `release`."""
+        with self._released:
+            seen = self._releases
+            self._released.wait_for(lambda: self._releases != seen, timeout=seconds)
+
+    def release(self) -> None:
+        """Answer every held request now."""
+        with self._released:
+            self._releases += 1
+            self._released.notify_all()
 
 
 def _build_operations(backing: str, delays: Delays) -> Operations:
@@ -161,7 +177,7 @@ def _build_operations(backing: str, delays: Delays) -> Operations:
 
         def rmdir(self, path: str) -> None:
             if delays.unlink_s > 0:
-                time.sleep(delays.unlink_s)
+                delays.hold(delays.unlink_s)
             os.rmdir(self._full(path))
 
         def mknod(self, path: str, mode: int, dev: int) -> None:
@@ -170,7 +186,7 @@ def _build_operations(backing: str, delays: Delays) -> Operations:
 
         def unlink(self, path: str) -> None:
             if delays.unlink_s > 0:
-                time.sleep(delays.unlink_s)
+                delays.hold(delays.unlink_s)
             os.unlink(self._full(path))
 
         def rename(self, old: str, new: str) -> None:
@@ -202,7 +218,7 @@ def _build_operations(backing: str, delays: Delays) -> Operations:
             if delays.fail_errno:
                 raise FuseOSError(delays.fail_errno)
             if delays.write_s > 0:
-                time.sleep(delays.write_s)
+                delays.hold(delays.write_s)
             return os.pwrite(fi.fh, data, offset)
 
         def truncate(self, path: str, length: int, fh: Any = None) -> None:
@@ -226,7 +242,7 @@ def _build_operations(backing: str, delays: Delays) -> Operations:
             else:
                 os.fsync(fi.fh)
             if delays.fsync_s > 0:
-                time.sleep(delays.fsync_s)
+                delays.hold(delays.fsync_s)
 
         def fsyncdir(self, path: str, datasync: int, fi: Any) -> None:
             fd = os.open(self._full(path), os.O_RDONLY | os.O_DIRECTORY)
@@ -235,18 +251,19 @@ def _build_operations(backing: str, delays: Delays) -> Operations:
             finally:
                 os.close(fd)
             if delays.fsync_s > 0:
-                time.sleep(delays.fsync_s)
+                delays.hold(delays.fsync_s)
 
     return SlowPassthrough()
 
 
 def _watch_control_file(path: str, delays: Delays, stop: threading.Event) -> None:
-    """Apply "FSYNC_MS WRITE_MS [FAIL_ERRNO [UNLINK_MS]]" from ``path`` when it changes.
+    """Apply "FSYNC_MS WRITE_MS [FAIL_ERRNO [UNLINK_MS [RELEASES]]]" from ``path`` when it
+    changes; a new RELEASES count releases every held request (`Delays.release`).
 
     A polling thread, not a signal: the main thread sits inside libfuse's C loop, where a
     Python signal handler would never run.
     """
-    last = ""
+    last, released = "", 0
     while not stop.wait(CONTROL_POLL_S):
         try:
             text = Path(path).read_text().strip()
@@ -266,6 +283,10 @@ def _watch_control_file(path: str, delays: Delays, stop: threading.Event) -> Non
             delays.write_s = fields[1] / 1000.0
         delays.fail_errno = int(fields[2]) if len(fields) > 2 else 0
         delays.unlink_s = fields[3] / 1000.0 if len(fields) > 3 else 0.0
+        releases = int(fields[4]) if len(fields) > 4 else 0
+        if releases != released:
+            released = releases
+            delays.release()
         print(f"slowfs: delays now fsync={delays.fsync_s}s write={delays.write_s}s "
               f"fail_errno={delays.fail_errno} unlink={delays.unlink_s}s", flush=True)  # fmt: skip
 
@@ -407,6 +428,8 @@ class SlowFs:
         self.proc = proc
         self.control_file = control_file
         self.log_file = log_file
+        #: How many releases were asked for: the control file's count.
+        self.releases = 0
 
     def set_delays(
         self,
@@ -415,16 +438,21 @@ class SlowFs:
         settle_s: float = 0.3,
         fail_errno: int = 0,
         unlink_delay_ms: float = 0.0,
+        release: bool = False,
     ) -> None:
         """Change the delays of the running filesystem (applied within ~50 ms); with
         `fail_errno`, every write and fsync fails with that errno instead; `unlink_delay_ms`
-        delays every unlink and rmdir.
+        delays every unlink and rmdir. `release`: the requests held now are answered at once
+        (a hung disk that answers again); without it each finishes the delay it started with.
 
         Written to a temporary file and renamed, so the watcher never reads half a line;
         then waits ``settle_s`` so the change is in effect when this returns.
         """
+        self.releases += release
         tmp = self.control_file.with_suffix(".tmp")
-        tmp.write_text(f"{fsync_delay_ms} {write_delay_ms} {fail_errno} {unlink_delay_ms}\n")
+        tmp.write_text(
+            f"{fsync_delay_ms} {write_delay_ms} {fail_errno} {unlink_delay_ms} {self.releases}\n"
+        )
         os.replace(tmp, self.control_file)
         time.sleep(settle_s)
 
