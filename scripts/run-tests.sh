@@ -10,9 +10,8 @@
 # - the CPU lane (CPU_LANE below): the mixin's promtool and jsonnet suites, pure computation
 #   with no deadline but their bounds against a hang. It runs at `nice` 10: it takes the CPU
 #   the waiting lane leaves idle and yields it whenever a waiting test needs it, so no
-#   deadline there sees more load than two workers make. Two lanes of two workers each on a
-#   2-core machine; the same four workers at one priority overloaded the timed tests
-#   (docs/BENCHMARKS.md).
+#   deadline there sees more load than two workers make. (Three workers at one priority
+#   overloaded the timed tests on a 2-core machine: docs/BENCHMARKS.md.)
 # With arguments (a file, `-k`, `-s`), pytest runs once, as given.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -50,28 +49,50 @@ done
 log=$(mktemp "${TMPDIR:-/tmp}/fioprobe-cpu-lane.XXXXXX")
 ignores=()
 for file in "${CPU_LANE[@]}"; do ignores+=("--ignore=$file"); done
-# Each lane runs in a session of its own (setsid) and is stopped as a whole with this script,
-# which only waits: a signal interrupts `wait`, where a command in the foreground defers it.
-setsid nice -n 10 bash -c "$(declare -f pytest_run); pytest_run \"\$@\"" cpu-lane \
-  -n "$WORKERS" --dist loadfile -p no:cacheprovider "${CPU_LANE[@]}" >"$log" 2>&1 &
-cpu_pid=$!
-setsid bash -c "$(declare -f pytest_run); pytest_run \"\$@\"" waiting-lane \
-  -n "$WORKERS" --dist loadfile "${ignores[@]}" &
-waiting_pid=$!
+lanes=()
+# Stops the lanes as Ctrl-C stops pytest (SIGINT: its fixtures tear down what they started),
+# then, for whatever is still running a minute later, SIGTERM and SIGKILL.
 # shellcheck disable=SC2317 # called by the traps below
 stop_lanes() {
-  kill -TERM -- "-$waiting_pid" "-$cpu_pid" 2>/dev/null
-  wait 2>/dev/null
+  local signal pgid alive
+  for signal in INT TERM KILL; do
+    alive=0
+    for pgid in "${lanes[@]}"; do
+      kill "-$signal" -- "-$pgid" 2>/dev/null && alive=1
+    done
+    ((alive)) || break
+    for _ in $(seq 60); do
+      alive=0
+      for pgid in "${lanes[@]}"; do kill -0 -- "-$pgid" 2>/dev/null && alive=1; done
+      ((alive)) || break
+      sleep 1
+    done
+  done
   rm -f "$log"
 }
-trap 'stop_lanes; exit 143' TERM
 trap 'stop_lanes; exit 130' INT
+trap 'stop_lanes; exit 143' TERM
+trap 'stop_lanes; exit 129' HUP
+# Job control: each lane is a process group of its own (stopped as a whole), in this script's
+# session. Not a session of its own (setsid): with the kernel's autogroup scheduling, nice
+# ranks processes only within one session, and the CPU lane's nice 10 would count for nothing.
+set -m
+nice -n 10 bash -c "$(declare -f pytest_run); pytest_run \"\$@\"" cpu-lane \
+  -n "$WORKERS" --dist loadfile -p no:cacheprovider "${CPU_LANE[@]}" </dev/null >"$log" 2>&1 &
+lanes+=($!)
+cpu_pid=$!
+bash -c "$(declare -f pytest_run); pytest_run \"\$@\"" waiting-lane \
+  -n "$WORKERS" --dist loadfile "${ignores[@]}" </dev/null &
+lanes+=($!)
+waiting_pid=$!
 echo "run-tests: the waiting lane; the CPU lane (${#CPU_LANE[@]} files at nice 10) prints when it ends"
+# The script only waits: a signal interrupts `wait`, where a command in the foreground would
+# defer it.
 wait "$waiting_pid"
 waiting_rc=$?
 wait "$cpu_pid"
 cpu_rc=$?
-trap - TERM INT
+trap - INT TERM HUP
 echo
 echo "run-tests: the CPU lane (${CPU_LANE[*]})"
 cat "$log"

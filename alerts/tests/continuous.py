@@ -1335,7 +1335,7 @@ def missing_scenario(timing: Timing = IN_ORDER) -> Scenario:
     sc.fires(never_ran, also_at=[sc.k(1800)])
     sc.fires(gone, also_at=[sc.k(1800)])
     sc.never(HANG, sc.k(1230), sc.k(1515))
-    sc.never(MISSING, sc.k(275), sc.k(MISSING_AFTER_S + GAP_TOLERANCE_S) - 1)
+    sc.never(MISSING, sc.k(270), sc.k(MISSING_AFTER_S + GAP_TOLERANCE_S) - 1)
     return sc
 
 

@@ -18,10 +18,13 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
 from conftest import REPO
 from fioprobe.metrics.table import METRICS
 from support import lanes
+
+pytestmark = pytest.mark.timeout(lanes.TEST_SECONDS)
 
 RULES = REPO / "alerts" / "out" / "rules.yaml"
 DASHBOARDS = REPO / "dashboards" / "out"

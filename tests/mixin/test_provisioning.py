@@ -16,6 +16,8 @@ from fioprobe.provision.steps import Step
 from support import lanes
 from support.paths import GO_JSONNET, REPO
 
+pytestmark = pytest.mark.timeout(lanes.TEST_SECONDS)
+
 RULES = REPO / "alerts" / "out" / "rules.yaml"
 
 

@@ -72,11 +72,15 @@ class Delays:
         self._released = threading.Condition()
         self._releases = 0
 
-    def hold(self, seconds: float) -> None:
-        """Hold the calling request `seconds`, or until the next `release`."""
+    def arrived(self) -> int:
+        """What a request notes when it arrives, for its `hold`: a release after this
+        moment answers it, even one that comes before it is held."""
+        return self._releases
+
+    def hold(self, seconds: float, arrived: int) -> None:
+        """Hold the calling request `seconds`, or until a release after it `arrived`."""
         with self._released:
-            seen = self._releases
-            self._released.wait_for(lambda: self._releases != seen, timeout=seconds)
+            self._released.wait_for(lambda: self._releases != arrived, timeout=seconds)
 
     def release(self) -> None:
         """Answer every held request now."""
@@ -177,7 +181,7 @@ def _build_operations(backing: str, delays: Delays) -> Operations:
 
         def rmdir(self, path: str) -> None:
             if delays.unlink_s > 0:
-                delays.hold(delays.unlink_s)
+                delays.hold(delays.unlink_s, delays.arrived())
             os.rmdir(self._full(path))
 
         def mknod(self, path: str, mode: int, dev: int) -> None:
@@ -186,7 +190,7 @@ def _build_operations(backing: str, delays: Delays) -> Operations:
 
         def unlink(self, path: str) -> None:
             if delays.unlink_s > 0:
-                delays.hold(delays.unlink_s)
+                delays.hold(delays.unlink_s, delays.arrived())
             os.unlink(self._full(path))
 
         def rename(self, old: str, new: str) -> None:
@@ -215,10 +219,11 @@ def _build_operations(backing: str, delays: Delays) -> Operations:
             return os.pread(fi.fh, size, offset)
 
         def write(self, path: str, data: bytes, offset: int, fi: Any) -> int:
+            arrived = delays.arrived()
             if delays.fail_errno:
                 raise FuseOSError(delays.fail_errno)
             if delays.write_s > 0:
-                delays.hold(delays.write_s)
+                delays.hold(delays.write_s, arrived)
             return os.pwrite(fi.fh, data, offset)
 
         def truncate(self, path: str, length: int, fh: Any = None) -> None:
@@ -235,6 +240,7 @@ def _build_operations(backing: str, delays: Delays) -> Operations:
 
         def fsync(self, path: str, datasync: int, fi: Any) -> None:
             # The real sync first, then the injected delay: observed latency >= the delay.
+            arrived = delays.arrived()
             if delays.fail_errno:
                 raise FuseOSError(delays.fail_errno)
             if datasync:
@@ -242,16 +248,17 @@ def _build_operations(backing: str, delays: Delays) -> Operations:
             else:
                 os.fsync(fi.fh)
             if delays.fsync_s > 0:
-                delays.hold(delays.fsync_s)
+                delays.hold(delays.fsync_s, arrived)
 
         def fsyncdir(self, path: str, datasync: int, fi: Any) -> None:
+            arrived = delays.arrived()
             fd = os.open(self._full(path), os.O_RDONLY | os.O_DIRECTORY)
             try:
                 os.fsync(fd)
             finally:
                 os.close(fd)
             if delays.fsync_s > 0:
-                delays.hold(delays.fsync_s)
+                delays.hold(delays.fsync_s, arrived)
 
     return SlowPassthrough()
 
@@ -283,9 +290,9 @@ def _watch_control_file(path: str, delays: Delays, stop: threading.Event) -> Non
             delays.write_s = fields[1] / 1000.0
         delays.fail_errno = int(fields[2]) if len(fields) > 2 else 0
         delays.unlink_s = fields[3] / 1000.0 if len(fields) > 3 else 0.0
-        releases = int(fields[4]) if len(fields) > 4 else 0
-        if releases != released:
-            released = releases
+        # A line without the count (written by hand) releases nothing.
+        if len(fields) > 4 and int(fields[4]) != released:
+            released = int(fields[4])
             delays.release()
         print(f"slowfs: delays now fsync={delays.fsync_s}s write={delays.write_s}s "
               f"fail_errno={delays.fail_errno} unlink={delays.unlink_s}s", flush=True)  # fmt: skip
@@ -556,7 +563,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--write-delay-ms", type=float, default=0.0)
     ap.add_argument(
         "--control-file",
-        help='file holding "FSYNC_MS [WRITE_MS]"; its changes apply while mounted',
+        help='file holding "FSYNC_MS [WRITE_MS [FAIL_ERRNO [UNLINK_MS [RELEASES]]]]"; its '
+        "changes apply while mounted, and a new RELEASES count answers every held request",
     )
     args = ap.parse_args(argv)
     serve(
