@@ -9,8 +9,8 @@
 #   deadlines are real time, so it runs at normal priority.
 # - the CPU lane (CPU_LANE below): the mixin's promtool and jsonnet suites, pure computation
 #   with no deadline but their bounds against a hang. It runs at `nice` 10: it takes the CPU
-#   the waiting lane leaves idle and yields it whenever a waiting test needs it, so no
-#   deadline there sees more load than two workers make. (Three workers at one priority
+#   the waiting lane leaves idle and yields most of it whenever a waiting test needs it, so
+#   the deadlines there see about the load two workers make. (Three workers at one priority
 #   overloaded the timed tests on a 2-core machine: docs/BENCHMARKS.md.)
 # With arguments (a file, `-k`, `-s`), pytest runs once, as given.
 set -uo pipefail
