@@ -26,6 +26,11 @@ CPU_LANE=(
   tests/mixin/test_observed.py
   tests/mixin/test_mixin_metric_names.py
 )
+# For the tests of this script (tests/repo/test_run_tests.py), space-separated: the CPU lane's
+# files instead of the list above, and what the waiting lane collects instead of pyproject's
+# testpaths.
+if [[ -n ${FIOPROBE_TEST_CPU_LANE:-} ]]; then read -r -a CPU_LANE <<<"$FIOPROBE_TEST_CPU_LANE"; fi
+read -r -a WAITING_PATHS <<<"${FIOPROBE_TEST_PATHS:-}"
 
 # --durations: every run (CI's too) says where its time went, for docs/BENCHMARKS.md.
 pytest_run() {
@@ -77,14 +82,18 @@ trap 'stop_lanes; exit 129' HUP
 # session. Not a session of its own (setsid): with the kernel's autogroup scheduling, nice
 # ranks processes only within one session, and the CPU lane's nice 10 would count for nothing.
 set -m
-nice -n 10 bash -c "$(declare -f pytest_run); pytest_run \"\$@\"" cpu-lane \
-  -n "$WORKERS" --dist loadfile -p no:cacheprovider "${CPU_LANE[@]}" </dev/null >"$log" 2>&1 &
-lanes+=($!)
+# A lane: pytest_run in a process group of its own (`set -m`), at nice $2; its pid is $!.
+lane() {
+  local name=$1 niceness=$2
+  shift 2
+  nice -n "$niceness" bash -c "$(declare -f pytest_run); pytest_run \"\$@\"" "$name" \
+    -n "$WORKERS" --dist loadfile "$@" </dev/null &
+}
+lane cpu-lane 10 -p no:cacheprovider "${CPU_LANE[@]}" >"$log" 2>&1
 cpu_pid=$!
-bash -c "$(declare -f pytest_run); pytest_run \"\$@\"" waiting-lane \
-  -n "$WORKERS" --dist loadfile "${ignores[@]}" </dev/null &
-lanes+=($!)
+lane waiting-lane 0 "${ignores[@]}" "${WAITING_PATHS[@]}"
 waiting_pid=$!
+lanes=("$cpu_pid" "$waiting_pid")
 echo "run-tests: the waiting lane; the CPU lane (${#CPU_LANE[@]} files at nice 10) prints when it ends"
 # The script only waits: a signal interrupts `wait`, where a command in the foreground would
 # defer it.

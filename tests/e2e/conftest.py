@@ -61,6 +61,16 @@ def continuous_targets_file(run_dir: Path) -> Path:
     return run_dir / "prometheus-continuous-targets.json"
 
 
+def metrics_ports(pod: dict[str, Any]) -> list[int]:
+    """The pod's ports named `metrics`: what the PodMonitor and the scrape configuration select."""
+    return [
+        p["containerPort"]
+        for c in pod["spec"]["containers"]
+        for p in c.get("ports", [])
+        if p.get("name") == "metrics"
+    ]
+
+
 class StreamDiscovery:
     """What the PodMonitor's pod discovery does in a cluster, for Debian's Prometheus (file
     discovery only): every few seconds the stream pods of `namespaces` that have an address
@@ -91,12 +101,7 @@ class StreamDiscovery:
             )  # fmt: skip
             for pod in json.loads(listed)["items"]:
                 status = pod.get("status", {})
-                ports = [
-                    p["containerPort"]
-                    for c in pod["spec"]["containers"]
-                    for p in c.get("ports", [])
-                    if p.get("name") == "metrics"
-                ]
+                ports = metrics_ports(pod)
                 ended = status.get("phase") in ("Failed", "Succeeded")
                 if status.get("podIP") and ports and not ended:
                     labels = {"namespace": namespace, "pod": pod["metadata"]["name"]}

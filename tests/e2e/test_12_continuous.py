@@ -10,7 +10,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conftest import ETCD_NAMESPACE, NODE, Kube, Measurements, continuous_targets_file
+from conftest import (
+    ETCD_NAMESPACE,
+    NODE,
+    Kube,
+    Measurements,
+    continuous_targets_file,
+    metrics_ports,
+)
 from support import services
 from support.promql import first_value, instant_values
 
@@ -38,13 +45,7 @@ def test_the_stream_runs_on_the_etcd_node_and_prometheus_scrapes_it(
     )
     (pod,) = pods
     assert pod["spec"]["nodeName"] == NODE
-    # The port the PodMonitor and the scrape configuration select, by its name.
-    (port,) = [
-        p["containerPort"]
-        for c in pod["spec"]["containers"]
-        for p in c.get("ports", [])
-        if p.get("name") == "metrics"
-    ]
+    (port,) = metrics_ports(pod)
     labels = {"namespace": ETCD_NAMESPACE, "pod": pod["metadata"]["name"]}
     targets = [{"targets": [f"{pod['status']['podIP']}:{port}"], "labels": labels}]
     continuous_targets_file(run_dir).write_text(json.dumps(targets))
